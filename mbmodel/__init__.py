@@ -1,0 +1,38 @@
+"""mbmodel: object-oriented, acausal modeling of physical systems, compiled with casadi.
+
+Example::
+
+    import mbmodel as mb
+    from mbmodel.libraries import electrical as el
+
+    class RC(mb.Model):
+        source = el.ConstantVoltage(V=1.0)
+        resistor = el.Resistor(R=1e3)
+        capacitor = el.Capacitor(C=1e-6, v=mb.Fixed(0.0))
+        ground = el.Ground()
+
+        def equations(self):
+            yield mb.connect(self.source.p, self.resistor.p)
+            yield mb.connect(self.resistor.n, self.capacitor.p)
+            yield mb.connect(self.capacitor.n, self.source.n, self.ground.p)
+
+    result = mb.simulate(RC(), t_end=5e-3)
+    print(result["capacitor.v"][-1])
+"""
+
+from .core import (Branch, Connect, Connector, Fixed, Flow, Guess, Input, Model, Output,
+                   Overdetermined, Parameter, Potential, PotentialRoot, Root, Start, Variable,
+                   connect, der, time)
+from .errors import (BalanceError, DeclarationError, InitializationError, InvalidConnectionError,
+                     ModelError, ParameterError, SimulationError, StructuralSingularityError)
+from .flatten import FlatModel, flatten
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
+    "Overdetermined", "Root", "PotentialRoot", "Branch", "Start", "Fixed", "Guess", "der",
+    "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
+    "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
+    "InitializationError", "SimulationError",
+]

@@ -1,0 +1,654 @@
+"""The modeling language: components, connectors, variables, parameters and equations.
+
+A component is a Python class deriving from :class:`Model`. Its class body declares
+parameters, variables, connectors and sub-components; its :meth:`Model.equations` method
+yields equations (``lhs == rhs`` on casadi SX expressions) and ``connect(...)`` statements.
+
+Example::
+
+    from mbmodel import Model, Connector, Potential, Flow, Parameter, Variable, connect
+
+    class Pin(Connector):
+        v = Potential(unit="V")
+        i = Flow(unit="A")
+
+    class Resistor(Model):
+        R = Parameter(1.0, unit="Ohm", min=0.0)
+        p = Pin()
+        n = Pin()
+
+        def equations(self):
+            yield self.p.v - self.n.v == self.R * self.p.i
+            yield self.p.i + self.n.i == 0
+
+Nothing is symbolic-evaluated at class definition: declarations are templates that every
+instance copies, so one class serves any number of instances.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import casadi as ca
+import numpy as np
+
+from .errors import DeclarationError, ParameterError
+
+__all__ = [
+    "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
+    "Start", "Fixed", "Guess", "der", "connect", "time", "Connect", "Overdetermined", "Root",
+    "PotentialRoot", "Branch",
+]
+
+_declaration_counter = itertools.count()
+
+#: The independent variable (simulation time) as a casadi symbol.
+time = ca.SX.sym("time")
+
+STATE_SELECT = ("never", "avoid", "default", "prefer", "always")
+
+
+def _shape_of(shape) -> tuple[int, int]:
+    if shape in ((), None, 1):
+        return (1, 1)
+    if isinstance(shape, int):
+        return (shape, 1)
+    if len(shape) == 1:
+        return (int(shape[0]), 1)
+    return (int(shape[0]), int(shape[1]))
+
+
+def _as_array(value, shape: tuple[int, int], what: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.size == 1:
+        arr = np.full(shape, float(arr.reshape(-1)[0]))
+    elif arr.size == shape[0] * shape[1]:
+        arr = arr.reshape(shape, order="C")
+    else:
+        raise DeclarationError(f"{what}: value of size {arr.size} does not fit shape {shape}")
+    return arr
+
+
+# --------------------------------------------------------------------------------------
+# Modifiers for variables
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Start:
+    """Modifier for a variable's start value: ``Inertia(w=Start(1.0, fixed=True))``.
+
+    ``fixed=True`` makes the start value a hard initial condition; ``fixed=False`` makes it a
+    guess for the initialization and for nonlinear solvers; ``None`` keeps the declaration's
+    setting. ``state_select`` ("never", "avoid", "default", "prefer", "always") overrides the
+    declared state preference.
+    """
+
+    value: Any
+    fixed: bool | None = None
+    state_select: str | None = None
+
+
+def Fixed(value, state_select: str | None = None) -> Start:
+    """Hard initial condition: ``Inertia(phi=Fixed(0.0))``."""
+    return Start(value, True, state_select)
+
+
+def Guess(value, state_select: str | None = None) -> Start:
+    """Start value used as a guess only: ``Inertia(w=Guess(10.0))``."""
+    return Start(value, False, state_select)
+
+
+# --------------------------------------------------------------------------------------
+# Declarations: Parameter, Variable and the connector-level kinds
+# --------------------------------------------------------------------------------------
+
+class Declaration:
+    """Base class of what a component class body may declare."""
+
+    def __init__(self, *, doc: str = ""):
+        self.doc = doc
+        self._order = next(_declaration_counter)
+        self.name: str | None = None
+        self.owner = None
+
+    def __set_name__(self, owner, name):
+        # Record the attribute name so a class-level template knows what it is called.
+        self.name = name
+
+    def _copy_for(self, owner, name):
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.owner = owner
+        new.name = name
+        return new
+
+    @property
+    def path(self) -> str:
+        base = self.owner.path if self.owner is not None else ""
+        return f"{base}.{self.name}" if base else self.name
+
+
+class Parameter(Declaration):
+    """A constant of the model whose value can change between runs without recompiling.
+
+    ``value`` is a number, an array (with ``shape``), or a casadi expression of other
+    parameters (a *binding*, e.g. ``Inertia(J=self.J_motor * 2)``). ``min``/``max`` are
+    checked whenever values are set; non-finite values are rejected.
+
+    Example: ``R = Parameter(1.0, unit="Ohm", min=0.0, doc="Resistance")``
+    """
+
+    def __init__(self, value=0.0, *, unit: str = "", min: float = -math.inf,
+                 max: float = math.inf, shape=(), doc: str = ""):
+        super().__init__(doc=doc)
+        self.default = value
+        self.unit = unit
+        self.min = min
+        self.max = max
+        self.shape = _shape_of(shape) if shape != () else _shape_of(np.shape(value) if not
+                                                                  isinstance(value, ca.SX) else value.shape)
+        self.symbol: ca.SX | None = None
+        self.value = None  # number/array, or SX binding
+
+    def _instantiate(self, owner, name, modifier=None):
+        new = self._copy_for(owner, name)
+        new.symbol = ca.SX.sym(name, *new.shape)
+        value = self.default if modifier is None else modifier
+        new.set(value)
+        return new
+
+    def set(self, value):
+        """Set the value (number, array or parameter expression) and validate it."""
+        if isinstance(value, ca.SX):
+            if value.shape != self.shape and value.numel() != self.shape[0] * self.shape[1]:
+                raise ParameterError(f"parameter '{self.path}': binding of shape {value.shape} "
+                                     f"does not fit shape {self.shape}")
+            self.value = ca.reshape(value, *self.shape)
+            return
+        if isinstance(value, (Parameter,)):
+            raise DeclarationError(f"parameter '{self.path}': bind to another parameter by "
+                                   f"its value, e.g. J=self.J, not the declaration")
+        try:
+            arr = _as_array(value, self.shape, f"parameter '{self.path}'")
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(f"parameter '{self.path}': value {value!r} is not numeric") from exc
+        check_parameter_value(self.path, arr, self.min, self.max)
+        self.value = arr
+
+
+def check_parameter_value(path: str, arr, lo, hi):
+    """Raise :class:`ParameterError` unless every entry of ``arr`` is finite and in bounds."""
+    arr = np.asarray(arr, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ParameterError(f"parameter '{path}' = {arr.tolist()} is not finite; "
+                             f"give it a finite value")
+    if np.any(arr < lo) or np.any(arr > hi):
+        raise ParameterError(f"parameter '{path}' = {arr.tolist()} is outside its bounds "
+                             f"[{lo}, {hi}]; choose a value within them")
+
+
+class Variable(Declaration):
+    """A time-varying unknown of the model.
+
+    ``start`` is a guess for initialization unless ``fixed=True`` makes it a hard initial
+    condition. ``state_select`` ("never", "avoid", "default", "prefer", "always") tells state
+    selection which variables to prefer as states.
+
+    Example: ``w = Variable(start=0.0, fixed=True, unit="rad/s", state_select="prefer")``
+    """
+
+    kind = "variable"
+
+    def __init__(self, start=0.0, *, fixed: bool = False, unit: str = "", min: float = -math.inf,
+                 max: float = math.inf, nominal: float = 1.0, state_select: str = "default",
+                 shape=(), doc: str = ""):
+        super().__init__(doc=doc)
+        if state_select not in STATE_SELECT:
+            raise DeclarationError(f"state_select must be one of {STATE_SELECT}, not {state_select!r}")
+        self.start = start
+        self.fixed = fixed
+        self.unit = unit
+        self.min = min
+        self.max = max
+        self.nominal = nominal
+        self.state_select = state_select
+        self.shape = _shape_of(shape)
+        self.symbol: ca.SX | None = None
+
+    def _instantiate(self, owner, name, modifier=None):
+        new = self._copy_for(owner, name)
+        new.symbol = ca.SX.sym(name, *new.shape)
+        if modifier is not None:
+            new.modify(modifier)
+        new.start = _as_array(new.start, new.shape, f"variable '{new.path}'")
+        return new
+
+    def modify(self, modifier):
+        """Apply a :class:`Start` modifier (start value, fixed flag, state preference)."""
+        if not isinstance(modifier, Start):
+            raise DeclarationError(
+                f"variable '{self.path}': give its start value as Fixed(value) (hard initial "
+                f"condition), Guess(value) or Start(value, fixed=...), not {modifier!r}")
+        self.start = modifier.value
+        if modifier.fixed is not None:
+            self.fixed = modifier.fixed
+        if modifier.state_select is not None:
+            if modifier.state_select not in STATE_SELECT:
+                raise DeclarationError(f"variable '{self.path}': state_select must be one of "
+                                       f"{STATE_SELECT}")
+            self.state_select = modifier.state_select
+
+
+class Potential(Variable):
+    """Across variable of a connector: equal for all connectors in a connection set."""
+
+    kind = "potential"
+
+
+class Flow(Variable):
+    """Through variable of a connector: sums to zero over a connection set (positive into
+    the component)."""
+
+    kind = "flow"
+
+
+class Input(Variable):
+    """Causal input signal of a block; connected to an :class:`Output` (or left open on the
+    top-level model, where it becomes an external input of the compiled model)."""
+
+    kind = "input"
+
+
+class Output(Variable):
+    """Causal output signal of a block."""
+
+    kind = "output"
+
+
+class Overdetermined(Potential):
+    """A potential variable with redundant entries (e.g. a rotation matrix).
+
+    ``residue(a, b)`` returns the ``residue_size`` independent equations that make two
+    instances equal when a connection closes a loop of the orientation graph; along the
+    spanning tree of that graph all entries are equated instead.
+    """
+
+    kind = "overdetermined"
+
+    def __init__(self, *, residue, residue_size: int, shape, doc: str = "", **kw):
+        super().__init__(shape=shape, doc=doc, **kw)
+        self.residue = residue
+        self.residue_size = residue_size
+
+
+# --------------------------------------------------------------------------------------
+# Connectors
+# --------------------------------------------------------------------------------------
+
+class Connector:
+    """Base class of connector types. Subclasses declare :class:`Potential` and :class:`Flow`
+    variables (and :class:`Overdetermined` ones).
+
+    Example::
+
+        class Flange(Connector):
+            phi = Potential(unit="rad")
+            tau = Flow(unit="N.m")
+
+    Instantiating a connector class inside a component class body (``flange_a = Flange()``)
+    declares a connector of that component.
+    """
+
+    def __init__(self, *, doc: str = ""):
+        self.doc = doc
+        self._order = next(_declaration_counter)
+        self.name: str | None = None
+        self.owner = None
+        self._variables: dict[str, Variable] = {}
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    @classmethod
+    def _declared(cls) -> list[tuple[str, Variable]]:
+        found = {}
+        for klass in reversed(cls.__mro__):
+            for key, val in vars(klass).items():
+                if isinstance(val, Variable):
+                    if isinstance(val, (Input, Output)):
+                        raise DeclarationError(f"connector {cls.__name__}.{key}: use Potential/Flow "
+                                               f"in connectors, Input/Output in blocks")
+                    found[key] = val
+        return sorted(found.items(), key=lambda kv: kv[1]._order)
+
+    def _instantiate(self, owner, name, modifier=None):
+        new = object.__new__(type(self))
+        new.doc = self.doc
+        new._order = self._order
+        new.owner = owner
+        new.name = name
+        new._variables = {}
+        for key, decl in type(self)._declared():
+            new._variables[key] = decl._instantiate(new, key)
+        if modifier is not None:
+            raise DeclarationError(f"connector '{new.path}' takes no modifier")
+        return new
+
+    @property
+    def path(self) -> str:
+        base = self.owner.path if self.owner is not None else ""
+        return f"{base}.{self.name}" if base else self.name
+
+    def __getattribute__(self, key):
+        variables = object.__getattribute__(self, "__dict__").get("_variables")
+        if variables and key in variables:
+            return variables[key].symbol
+        return object.__getattribute__(self, key)
+
+    def variables(self) -> dict[str, Variable]:
+        """The connector's variable declarations by name."""
+        return dict(self._variables)
+
+    def signature(self) -> tuple:
+        """What makes two connectors connectable: names, kinds and shapes of variables."""
+        return tuple((k, v.kind, v.shape) for k, v in self._variables.items())
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.path}>"
+
+
+# --------------------------------------------------------------------------------------
+# Equations and connections
+# --------------------------------------------------------------------------------------
+
+class Connect:
+    """A ``connect(a, b, ...)`` statement; yield it from :meth:`Model.equations`."""
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __repr__(self):
+        return "connect(" + ", ".join(_port_name(i) for i in self.items) + ")"
+
+
+def _port_name(item) -> str:
+    if isinstance(item, Connector):
+        return item.path
+    return str(item)
+
+
+def connect(*items) -> Connect:
+    """Connect two or more connectors of the same type, or signals (Output to Input).
+
+    Across variables become equal, through variables sum to zero. Yield the result from
+    ``equations()``::
+
+        def equations(self):
+            yield connect(self.source.p, self.resistor.p)
+    """
+    if len(items) < 2:
+        raise DeclarationError("connect() needs at least two connectors")
+    return Connect(items)
+
+
+class Root:
+    """The overdetermined variable ``symbol`` is a definite root of its connection graph
+    (its value is fixed by the component, like a world frame's orientation)."""
+
+    def __init__(self, symbol):
+        self.symbol = symbol
+
+
+class PotentialRoot:
+    """``symbol`` may become a root if no definite root is connected; the lowest
+    ``priority`` wins. Query the choice with :meth:`Model.is_root` in ``equations()``."""
+
+    def __init__(self, symbol, priority: int = 0):
+        self.symbol = symbol
+        self.priority = priority
+
+
+class Branch:
+    """The component's equations determine ``b`` from ``a`` (a rigid or jointed
+    connection of two overdetermined variables); the spanning tree must contain it."""
+
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+class _FlattenContext:
+    """The symbol table in force while a model's equations are collected (see der())."""
+
+    current = None
+
+    def __init__(self, symbol_to_variable: dict, make_derivative, is_root=None):
+        self.symbol_to_variable = symbol_to_variable
+        self.make_derivative = make_derivative
+        self.is_root = is_root
+
+
+def der(expr):
+    """Time derivative of a variable or an expression of variables, parameters and time.
+
+    ``der(self.phi) == self.w`` declares ``phi`` as a differentiated variable. Only valid inside
+    ``equations()`` (the compiler needs the whole model to know what is a variable).
+    """
+    ctx = _FlattenContext.current
+    if ctx is None:
+        raise DeclarationError("der() can only be used inside equations()")
+    expr = ca.SX(expr)
+    if expr.is_symbolic() and expr.numel() == 1 and expr.element_hash() in ctx.symbol_to_variable:
+        return ctx.make_derivative(expr)
+    out = []
+    for k in range(expr.numel()):
+        e = expr[k]
+        syms = ca.symvar(e)
+        if not syms:
+            out.append(ca.SX(0))
+            continue
+        ders = []
+        for s in syms:
+            h = s.element_hash()
+            if h == time.element_hash():
+                ders.append(ca.SX(1))
+            elif h in ctx.symbol_to_variable:
+                rec = ctx.symbol_to_variable[h]
+                ders.append(ca.SX(0) if rec.is_parameter else ctx.make_derivative(s))
+            else:
+                raise DeclarationError(f"der(): symbol {s} does not belong to the model")
+        out.append(ca.jtimes(e, ca.vertcat(*syms), ca.vertcat(*ders)))
+    return ca.reshape(ca.vertcat(*out), *expr.shape)
+
+
+# --------------------------------------------------------------------------------------
+# Components
+# --------------------------------------------------------------------------------------
+
+class Model:
+    """Base class of all components and models.
+
+    Declare parameters, variables, connectors and sub-components in the class body; yield
+    equations and ``connect`` statements from :meth:`equations`. Constructor keywords modify
+    declarations: numbers or parameter expressions for parameters, :func:`Fixed`/:func:`Guess`/
+    :class:`Start` for variables. Structural options (conditional connectors, replaceable
+    sub-component classes) are ordinary constructor arguments of a subclass's ``__init__``
+    that calls ``super().__init__(**modifiers)`` first.
+
+    Example::
+
+        class Inertia(Model):
+            J = Parameter(1.0, unit="kg.m2", min=0.0)
+            flange_a = Flange()
+            flange_b = Flange()
+            phi = Variable(unit="rad", state_select="prefer")
+            w = Variable(unit="rad/s", state_select="prefer")
+
+            def equations(self):
+                yield self.phi == self.flange_a.phi
+                yield self.phi == self.flange_b.phi
+                yield self.w == der(self.phi)
+                yield self.J * der(self.w) == self.flange_a.tau + self.flange_b.tau
+
+        load = Inertia(J=2.0, w=Fixed(0.0))
+    """
+
+    def __init__(self, **modifiers):
+        object.__setattr__(self, "_name", "")
+        object.__setattr__(self, "_parent", None)
+        object.__setattr__(self, "_members", {})
+        object.__setattr__(self, "_init_kwargs", dict(modifiers))
+        object.__setattr__(self, "_time_events", [])
+        remaining = dict(modifiers)
+        for key, decl in self._class_declarations():
+            mod = remaining.pop(key, None)
+            if isinstance(decl, Model):
+                if mod is not None:
+                    raise DeclarationError(f"{type(self).__name__}: sub-component '{key}' cannot be "
+                                           f"modified by a keyword; replace it in __init__")
+                args, kwargs = decl._ctor_args
+                inst = type(decl)(*args, **kwargs)
+                self._register(key, inst)
+            else:
+                self._register(key, decl._instantiate(self, key, mod))
+        if remaining:
+            known = ", ".join(k for k, _ in self._class_declarations()) or "none"
+            raise DeclarationError(
+                f"{type(self).__name__} has no parameter or variable named "
+                f"{', '.join(sorted(remaining))}; declared names: {known}")
+
+    @classmethod
+    def _class_declarations(cls):
+        found = {}
+        for klass in reversed(cls.__mro__):
+            for key, val in vars(klass).items():
+                if isinstance(val, (Declaration, Connector, Model)):
+                    found[key] = val
+        return sorted(found.items(), key=lambda kv: _order_of(kv[1]))
+
+    # -- membership -------------------------------------------------------------------
+    def _register(self, key, member):
+        members = self.__dict__.get("_members")
+        if members is None:
+            raise DeclarationError(f"{type(self).__name__}: call super().__init__(**modifiers) "
+                                   f"before declaring members in __init__")
+        if isinstance(member, Model):
+            if member._parent is not None:
+                raise DeclarationError(f"component '{member.path}' is already part of a model; "
+                                       f"create a new instance for '{key}'")
+            object.__setattr__(member, "_name", key)
+            object.__setattr__(member, "_parent", self)
+        members[key] = member
+        object.__setattr__(self, key, member)
+
+    def __setattr__(self, key, value):
+        if isinstance(value, (Declaration, Connector)):
+            if value.owner is not None:
+                raise DeclarationError(f"'{key}': declare a new {type(value).__name__}, do not "
+                                       f"reuse '{value.path}'")
+            self._register(key, value._instantiate(self, key))
+        elif isinstance(value, Model):
+            self._register(key, value)
+        elif (isinstance(value, (list, tuple)) and value
+              and all(isinstance(v, Model) for v in value)):
+            for i, v in enumerate(value):
+                self._register_indexed(f"{key}[{i}]", v)
+            object.__setattr__(self, key, value)
+        else:
+            object.__setattr__(self, key, value)
+
+    def _register_indexed(self, key, member):
+        if member._parent is not None:
+            raise DeclarationError(f"component '{member.path}' is already part of a model")
+        object.__setattr__(member, "_name", key)
+        object.__setattr__(member, "_parent", self)
+        self._members[key] = member
+
+    def add(self, name: str, member):
+        """Add a member under a computed name (e.g. in a loop building a chain)."""
+        setattr(self, name, member)
+        return getattr(self, name)
+
+    def __getattribute__(self, key):
+        if not key.startswith("_"):
+            members = object.__getattribute__(self, "__dict__").get("_members")
+            if members is not None:
+                m = members.get(key)
+                if isinstance(m, (Parameter, Variable)):
+                    return m.symbol
+        return object.__getattribute__(self, key)
+
+    # -- introspection ----------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        if self._parent is None:
+            return self._name
+        base = self._parent.path
+        return f"{base}.{self._name}" if base else self._name
+
+    def declaration(self, name: str):
+        """The :class:`Parameter`/:class:`Variable` object (not its symbol) named ``name``."""
+        try:
+            return self._members[name]
+        except KeyError:
+            raise DeclarationError(f"{type(self).__name__} has no member '{name}'") from None
+
+    def members(self) -> dict:
+        return dict(self._members)
+
+    def components(self) -> list["Model"]:
+        return [m for m in self._members.values() if isinstance(m, Model)]
+
+    def time_event(self, at):
+        """Declare a discontinuity at time ``at`` (a number or parameter expression), e.g. a
+        step; the simulator stops and restarts the integration there so it is exact."""
+        self._time_events.append(at)
+
+    def is_root(self, symbol) -> bool:
+        """Inside ``equations()``: whether the overdetermined variable ``symbol`` (declared
+        with :class:`PotentialRoot` in ``connection_roles()``) was chosen as a root of the
+        spanning tree of its connection graph."""
+        ctx = _FlattenContext.current
+        if ctx is None or ctx.is_root is None:
+            raise DeclarationError("is_root() can only be used inside equations()")
+        return ctx.is_root(symbol)
+
+    # -- to be overridden -------------------------------------------------------------
+    def connection_roles(self) -> Iterable:
+        """Yield :class:`Root`, :class:`PotentialRoot` and :class:`Branch` statements for
+        overdetermined connector variables (e.g. orientations of multibody frames)."""
+        return ()
+
+    def equations(self) -> Iterable:
+        """Yield equations (``lhs == rhs``) and ``connect(...)`` statements."""
+        return ()
+
+    def initial_equations(self) -> Iterable:
+        """Yield equations that hold at the start time only (e.g. ``der(x) == 0``)."""
+        return ()
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.path or '(top)'}>"
+
+
+def _order_of(member) -> int:
+    if isinstance(member, Model):
+        return member.__dict__.get("_order", 0)
+    return member._order
+
+
+_original_model_new = object.__new__
+
+
+def _model_new(cls, *args, **kwargs):
+    obj = _original_model_new(cls)
+    object.__setattr__(obj, "_order", next(_declaration_counter))
+    # Kept so a class-level sub-component template can be re-created for every instance.
+    object.__setattr__(obj, "_ctor_args", (args, dict(kwargs)))
+    return obj
+
+
+Model.__new__ = staticmethod(_model_new)  # type: ignore[assignment]

@@ -1,0 +1,43 @@
+"""Errors raised by mbmodel.
+
+Every error names the component, connector, parameter or equation involved and says what
+to change. They all derive from :class:`ModelError`, so ``except mbmodel.ModelError``
+catches any problem with a model (as opposed to a bug in mbmodel).
+"""
+
+
+class ModelError(Exception):
+    """Base class of all errors about a user's model."""
+
+
+class DeclarationError(ModelError):
+    """A component declaration is malformed (bad modifier, bad attribute, bad type)."""
+
+
+class ParameterError(ModelError):
+    """A parameter value is non-finite, out of its bounds, or of the wrong shape."""
+
+
+class ConnectionError_(ModelError):
+    """Two connectors cannot be connected (different types, flow to non-flow, ...)."""
+
+
+# Public alias without the trailing underscore; the underscore avoids shadowing the
+# builtin ``ConnectionError`` inside this module.
+InvalidConnectionError = ConnectionError_
+
+
+class BalanceError(ModelError):
+    """The number of equations differs from the number of unknowns."""
+
+
+class StructuralSingularityError(ModelError):
+    """The equations cannot be solved for the unknowns whatever the parameter values."""
+
+
+class InitializationError(ModelError):
+    """No consistent initial state satisfies the initial conditions."""
+
+
+class SimulationError(ModelError):
+    """The integrator failed."""
