@@ -26,6 +26,11 @@ from .core import (Branch, Connect, Connector, Fixed, Flow, Guess, Input, Model,
 from .errors import (BalanceError, DeclarationError, InitializationError, InvalidConnectionError,
                      ModelError, ParameterError, SimulationError, StructuralSingularityError)
 from .flatten import FlatModel, flatten
+from .structure import SortedSystem, analyze
+from .compiler import BuildTimes, CompiledModel, compile
+from .initialization import initialize
+from .result import Result
+from .simulate import simulate
 
 __version__ = "0.1.0"
 
@@ -34,5 +39,6 @@ __all__ = [
     "Overdetermined", "Root", "PotentialRoot", "Branch", "Start", "Fixed", "Guess", "der",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
-    "InitializationError", "SimulationError",
+    "InitializationError", "SimulationError", "analyze", "SortedSystem", "compile",
+    "CompiledModel", "BuildTimes", "initialize", "simulate", "Result",
 ]

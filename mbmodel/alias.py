@@ -1,0 +1,187 @@
+"""Alias elimination: remove ``a = ±b + c`` and ``a = c`` equations before matching.
+
+Connection sets generate most of these; removing them first keeps every later pass small.
+A union–find with signs and offsets groups aliased variables; each group keeps one
+representative (an input if the group has one, else the variable most worth keeping: a
+preferred state, a fixed start, a non-flow, the shortest name). The result is plain data:
+for every eliminated variable, ``(representative or None, sign, offset)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+
+from .flatten import FlatModel
+
+_PRIORITY = {"never": 0, "avoid": 1, "default": 2, "prefer": 3, "always": 4}
+
+
+@dataclass
+class AliasResult:
+    """``alias[v] = (rep, sign, offset)``: variable ``v`` equals ``sign * rep + offset``
+    (``rep is None``: the constant ``offset``). ``kept_equations`` index the flat equations
+    that remain; ``removed_equations`` the ones alias elimination consumed."""
+
+    alias: dict[int, tuple[int | None, float, float]]
+    kept_equations: list[int]
+    removed_equations: list[int]
+
+
+def _linear_pattern(expr, var_of):
+    """``expr`` as ``([(var, coef)], const)`` if it is a sum of at most two variables with
+    unit coefficients and a constant; otherwise None."""
+    if expr.is_symbolic():
+        v = var_of.get(expr.element_hash())
+        return ([(v, 1.0)], 0.0) if v is not None else None
+    if expr.is_constant():
+        return ([], float(expr))
+    if expr.is_op(ca.OP_NEG):
+        inner = _linear_pattern(expr.dep(0), var_of)
+        if inner is None:
+            return None
+        return ([(v, -c) for v, c in inner[0]], -inner[1])
+    if expr.is_op(ca.OP_ADD) or expr.is_op(ca.OP_SUB):
+        a = _linear_pattern(expr.dep(0), var_of)
+        if a is None:
+            return None
+        b = _linear_pattern(expr.dep(1), var_of)
+        if b is None:
+            return None
+        s = 1.0 if expr.is_op(ca.OP_ADD) else -1.0
+        terms = a[0] + [(v, s * c) for v, c in b[0]]
+        if len(terms) > 2:
+            return None
+        return (terms, a[1] + s * b[1])
+    return None
+
+
+class _UnionFind:
+    """Nodes carry ``value(node) = sign * value(parent) + offset``; root ``-1`` is the
+    constant 1 (so ``v = offset`` is ``v = 0 * root + offset``, represented as a link to the
+    constant node with sign 0)."""
+
+    CONST = -1
+
+    def __init__(self):
+        self.parent: dict[int, int] = {}
+        self.sign: dict[int, float] = {}
+        self.offset: dict[int, float] = {}
+
+    def find(self, v):
+        # Returns (root, sign, offset) with value(v) = sign*value(root) + offset.
+        path = []
+        while v in self.parent and self.parent[v] != v:
+            path.append(v)
+            v = self.parent[v]
+        root = v
+        sign, off = 1.0, 0.0
+        for node in reversed(path):
+            s, o = self.sign[node], self.offset[node]
+            # value(node) = s * value(parent) + o, value(parent) = sign*root + off
+            sign, off = s * sign, s * off + o
+            self.parent[node], self.sign[node], self.offset[node] = root, sign, off
+        return root, sign, off
+
+
+def eliminate_aliases(flat: FlatModel) -> AliasResult:
+    """Find alias equations in ``flat`` and choose representatives.
+
+    Example::
+
+        res = eliminate_aliases(flatten(model))
+        print(len(res.removed_equations), "alias equations removed")
+    """
+    var_of = {}
+    for i, v in enumerate(flat.variables):
+        if v.kind in ("unknown", "input"):
+            var_of[v.symbol.element_hash()] = i
+    uf = _UnionFind()
+    removed, kept = [], []
+    input_flags = [v.kind == "input" for v in flat.variables]
+
+    def is_input(v):
+        return v != _UnionFind.CONST and input_flags[v]
+
+    for k, eq in enumerate(flat.equations):
+        pat = _linear_pattern(eq.residual, var_of)
+        if pat is None or not pat[0]:
+            kept.append(k)
+            continue
+        terms, const = pat
+        if len(terms) == 2 and terms[0][0] == terms[1][0]:
+            kept.append(k)
+            continue
+        # terms: c1*a (+ c2*b) + const = 0  with |c| = 1
+        if len(terms) == 1:
+            (a, ca_), = terms
+            if is_input(a):
+                kept.append(k)
+                continue
+            ra, sa, oa = uf.find(a)
+            if ra == _UnionFind.CONST:
+                kept.append(k)  # already constant: a redundant/conflicting equation
+                continue
+            # a = -const/ca_ ; with a = sa*ra + oa -> ra = (-const/ca_ - oa)/sa
+            value = (-const / ca_ - oa) / sa
+            uf.parent[ra], uf.sign[ra], uf.offset[ra] = _UnionFind.CONST, 0.0, value
+            removed.append(k)
+            continue
+        (a, c1), (b, c2) = terms
+        ra, sa, oa = uf.find(a)
+        rb, sb, ob = uf.find(b)
+        if ra == rb:
+            kept.append(k)  # closes a cycle of aliases: keep as an ordinary equation
+            continue
+        if ra == _UnionFind.CONST and rb == _UnionFind.CONST:
+            kept.append(k)
+            continue
+        if is_input(ra) and is_input(rb):
+            kept.append(k)
+            continue
+        # c1*(sa*ra + oa) + c2*(sb*rb + ob) + const = 0
+        # Link rb under ra (or the other way round) — orientation fixed later by choosing
+        # representatives; here keep the constant/input as root.
+        if rb == _UnionFind.CONST or is_input(rb):
+            ra, sa, oa, rb, sb, ob, c1, c2 = rb, sb, ob, ra, sa, oa, c2, c1
+        # rb = -(c1*sa*ra + c1*oa + c2*ob + const) / (c2*sb)
+        if ra == _UnionFind.CONST:
+            value = -(c1 * oa + c2 * ob + const) / (c2 * sb)
+            uf.parent[rb], uf.sign[rb], uf.offset[rb] = _UnionFind.CONST, 0.0, value
+        else:
+            uf.parent[rb] = ra
+            uf.sign[rb] = -(c1 * sa) / (c2 * sb)
+            uf.offset[rb] = -(c1 * oa + c2 * ob + const) / (c2 * sb)
+        removed.append(k)
+    # Group by root and choose representatives.
+    groups: dict[int, list[int]] = {}
+    for v in list(uf.parent):
+        if v == _UnionFind.CONST:
+            continue
+        r, _, _ = uf.find(v)
+        groups.setdefault(r, []).append(v)
+    alias: dict[int, tuple[int | None, float, float]] = {}
+    for root, vs in groups.items():
+        group = sorted(set(vs) | ({root} if root != _UnionFind.CONST else set()))
+        if root == _UnionFind.CONST:
+            for v in group:
+                _, s, o = uf.find(v)
+                alias[v] = (None, 1.0, o)
+            continue
+        rep = max(group, key=lambda v: _keep_score(flat, v))
+        _, s_rep, o_rep = uf.find(rep) if rep != root else (root, 1.0, 0.0)
+        # value(v) = s_v*root + o_v, value(rep) = s_rep*root + o_rep
+        for v in group:
+            if v == rep:
+                continue
+            s_v, o_v = (1.0, 0.0) if v == root else uf.find(v)[1:]
+            sign = s_v / s_rep
+            alias[v] = (rep, sign, o_v - sign * o_rep)
+    return AliasResult(alias, kept, removed)
+
+
+def _keep_score(flat, v):
+    var = flat.variables[v]
+    return (var.kind == "input", _PRIORITY[var.state_select], var.fixed,
+            var.derivative is not None, not var.is_flow, -var.name.count("."), -len(var.name), -v)

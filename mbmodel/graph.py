@@ -1,0 +1,354 @@
+"""Structural algorithms on integer incidence structures (no expressions here).
+
+Equations and variables are integers. ``incidence[e]`` lists the variables of equation ``e``.
+``var_diff[v]`` is the variable holding the time derivative of ``v`` (or ``None``);
+``eq_diff[e]`` likewise for equations. Everything is deterministic: ties are broken by index.
+
+Passes:
+- :func:`maximum_matching` — greedy start plus augmenting paths (iterative DFS).
+- :func:`pantelides` — index reduction: which equations to differentiate.
+- :func:`dummy_derivatives` — Mattsson–Söderlind state selection.
+- :func:`blt` — block lower-triangular order (Tarjan SCCs of the matched graph).
+- :func:`tear` — tearing of one block given which (equation, variable) pairs are solvable.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+UNMATCHED = -1
+
+
+def _augment(start_eq, incidence, candidates_ok, var_match, eq_match, visited_vars,
+             visited_eqs=None):
+    """One augmenting-path search from ``start_eq`` (iterative DFS). Returns True on success
+    and flips the path. ``visited_vars`` (set) is shared by the caller across one phase."""
+    if visited_eqs is not None:
+        visited_eqs.append(start_eq)
+    # Cheap assignment first: a free variable directly in the equation.
+    for v in incidence[start_eq]:
+        if candidates_ok(v) and var_match[v] == UNMATCHED:
+            var_match[v] = start_eq
+            eq_match[start_eq] = v
+            return True
+    stack = [(start_eq, iter(incidence[start_eq]))]
+    path = []  # (eq, var) pairs taken
+    while stack:
+        eq, it = stack[-1]
+        advanced = False
+        for v in it:
+            if not candidates_ok(v) or v in visited_vars:
+                continue
+            visited_vars.add(v)
+            nxt = var_match[v]
+            if nxt == UNMATCHED:
+                path.append((eq, v))
+                for e2, v2 in path:
+                    var_match[v2] = e2
+                    eq_match[e2] = v2
+                return True
+            path.append((eq, v))
+            if visited_eqs is not None:
+                visited_eqs.append(nxt)
+            # Cheap assignment from the next equation.
+            for w in incidence[nxt]:
+                if candidates_ok(w) and var_match[w] == UNMATCHED and w not in visited_vars:
+                    visited_vars.add(w)
+                    path.append((nxt, w))
+                    for e2, v2 in path:
+                        var_match[v2] = e2
+                        eq_match[e2] = v2
+                    return True
+            stack.append((nxt, iter(incidence[nxt])))
+            advanced = True
+            break
+        if not advanced:
+            stack.pop()
+            if path:
+                path.pop()
+    return False
+
+
+def maximum_matching(incidence, n_vars, candidates_ok=lambda v: True, var_order=None):
+    """Maximum matching of equations to variables.
+
+    ``var_order`` (optional, a list per equation) gives the order in which to try variables;
+    by default the incidence order. Returns ``(eq_match, var_match)`` lists with
+    ``UNMATCHED`` for unmatched entries.
+    """
+    inc = var_order if var_order is not None else incidence
+    n_eqs = len(inc)
+    var_match = [UNMATCHED] * n_vars
+    eq_match = [UNMATCHED] * n_eqs
+    for e in range(n_eqs):
+        for v in inc[e]:
+            if candidates_ok(v) and var_match[v] == UNMATCHED:
+                var_match[v] = e
+                eq_match[e] = v
+                break
+    for e in range(n_eqs):
+        if eq_match[e] == UNMATCHED:
+            _augment(e, inc, candidates_ok, var_match, eq_match, set())
+    return eq_match, var_match
+
+
+@dataclass
+class IndexReduction:
+    """Result of :func:`pantelides`: the extended system (new variables and equations are
+    appended; ``new_vars``/``new_eqs`` say which)."""
+
+    incidence: list[list[int]]
+    var_diff: list[int | None]
+    eq_diff: list[int | None]
+    var_integral: list[int | None]  # inverse of var_diff
+    eq_integral: list[int | None]   # inverse of eq_diff
+    new_vars: list[int] = field(default_factory=list)
+    new_eqs: list[int] = field(default_factory=list)
+    eq_match: list[int] = field(default_factory=list)
+
+
+class StructurallySingular(Exception):
+    """Raised by the graph passes; the caller turns it into a user-facing error."""
+
+    def __init__(self, equations, variables):
+        super().__init__("structurally singular")
+        self.equations = equations
+        self.variables = variables
+
+
+def check_regular(incidence, n_vars, var_diff, var_integral):
+    """Every equation must be matchable to a distinct variable *family* (a variable together
+    with its derivatives); otherwise the system is structurally singular whatever the index.
+    Returns None or raises :class:`StructurallySingular` naming the over-determined part."""
+    family = list(range(n_vars))
+    for v in range(n_vars):
+        u = v
+        while var_integral[u] is not None:
+            u = var_integral[u]
+        family[v] = u
+    fam_inc = []
+    for vs in incidence:
+        seen = []
+        for v in vs:
+            f = family[v]
+            if f not in seen:
+                seen.append(f)
+        fam_inc.append(seen)
+    eq_match, var_match = maximum_matching(fam_inc, n_vars)
+    unmatched = [e for e, v in enumerate(eq_match) if v == UNMATCHED]
+    if not unmatched:
+        return
+    # Over-determined part (Dulmage–Mendelsohn): equations reachable from unmatched equations
+    # by alternating paths, and their variables.
+    eqs, vars_ = set(unmatched), set()
+    frontier = list(unmatched)
+    while frontier:
+        e = frontier.pop()
+        for f in fam_inc[e]:
+            if f not in vars_:
+                vars_.add(f)
+                m = var_match[f]
+                if m != UNMATCHED and m not in eqs:
+                    eqs.add(m)
+                    frontier.append(m)
+    raise StructurallySingular(sorted(eqs), sorted(vars_))
+
+
+def pantelides(incidence, n_vars, var_diff, max_steps=None):
+    """Pantelides' algorithm. ``incidence`` and ``var_diff`` describe the DAE (derivatives are
+    separate variables). Returns an :class:`IndexReduction` whose matching assigns each
+    equation to a highest-derivative variable."""
+    incidence = [list(vs) for vs in incidence]
+    var_diff = list(var_diff) + [None] * (n_vars - len(var_diff))
+    var_integral: list[int | None] = [None] * n_vars
+    for v, d in enumerate(var_diff):
+        if d is not None:
+            var_integral[d] = v
+    n_orig = len(incidence)
+    eq_diff: list[int | None] = [None] * n_orig
+    eq_integral: list[int | None] = [None] * n_orig
+    check_regular(incidence, n_vars, var_diff, var_integral)
+    result = IndexReduction(incidence, var_diff, eq_diff, var_integral, eq_integral)
+
+    def highest(v):
+        return var_diff[v] is None
+
+    # Initial greedy matching on highest derivatives.
+    var_match = [UNMATCHED] * n_vars
+    eq_match = [UNMATCHED] * n_orig
+    for e in range(n_orig):
+        for v in incidence[e]:
+            if var_diff[v] is None and var_match[v] == UNMATCHED:
+                var_match[v] = e
+                eq_match[e] = v
+                break
+    steps = 0
+    limit = max_steps if max_steps is not None else 4 * (n_orig + n_vars) + 10
+    for k in range(n_orig):
+        if eq_match[k] != UNMATCHED:
+            continue
+        i = k
+        while True:
+            visited_vars: set[int] = set()
+            visited_eqs: list[int] = []
+            if _augment(i, incidence, highest, var_match, eq_match, visited_vars, visited_eqs):
+                break
+            steps += 1
+            if steps > limit:
+                raise StructurallySingular(sorted(set(visited_eqs)), sorted(visited_vars))
+            colored_vars = sorted(visited_vars)
+            colored_eqs = sorted(set(visited_eqs))
+            # New derivative variables for colored variables.
+            for v in colored_vars:
+                d = len(var_diff)
+                var_diff.append(None)
+                var_integral.append(v)
+                var_match.append(UNMATCHED)
+                var_diff[v] = d
+                result.new_vars.append(d)
+            # New derivative equations for colored equations.
+            for e in colored_eqs:
+                d = len(incidence)
+                inc = []
+                for v in incidence[e]:
+                    inc.append(v)
+                    dv = var_diff[v]
+                    if dv is None:  # an algebraic variable of the equation: give it a derivative
+                        dv = len(var_diff)
+                        var_diff.append(None)
+                        var_integral.append(v)
+                        var_match.append(UNMATCHED)
+                        var_diff[v] = dv
+                        result.new_vars.append(dv)
+                    inc.append(dv)
+                incidence.append(inc)
+                eq_diff.append(None)
+                eq_integral.append(e)
+                eq_match.append(UNMATCHED)
+                eq_diff[e] = d
+                result.new_eqs.append(d)
+            for v in colored_vars:
+                e = var_match[v]
+                dv, de = var_diff[v], eq_diff[e]
+                var_match[dv] = de
+                eq_match[de] = dv
+            i = eq_diff[i]
+    result.eq_match = eq_match
+    return result
+
+
+def dummy_derivatives(red: IndexReduction, preference):
+    """Mattsson–Söderlind dummy derivatives, structurally.
+
+    ``preference[v]`` orders candidates: variables with *lower* preference are chosen as
+    dummies first (so high preference keeps a variable a state). Returns the set of dummy
+    derivative variables.
+    """
+    incidence, var_diff, eq_diff = red.incidence, red.var_diff, red.eq_diff
+    var_integral, eq_integral = red.var_integral, red.eq_integral
+    dummies: set[int] = set()
+    current_eqs = [e for e in range(len(incidence)) if eq_diff[e] is None]
+    current_vars = None  # None: all highest-derivative variables
+    while True:
+        H = [e for e in current_eqs if eq_integral[e] is not None]
+        if not H:
+            break
+        if current_vars is None:
+            cands = {v for e in H for v in incidence[e]
+                     if var_diff[v] is None and var_integral[v] is not None}
+        else:
+            cands = {v for v in current_vars if var_integral[v] is not None}
+        # Candidates in the order they should become dummies.
+        order = sorted(cands, key=lambda v: (preference[v], v))
+        rank = {v: i for i, v in enumerate(order)}
+        h_inc = [sorted((v for v in incidence[e] if v in cands), key=rank.__getitem__)
+                 for e in H]
+        local = {v: i for i, v in enumerate(order)}
+        h_local = [[local[v] for v in vs] for vs in h_inc]
+        eq_m, _ = maximum_matching(h_local, len(order))
+        if any(m == UNMATCHED for m in eq_m):
+            bad = [H[i] for i, m in enumerate(eq_m) if m == UNMATCHED]
+            raise StructurallySingular(bad, sorted(cands))
+        chosen = [order[m] for m in eq_m]
+        dummies.update(chosen)
+        current_eqs = [eq_integral[e] for e in H]
+        current_vars = [var_integral[v] for v in chosen]
+    return dummies
+
+
+def blt(incidence, eq_match, n_vars):
+    """Block lower-triangular ordering. ``eq_match[e]`` is the variable equation ``e`` solves.
+    Returns a list of blocks, each a list of equations, in evaluation order."""
+    var_to_eq = [UNMATCHED] * n_vars
+    for e, v in enumerate(eq_match):
+        var_to_eq[v] = e
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(incidence)))
+    for e, vs in enumerate(incidence):
+        me = eq_match[e]
+        for v in vs:
+            if v != me:
+                src = var_to_eq[v]
+                if src != UNMATCHED:
+                    g.add_edge(src, e)
+    cond = nx.condensation(g)
+    members = nx.get_node_attributes(cond, "members")
+    order = nx.lexicographical_topological_sort(cond, key=lambda c: min(members[c]))
+    return [sorted(members[c]) for c in order]
+
+
+@dataclass
+class Tearing:
+    """How to solve one block: ``assignments`` (eq, var) in order, each solved explicitly for
+    its variable once the tearing variables are known; ``residuals`` close the block."""
+
+    tear_vars: list[int]
+    residuals: list[int]
+    assignments: list[tuple[int, int]]
+
+
+def tear(block_eqs, block_vars, incidence, solvable):
+    """Greedy tearing (Cellier's heuristics, simplified): repeatedly solve an equation with a
+    single unknown left for which it is ``solvable(eq, var)``; when none exists, tear the
+    variable that occurs in most remaining equations. Deterministic."""
+    bvars = set(block_vars)
+    remaining = {e: [v for v in incidence[e] if v in bvars] for e in block_eqs}
+    unknown_count = {e: len(set(vs)) for e, vs in remaining.items()}
+    occurs: dict[int, list[int]] = {v: [] for v in block_vars}
+    for e in block_eqs:
+        for v in dict.fromkeys(remaining[e]):
+            occurs[v].append(e)
+    known: set[int] = set()
+    done_eqs: set[int] = set()
+    tear_vars, assignments = [], []
+    queue = deque(e for e in block_eqs if unknown_count[e] == 1)
+
+    def mark_known(v):
+        known.add(v)
+        for e in occurs[v]:
+            unknown_count[e] -= 1
+            if unknown_count[e] == 1 and e not in done_eqs:
+                queue.append(e)
+
+    while len(known) < len(block_vars):
+        while queue:
+            e = queue.popleft()
+            if e in done_eqs or unknown_count[e] != 1:
+                continue
+            v = next(v for v in remaining[e] if v not in known)
+            if solvable(e, v):
+                assignments.append((e, v))
+                done_eqs.add(e)
+                mark_known(v)
+        if len(known) == len(block_vars):
+            break
+        # Tear: the unknown variable in most open equations (ties: lowest index).
+        best = max((v for v in block_vars if v not in known),
+                   key=lambda v: (sum(1 for e in occurs[v] if e not in done_eqs), -v))
+        tear_vars.append(best)
+        mark_known(best)
+    residuals = [e for e in block_eqs if e not in done_eqs]
+    return Tearing(tear_vars, residuals, assignments)

@@ -1,0 +1,147 @@
+"""Consistent initialization: its own solved system.
+
+Unknowns: the states ``x`` and the algebraic variables ``z``. Equations: every hard initial
+condition (a variable declared or modified with ``fixed=True``: ``y_k(x, z) = start_k``), the
+user's initial equations, optionally steady state (``ẋ = 0``), and ``g(x, z) = 0``. When the
+conditions do not determine every state, the states left over (found by a maximum matching
+of conditions to states) keep their start values, as Modelica tools do. Guesses (start values
+with ``fixed=False``) are the Newton iterates' starting point.
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+from . import graph
+from .core import time as TIME
+from .errors import InitializationError
+
+
+def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_state=False,
+               x_guess=None, return_report=False):
+    """Solve for consistent initial states ``x0`` and algebraic variables ``z0``.
+
+    ``steady_state=True`` replaces missing conditions by ``ẋ = 0`` (all of them when no
+    variable is fixed). Raises :class:`InitializationError` naming the conditions that cannot
+    be met.
+
+    Example::
+
+        x0, z0 = mb.compile(model).initialize(steady_state=True)
+    """
+    sys_ = cm.system
+    p = cm.parameter_vector(params)
+    u = _input_values(cm, inputs, t_start)
+    X, Z, U, P = cm._x, cm._z, cm._u, cm._p
+    n_x, n_z = X.numel(), Z.numel()
+    y = cm.output_function(X, Z, U, P, TIME)
+    conds, labels = [], []
+    for var in cm.flat.variables:
+        if var.fixed and var.kind == "unknown":
+            k = cm.output_index[var.name]
+            conds.append(y[k] - var.start)
+            labels.append(f"{var.name} = {var.start:g} (fixed start)")
+    r_user = cm.initial_function(X, Z, U, P, TIME)
+    for k in range(r_user.numel()):
+        conds.append(r_user[k])
+        labels.append(f"initial equation '{cm.flat.initial_equations[k].description}'")
+    xdot = cm.ode(X, Z, U, P, TIME)
+    steady = []
+    if steady_state:
+        steady = [xdot[k] for k in range(n_x)]
+    # Which states do the conditions determine? (structural matching of conditions to states)
+    cond_vec = ca.vertcat(*conds) if conds else ca.SX(0, 1)
+    inc = _incidence(cond_vec, X)
+    eq_m, var_m = graph.maximum_matching(inc, n_x)
+    over = [k for k, m in enumerate(eq_m) if m == graph.UNMATCHED]
+    if over:
+        raise InitializationError(
+            "the initial conditions over-determine the model: "
+            + "; ".join(labels[k] for k in over[:8])
+            + (" cannot be met independently of " +
+               "; ".join(labels[k] for k in range(len(conds)) if k not in over)[:400]
+               if len(conds) > len(over) else "")
+            + ". Make one of these start values a guess (fixed=False) instead.")
+    free_states = [i for i in range(n_x) if var_m[i] == graph.UNMATCHED]
+    extra, extra_labels = [], []
+    if steady_state:
+        # Steady state fills the states left free by the fixed conditions.
+        st_inc = _incidence(ca.vertcat(*steady), X) if steady else []
+        cand = [k for k in range(n_x)]
+        m_eq, m_var = graph.maximum_matching([[v for v in st_inc[k] if v in free_states]
+                                              for k in cand], n_x)
+        used = set()
+        for k, v in enumerate(m_eq):
+            if v != graph.UNMATCHED:
+                extra.append(steady[k])
+                extra_labels.append(f"der({cm.states[k]}) = 0 (steady state)")
+                used.add(v)
+        free_states = [i for i in free_states if i not in used]
+    x_start = cm.start.copy() if x_guess is None else np.asarray(x_guess, dtype=float).copy()
+    for i in free_states:
+        extra.append(X[i] - x_start[i])
+        extra_labels.append(f"{cm.states[i]} = {x_start[i]:g} (start value of a state)")
+    all_conds = conds + extra
+    all_labels = labels + extra_labels
+    g = cm.alg(X, Z, U, P, TIME)
+    w = ca.vertcat(X, Z)
+    residual = ca.vertcat(*(all_conds + [g[k] for k in range(n_z)]))
+    labels_all = all_labels + [f"algebraic loop residual {k}" for k in range(n_z)]
+    if residual.numel() != n_x + n_z:
+        raise InitializationError(
+            f"initialization has {residual.numel()} equations for {n_x + n_z} unknowns")
+    w0 = np.concatenate([x_start, _z_guess(cm, x_start)])
+    # Start guesses: states with a fixed start are set directly.
+    if n_x + n_z == 0:
+        return np.zeros(0), np.zeros(0)
+    F = ca.Function("init_residual", [w, P, U, TIME], [residual])
+    sol = None
+    last_error = None
+    for solver, opts in (("newton", {"error_on_fail": False, "max_iter": 100,
+                                     "abstol": 1e-12, "abstolStep": 1e-14}),
+                         ("kinsol", {"error_on_fail": False, "abstol": 1e-12})):
+        try:
+            rf = ca.rootfinder("init_solver", solver,
+                               ca.Function("r", [w, ca.vertcat(P, U, TIME)], [residual]), opts)
+            cand = np.array(rf(w0, np.concatenate([p, u, [t_start]]))).reshape(-1)
+        except RuntimeError as exc:  # singular Jacobian and the like
+            last_error = exc
+            continue
+        res = np.array(F(cand, p, u, t_start)).reshape(-1)
+        if np.all(np.isfinite(res)) and np.max(np.abs(res), initial=0.0) < 1e-8 * (
+                1 + np.max(np.abs(cand), initial=0.0)):
+            sol = cand
+            break
+        last_error = res
+    if sol is None:
+        res = np.array(F(w0, p, u, t_start)).reshape(-1)
+        worst = np.argsort(-np.abs(np.nan_to_num(res, nan=np.inf)))[:5]
+        detail = "; ".join(f"{labels_all[k]} (residual {res[k]:.3g} at the start guess)"
+                           for k in worst)
+        raise InitializationError(
+            "initialization failed: no consistent initial state satisfies the initial "
+            f"conditions. Largest residuals: {detail}. Check the fixed start values for "
+            f"conflicts, or give better guesses (Guess(...)) for the variables involved."
+            + (f" Solver said: {last_error}" if isinstance(last_error, Exception) else ""))
+    return sol[:n_x], sol[n_x:]
+
+
+def _z_guess(cm, x):
+    return cm.z_start.copy()
+
+
+def _incidence(vec, X):
+    if vec.numel() == 0:
+        return []
+    jac = ca.jacobian(vec, X)
+    rows, cols = jac.sparsity().get_triplet()
+    inc = [[] for _ in range(vec.numel())]
+    for r, c in zip(rows, cols):
+        inc[r].append(c)
+    return inc
+
+
+def _input_values(cm, inputs, t):
+    from .simulate import input_function
+    return input_function(cm, inputs)(t)

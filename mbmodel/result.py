@@ -1,0 +1,97 @@
+"""Simulation results: named trajectories, table export and plots."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+
+
+class Result:
+    """Trajectories of every model variable on the output grid.
+
+    ``result.t`` is the time grid; ``result["motor.inertia.w"]`` a variable's trajectory
+    (hierarchical name, as printed by ``result.names``).
+
+    Example::
+
+        res = mb.simulate(model, 1.0)
+        w = res["load.w"]
+        res.to_csv("run.csv")
+        res.plot(["load.w", "motor.i"], file="run.png")
+    """
+
+    def __init__(self, t, values, names, compiled=None):
+        self.t = np.asarray(t, dtype=float)
+        self._values = np.asarray(values, dtype=float).reshape(len(names), len(self.t))
+        self.names = list(names)
+        self._index = {n: i for i, n in enumerate(self.names)}
+        self.compiled = compiled
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in ("t", "time"):
+            return self.t
+        try:
+            return self._values[self._index[name]]
+        except KeyError:
+            tail = name.split(".")[-1]
+            close = [n for n in self.names if n.split(".")[-1] == tail][:6]
+            hint = f"; similar names: {', '.join(close)}" if close else ""
+            raise KeyError(f"no variable '{name}' in the result{hint}") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._index
+
+    def final(self, name: str) -> float:
+        """The value of ``name`` at the last time point."""
+        return float(self[name][-1])
+
+    def to_dataframe(self, names=None):
+        """A pandas DataFrame indexed by time (needs the ``dataframe`` extra)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("to_dataframe() needs pandas: pip install 'mbmodel[dataframe]'") from exc
+        names = self.names if names is None else list(names)
+        return pd.DataFrame({n: self[n] for n in names}, index=pd.Index(self.t, name="time"))
+
+    def to_csv(self, path, names=None):
+        """Write ``time`` and the chosen variables (default: all) as CSV."""
+        names = self.names if names is None else list(names)
+        cols = [self[n] for n in names]
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["time"] + names)
+            for k in range(len(self.t)):
+                w.writerow([repr(float(self.t[k]))] + [repr(float(c[k])) for c in cols])
+
+    def plot(self, names, *, file=None, title=None, ax=None):
+        """Plot variables over time (needs the ``plot`` extra); saves to ``file`` if given.
+        ``names`` is a list of variable names or a list of lists (one subplot each)."""
+        try:
+            import matplotlib
+            if file is not None and ax is None:
+                matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # pragma: no cover
+            raise ImportError("plot() needs matplotlib: pip install 'mbmodel[plot]'") from exc
+        groups = [names] if names and isinstance(names[0], str) else names
+        if ax is None:
+            fig, axes = plt.subplots(len(groups), 1, sharex=True, squeeze=False,
+                                     figsize=(8, 2.6 * len(groups) + 0.6))
+            axes = axes[:, 0]
+        else:
+            fig, axes = ax.figure, [ax]
+        for a, group in zip(axes, groups):
+            for n in group:
+                a.plot(self.t, self[n], label=n)
+            a.grid(True, alpha=0.3)
+            a.legend(loc="best", fontsize=8)
+        axes[-1].set_xlabel("time [s]")
+        if title:
+            axes[0].set_title(title)
+        fig.tight_layout()
+        if file is not None:
+            fig.savefig(file, dpi=110)
+            plt.close(fig)
+        return fig

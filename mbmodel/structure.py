@@ -1,0 +1,372 @@
+"""Structural analysis: flat DAE -> sorted, index-reduced, torn system (:class:`SortedSystem`).
+
+Decisions are made by the integer passes in :mod:`mbmodel.graph`; this module only translates
+between expressions and integers (incidence from casadi Jacobian sparsity, solvability of an
+equation for a variable, time derivatives of equations) and applies those decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import casadi as ca
+
+from . import graph
+from .alias import AliasResult, eliminate_aliases
+from .core import time as TIME
+from .errors import DeclarationError, StructuralSingularityError
+from .flatten import FlatModel
+
+_PRIORITY = {"never": 0, "avoid": 1, "default": 2, "prefer": 3, "always": 4}
+
+#: Largest linear torn system solved symbolically; larger ones become algebraic states.
+MAX_SYMBOLIC_LINEAR = 12
+
+
+@dataclass
+class Block:
+    """One block of the BLT: ``kind`` is "explicit" (a single assignment), "linear" (torn,
+    the tearing variables solved symbolically) or "nonlinear" (tearing variables become
+    algebraic states; ``residuals`` must vanish)."""
+
+    kind: str
+    equations: list[int]
+    variables: list[int]
+    assignments: list[tuple[int, int]] = field(default_factory=list)
+    tear_vars: list[int] = field(default_factory=list)
+    residuals: list[int] = field(default_factory=list)
+
+
+@dataclass
+class SortedSystem:
+    """What the casadi stage needs, as plain data.
+
+    Variables are numbered ``0..n-1`` (``names``, ``symbols``); ``states[i]`` has derivative
+    ``state_derivatives[i]``. ``sequence`` is the ordered list of ``(variable, expression)``
+    definitions; ``algebraic`` are variables solved by the integrator (tearing variables of
+    nonlinear blocks) with ``residuals`` that must vanish.
+    """
+
+    names: list[str]
+    symbols: list[ca.SX]
+    equations: list[ca.SX]
+    equation_origins: list[str]
+    states: list[int]
+    state_derivatives: list[int]
+    algebraic: list[int]
+    residuals: list[ca.SX]
+    sequence: list[tuple[int, ca.SX]]
+    blocks: list[Block]
+    alias: dict[str, tuple[str | None, float, float]]
+    inputs: list[int]
+    n_differentiated_equations: int
+    dummy_derivatives: list[int]
+    removed_alias_equations: int
+    start: list[float]
+    fixed: list[bool]
+    flat_index: dict[str, int]
+
+
+def _sx_list(expr: ca.SX) -> list:
+    return [expr[k] for k in range(expr.numel())]
+
+
+class _Analysis:
+    def __init__(self, flat: FlatModel, aliases: AliasResult):
+        self.flat = flat
+        self.aliases = aliases
+
+    # ---- variables after alias elimination ------------------------------------------------
+    def build_variables(self):
+        flat = self.flat
+        alias = dict(self.aliases.alias)
+        names = [v.name for v in flat.variables]
+        symbols = [v.symbol for v in flat.variables]
+        var_diff = [v.derivative for v in flat.variables]
+        # Derivatives of aliased variables are aliases of the representative's derivative.
+        k = 0
+        order = sorted(alias)
+        while k < len(order):
+            a = order[k]
+            k += 1
+            rep, sign, _ = alias[a]
+            da = var_diff[a] if a < len(var_diff) else None
+            if da is None:
+                continue
+            if rep is None:
+                alias[da] = (None, 1.0, 0.0)
+            else:
+                if flat.variables[rep].kind == "input":
+                    raise DeclarationError(
+                        f"der({names[a]}) is the derivative of the external input "
+                        f"'{names[rep]}'; inputs cannot be differentiated")
+                if var_diff[rep] is None:
+                    sym = ca.SX.sym(f"der({names[rep]})")
+                    var_diff[rep] = len(names)
+                    names.append(f"der({names[rep]})")
+                    symbols.append(sym)
+                    var_diff.append(None)
+                alias[da] = (var_diff[rep], sign, 0.0)
+            order.append(da)
+        self.names, self.symbols, self.var_diff_all = names, symbols, var_diff
+        self.alias = alias
+        kinds = [v.kind for v in flat.variables] + ["derivative"] * (len(names) - len(flat.variables))
+        self.kinds = kinds
+        self.unknown_ids = [i for i in range(len(names))
+                            if kinds[i] != "input" and i not in alias]
+        self.input_ids = [i for i in range(len(flat.variables)) if kinds[i] == "input"]
+
+    def alias_expression(self, i):
+        rep, sign, off = self.alias[i]
+        if rep is None:
+            return ca.SX(off)
+        return sign * self.symbols[rep] + off
+
+    # ---- equations after substitution -------------------------------------------------------
+    def build_equations(self):
+        flat = self.flat
+        kept = self.aliases.kept_equations
+        residuals = ca.vertcat(*[flat.equations[k].residual for k in kept]) if kept else ca.SX(0, 1)
+        alias_ids = sorted(self.alias)
+        if alias_ids and kept:
+            residuals = ca.substitute(residuals, ca.vertcat(*[self.symbols[i] for i in alias_ids]),
+                                      ca.vertcat(*[self.alias_expression(i) for i in alias_ids]))
+        self.equations = _sx_list(residuals)
+        self.origins = [flat.equations[k].origin for k in kept]
+        self.descriptions = [flat.equations[k].description for k in kept]
+        for i, e in enumerate(self.equations):
+            if e.is_constant():
+                what = ("is always satisfied (0 = 0): it is redundant" if float(e) == 0 else
+                        f"reduces to {float(e)} = 0: it contradicts the others")
+                raise StructuralSingularityError(
+                    f"equation '{self.descriptions[i]}' from {self.origins[i] or 'the model'} "
+                    f"{what} after connection and alias equations are applied; the model "
+                    f"over-determines the variables involved (e.g. two ideal sources in "
+                    f"parallel or a loop of connections); remove one of the conflicting "
+                    f"elements")
+
+    # ---- incidence ------------------------------------------------------------------------
+    def incidence(self, equations, var_ids):
+        if not equations:
+            return []
+        syms = ca.vertcat(*[self.symbols[i] for i in var_ids])
+        jac = ca.jacobian(ca.vertcat(*equations), syms)
+        rows, cols = jac.sparsity().get_triplet()
+        inc = [[] for _ in equations]
+        for r, c in zip(rows, cols):
+            inc[r].append(c)
+        for lst in inc:
+            lst.sort()
+        return inc
+
+    # ---- main --------------------------------------------------------------------------------
+    def run(self, state_priority=None) -> SortedSystem:
+        self.build_variables()
+        self.build_equations()
+        ids = self.unknown_ids
+        local = {g: i for i, g in enumerate(ids)}
+        n = len(ids)
+        n_eq = len(self.equations)
+        inc = self.incidence(self.equations, ids)
+        var_diff = [local.get(self.var_diff_all[g]) if self.var_diff_all[g] is not None else None
+                    for g in ids]
+        n_states = sum(d is not None for d in var_diff)
+        if n_eq != n - n_states:
+            raise StructuralSingularityError(
+                f"internal: after alias elimination there are {n_eq} equations for "
+                f"{n - n_states} unknowns")
+        names = [self.names[g] for g in ids]
+        symbols = [self.symbols[g] for g in ids]
+        try:
+            red = graph.pantelides(inc, n, var_diff)
+        except graph.StructurallySingular as exc:
+            raise self.singular_error(exc, names) from None
+        # Materialize new derivative variables and differentiated equations.
+        for v in red.new_vars:
+            base = red.var_integral[v]
+            names.append(f"der({names[base]})")
+            symbols.append(ca.SX.sym(names[-1]))
+        equations = list(self.equations)
+        origins = list(self.origins)
+        descriptions = list(self.descriptions)
+        sym_index = {s.element_hash(): i for i, s in enumerate(symbols)}
+        param_hashes = {p.symbol.element_hash() for p in self.flat.parameters}
+        input_hashes = {self.symbols[i].element_hash(): self.names[i] for i in self.input_ids}
+        for e in red.new_eqs:
+            src = red.eq_integral[e]
+            equations.append(self.time_derivative(equations[src], symbols, sym_index,
+                                                  red.var_diff, param_hashes, input_hashes,
+                                                  descriptions[src]))
+            origins.append(origins[src])
+            descriptions.append(f"d/dt({descriptions[src]})")
+        n_all = len(names)
+        # State preference: base variable's declared priority, then user-declared variables.
+        priority = []
+        for v in range(n_all):
+            base = red.var_integral[v] if red.var_integral[v] is not None else v
+            g = ids[base] if base < n else None
+            pr = _PRIORITY[self.flat.variables[g].state_select] if (
+                g is not None and g < len(self.flat.variables)) else 2
+            if state_priority is not None and g is not None:
+                pr = state_priority.get(self.names[g], pr)
+            priority.append((pr, -base))
+        try:
+            dummies = graph.dummy_derivatives(red, priority) if red.new_eqs else set()
+        except graph.StructurallySingular as exc:
+            raise self.singular_error(exc, names) from None
+        states = [v for v in range(n_all)
+                  if red.var_diff[v] is not None and red.var_diff[v] not in dummies]
+        state_set = set(states)
+        for v in states:
+            g = ids[v] if v < n else None
+            if g is not None and g < len(self.flat.variables) and \
+                    self.flat.variables[g].state_select == "never":
+                pass  # honoured where possible; a forced state is reported by `states`
+        unknown_ok = [v not in state_set for v in range(n_all)]
+        eq_match, var_match = graph.maximum_matching(red.incidence, n_all,
+                                                     lambda v: unknown_ok[v])
+        if any(m == graph.UNMATCHED for m in eq_match):
+            bad = [e for e, m in enumerate(eq_match) if m == graph.UNMATCHED]
+            raise StructuralSingularityError(
+                "no consistent assignment of equations to unknowns after index reduction; "
+                "unassigned equations: " + "; ".join(f"'{descriptions[e]}' ({origins[e]})"
+                                                     for e in bad[:8]))
+        blocks_eqs = graph.blt(red.incidence, eq_match, n_all)
+        self.n_all = n_all
+        self.symbols_all = symbols
+        self.equations_all = equations
+        self.inc_all = red.incidence
+        state_syms_hash = {symbols[v].element_hash() for v in states}
+        blocks, sequence, algebraic, residuals = self.solve_blocks(
+            blocks_eqs, eq_match, state_syms_hash, descriptions, origins, names)
+        alias_named = {}
+        for a, (rep, sign, off) in self.alias.items():
+            alias_named[self.names[a]] = (self.names[rep] if rep is not None else None, sign, off)
+        start = [0.0] * n_all
+        fixed = [False] * n_all
+        for v in range(min(n, n_all)):
+            g = ids[v]
+            if g < len(self.flat.variables):
+                start[v] = self.flat.variables[g].start
+                fixed[v] = self.flat.variables[g].fixed
+        return SortedSystem(
+            names=names, symbols=symbols, equations=equations, equation_origins=origins,
+            states=states, state_derivatives=[red.var_diff[v] for v in states],
+            algebraic=algebraic, residuals=residuals, sequence=sequence, blocks=blocks,
+            alias=alias_named, inputs=self.input_ids, n_differentiated_equations=len(red.new_eqs),
+            dummy_derivatives=sorted(dummies),
+            removed_alias_equations=len(self.aliases.removed_equations), start=start,
+            fixed=fixed, flat_index={nm: i for i, nm in enumerate(names)})
+
+    def time_derivative(self, expr, symbols, sym_index, var_diff, param_hashes, input_hashes,
+                        description):
+        syms = ca.symvar(expr)
+        ders = []
+        for s in syms:
+            h = s.element_hash()
+            if h == TIME.element_hash():
+                ders.append(ca.SX(1))
+            elif h in param_hashes:
+                ders.append(ca.SX(0))
+            elif h in input_hashes:
+                raise StructuralSingularityError(
+                    f"index reduction must differentiate '{description}', which contains the "
+                    f"external input '{input_hashes[h]}'; inputs cannot be differentiated — "
+                    f"drive the model through a smooth source or a filter instead")
+            else:
+                v = sym_index[h]
+                ders.append(symbols[var_diff[v]])
+        if not syms:
+            return ca.SX(0)
+        return ca.jtimes(expr, ca.vertcat(*syms), ca.vertcat(*ders))
+
+    def singular_error(self, exc, names):
+        eqs = [e for e in exc.equations if e < len(self.descriptions)]
+        lines = [f"  '{self.descriptions[e]}' (from {self.origins[e] or 'the model'})"
+                 for e in eqs[:10]]
+        vars_ = [names[v] for v in exc.variables if v < len(names)][:10]
+        return StructuralSingularityError(
+            "the model is structurally singular: these equations over-determine the variables "
+            f"{', '.join(vars_)} (and leave others undetermined):\n" + "\n".join(lines) +
+            "\nTypical causes: two ideal voltage sources in parallel, a current source in series "
+            "with an inductor-free branch, two position sources on one flange. Remove or "
+            "replace one of the conflicting components.")
+
+    # ---- block solution ---------------------------------------------------------------------
+    def solve_blocks(self, blocks_eqs, eq_match, state_hashes, descriptions, origins, names):
+        symbols, equations = self.symbols_all, self.equations_all
+        param_hashes = {p.symbol.element_hash() for p in self.flat.parameters}
+        sequence, algebraic, residuals, blocks = [], [], [], []
+        for beqs in blocks_eqs:
+            if len(beqs) == 1:
+                e = beqs[0]
+                v = eq_match[e]
+                expr, sym = equations[e], symbols[v]
+                coef = ca.jacobian(expr, sym)
+                if coef.is_zero():
+                    raise StructuralSingularityError(
+                        f"equation '{descriptions[e]}' ({origins[e]}) was assigned to "
+                        f"'{names[v]}' but does not depend on it")
+                if not ca.depends_on(coef, sym):
+                    rest = ca.substitute(expr, sym, ca.SX(0))
+                    sequence.append((v, -rest / coef))
+                    blocks.append(Block("explicit", [e], [v], [(e, v)]))
+                else:
+                    algebraic.append(v)
+                    residuals.append(expr)
+                    blocks.append(Block("nonlinear", [e], [v], [], [v], [e]))
+                continue
+            bvars = [eq_match[e] for e in beqs]
+            bset = set(bvars)
+            all_unknown = bset
+
+            def solvable(e, v, _eqs=equations, _syms=symbols):
+                coef = ca.jacobian(_eqs[e], _syms[v])
+                if coef.is_zero():
+                    return False
+                # Safe pivots only: constant or parameter-only coefficients never cross zero
+                # as the state moves.
+                return all(s.element_hash() in param_hashes for s in ca.symvar(coef))
+
+            tear = graph.tear(beqs, bvars, self.inc_all, solvable)
+            defs = []
+            for e, v in tear.assignments:
+                coef = ca.jacobian(equations[e], symbols[v])
+                rest = ca.substitute(equations[e], symbols[v], ca.SX(0))
+                defs.append((v, -rest / coef))
+            tsyms = ca.vertcat(*[symbols[v] for v in tear.tear_vars])
+            res = ca.vertcat(*[equations[e] for e in tear.residuals])
+            local_res = res
+            if defs:
+                _, (local_res,) = ca.substitute_inplace([symbols[v] for v, _ in defs],
+                                                        [d for _, d in defs], [res], False)
+            jac = ca.jacobian(local_res, tsyms)
+            linear = not ca.depends_on(jac, tsyms)
+            if linear and len(tear.tear_vars) <= MAX_SYMBOLIC_LINEAR:
+                b = ca.substitute(local_res, tsyms, ca.DM.zeros(tsyms.shape))
+                sol = ca.solve(jac, -b)
+                for k, v in enumerate(tear.tear_vars):
+                    sequence.append((v, sol[k]))
+                sequence.extend(defs)
+                blocks.append(Block("linear", beqs, bvars, tear.assignments, tear.tear_vars,
+                                    tear.residuals))
+            else:
+                algebraic.extend(tear.tear_vars)
+                residuals.extend(_sx_list(res))
+                sequence.extend(defs)
+                blocks.append(Block("nonlinear", beqs, bvars, tear.assignments,
+                                    tear.tear_vars, tear.residuals))
+            del all_unknown
+        return blocks, sequence, algebraic, residuals
+
+
+def analyze(flat: FlatModel, state_priority: dict[str, int] | None = None) -> SortedSystem:
+    """Alias elimination, index reduction, state selection, BLT and tearing.
+
+    Example::
+
+        system = analyze(flatten(model))
+        print([system.names[v] for v in system.states])
+    """
+    aliases = eliminate_aliases(flat)
+    return _Analysis(flat, aliases).run(state_priority)
