@@ -332,7 +332,10 @@ class Connector:
         new.name = name
         new._variables = {}
         for key, decl in type(self)._declared():
-            new._variables[key] = decl._instantiate(new, key)
+            var = decl._instantiate(new, key)
+            new._variables[key] = var
+            # The symbol is a plain instance attribute (fast access in equations()).
+            object.__setattr__(new, key, var.symbol)
         if modifier is not None:
             raise DeclarationError(f"connector '{new.path}' takes no modifier")
         return new
@@ -341,12 +344,6 @@ class Connector:
     def path(self) -> str:
         base = self.owner.path if self.owner is not None else ""
         return f"{base}.{self.name}" if base else self.name
-
-    def __getattribute__(self, key):
-        variables = object.__getattribute__(self, "__dict__").get("_variables")
-        if variables and key in variables:
-            return variables[key].symbol
-        return object.__getattribute__(self, key)
 
     def variables(self) -> dict[str, Variable]:
         """The connector's variable declarations by name."""
@@ -542,7 +539,9 @@ class Model:
             object.__setattr__(member, "_name", key)
             object.__setattr__(member, "_parent", self)
         members[key] = member
-        object.__setattr__(self, key, member)
+        # Parameters and variables read as their symbols inside equations().
+        value = member.symbol if isinstance(member, (Parameter, Variable)) else member
+        object.__setattr__(self, key, value)
 
     def __setattr__(self, key, value):
         if isinstance(value, (Declaration, Connector)):
@@ -571,15 +570,6 @@ class Model:
         """Add a member under a computed name (e.g. in a loop building a chain)."""
         setattr(self, name, member)
         return getattr(self, name)
-
-    def __getattribute__(self, key):
-        if not key.startswith("_"):
-            members = object.__getattribute__(self, "__dict__").get("_members")
-            if members is not None:
-                m = members.get(key)
-                if isinstance(m, (Parameter, Variable)):
-                    return m.symbol
-        return object.__getattribute__(self, key)
 
     # -- introspection ----------------------------------------------------------------
     @property

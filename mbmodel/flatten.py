@@ -171,6 +171,7 @@ class _Flattener:
                         old.append(ca.vec(d.symbol))
                         new.append(ca.vec(fresh))
                     d.symbol = fresh
+                    object.__setattr__(d.owner, d.name, fresh)
         if not old:
             return
         old_v, new_v = ca.vertcat(*old), ca.vertcat(*new)
