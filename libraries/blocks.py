@@ -1,0 +1,600 @@
+"""Causal signal blocks (Modelica.Blocks semantics): sources, math, continuous and nonlinear
+blocks, and a limited PID controller with anti-windup.
+
+Blocks have :class:`~mbmodel.Input` and :class:`~mbmodel.Output` signals connected with
+``connect(a.y, b.u)`` (an Output to one or more Inputs). An Input of a sub-component must
+be connected; an Input of the top-level model is an external input of the compiled model.
+
+Example: a PI controller closing the loop around a first-order plant::
+
+    import mbmodel as mb
+    from mbmodel.libraries import blocks
+
+    class Loop(mb.Model):
+        setpoint = blocks.Step(height=1.0, startTime=0.5)
+        feedback = blocks.Feedback()
+        controller = blocks.PI(k=2.0, T=0.5)
+        plant = blocks.FirstOrder(k=1.0, T=1.0)
+
+        def equations(self):
+            yield mb.connect(self.setpoint.y, self.feedback.u1)
+            yield mb.connect(self.plant.y, self.feedback.u2)
+            yield mb.connect(self.feedback.y, self.controller.u)
+            yield mb.connect(self.controller.y, self.plant.u)
+
+    result = mb.simulate(Loop(), t_end=10.0)
+    print(result["plant.y"][-1])   # -> 1.0
+
+Initialization of blocks with states (Integrator, FirstOrder, Derivative, PI, LimPID)
+follows MSL ``initType = InitialState``: every state starts *fixed* at its start value
+(0 unless modified, e.g. ``Integrator(y=Fixed(2.0))``). The structural option ``init``
+chooses otherwise:
+
+* ``init="state"`` (default): states fixed at their start values (Modelica InitialState);
+  a :func:`~mbmodel.Guess` modifier on a state still makes it free.
+* ``init="steady"``: the derivatives of the states are zero at the start (SteadyState).
+* ``init="free"``: start values are guesses only (NoInit); the rest of the model must
+  determine the initial state.
+
+Parameters whose value must be positive (time constants, ``Ti``) have a tiny positive lower
+bound, so 0 is rejected when the value is set.
+"""
+
+from __future__ import annotations
+
+import math
+
+import casadi as ca
+import numpy as np
+
+import mbmodel as mb
+from mbmodel import DeclarationError, Input, Model, Output, Parameter, Variable, der
+from mbmodel.functions import fmax, fmin, if_else, sin
+
+__all__ = [
+    # partial interfaces
+    "SO", "SISO", "SI2SO",
+    # sources
+    "Constant", "Step", "Ramp", "Sine", "Cosine", "ContinuousClock",
+    # math
+    "Gain", "Add", "Add3", "Feedback", "Product", "Division", "Abs",
+    # continuous
+    "Integrator", "Derivative", "FirstOrder", "SecondOrder", "PI", "LimPID",
+    # nonlinear
+    "Limiter", "DeadZone",
+]
+
+#: Lower bound of strictly positive parameters (Modelica.Constants.small).
+SMALL = 1e-60
+#: Lower bound of the LimPID ratios Ni and Nd (100*Modelica.Constants.eps).
+_HUNDRED_EPS = 100 * np.finfo(float).eps
+
+_INIT_TYPES = ("state", "steady", "free")
+
+
+# --------------------------------------------------------------------------------------
+# Partial interfaces
+# --------------------------------------------------------------------------------------
+
+class SO(Model):
+    """Single-output block (partial): output ``y``."""
+
+    y = Output(doc="output signal")
+
+
+class SISO(Model):
+    """Single-input single-output block (partial): input ``u``, output ``y``."""
+
+    u = Input(doc="input signal")
+    y = Output(doc="output signal")
+
+
+class SI2SO(Model):
+    """Two-input single-output block (partial): inputs ``u1``, ``u2``, output ``y``."""
+
+    u1 = Input(doc="input signal 1")
+    u2 = Input(doc="input signal 2")
+    y = Output(doc="output signal")
+
+
+class _WithInit(Model):
+    """Mixin for blocks with states: the structural ``init`` option (see module doc).
+
+    Subclasses list their state variables' names in ``_states``.
+    """
+
+    _states: tuple[str, ...] = ()
+
+    def __init__(self, *, init: str = "state", **modifiers):
+        super().__init__(**modifiers)
+        if init not in _INIT_TYPES:
+            raise DeclarationError(f"{type(self).__name__}: init must be one of {_INIT_TYPES}, "
+                                   f"not {init!r}")
+        self.init = init
+        if init != "state":
+            for name in self._active_states():
+                self.declaration(name).fixed = False
+
+    def _active_states(self):
+        return self._states
+
+    def initial_equations(self):
+        if self.init == "steady":
+            for name in self._active_states():
+                yield der(getattr(self, name)) == 0
+
+
+# --------------------------------------------------------------------------------------
+# Sources
+# --------------------------------------------------------------------------------------
+
+class Constant(SO):
+    """Constant output.
+
+    Equation: ``y = k``.
+    """
+
+    k = Parameter(1.0, doc="constant output value")
+
+    def equations(self):
+        yield self.y == self.k
+
+
+class Step(SO):
+    """Step of ``height`` at ``startTime`` on top of ``offset``.
+
+    Equation: ``y = offset + (height if time >= startTime else 0)``.
+
+    The switch is declared as a time event, so the simulator stops exactly at
+    ``startTime``; at ``startTime`` itself the output already has the new value.
+    """
+
+    height = Parameter(1.0, doc="height of the step")
+    offset = Parameter(0.0, doc="output before startTime")
+    startTime = Parameter(0.0, unit="s", doc="time of the step")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.time_event(self.startTime)
+
+    def equations(self):
+        yield self.y == if_else(mb.time >= self.startTime, self.height, 0) + self.offset
+
+
+class Ramp(SO):
+    """Ramp rising by ``height`` during ``duration`` from ``startTime`` on, on top of
+    ``offset``.
+
+    Equation::
+
+        y = offset                                            if time < startTime
+        y = offset + height*(time - startTime)/duration       if startTime <= time < startTime + duration
+        y = offset + height                                   if time >= startTime + duration
+
+    The kinks at ``startTime`` and ``startTime + duration`` are time events.
+    ``duration = 0`` gives a step.
+    """
+
+    height = Parameter(1.0, doc="height of the ramp")
+    duration = Parameter(2.0, unit="s", min=0.0, doc="duration of the ramp (0 = step)")
+    offset = Parameter(0.0, doc="output before startTime")
+    startTime = Parameter(0.0, unit="s", doc="start time of the ramp")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.time_event(self.startTime)
+        self.time_event(self.startTime + self.duration)
+
+    def equations(self):
+        t, t0, d = mb.time, self.startTime, self.duration
+        # fmax(...) only guards the unselected branch of a zero duration against 0/0.
+        rising = self.height * (t - t0) / fmax(d, SMALL)
+        yield self.y == self.offset + if_else(
+            t < t0, 0, if_else(t < t0 + d, rising, self.height))
+
+
+class Sine(SO):
+    """Sine wave starting at ``startTime``.
+
+    Equation: ``y = offset + (0 if time < startTime else
+    amplitude*sin(2*pi*f*(time - startTime) + phase))``.
+
+    ``startTime`` is a time event (the output jumps there unless ``phase`` is a multiple of
+    pi).
+    """
+
+    amplitude = Parameter(1.0, doc="amplitude of the sine wave")
+    f = Parameter(1.0, unit="Hz", doc="frequency")
+    phase = Parameter(0.0, unit="rad", doc="phase at startTime")
+    offset = Parameter(0.0, doc="offset of the output")
+    startTime = Parameter(0.0, unit="s", doc="output = offset before startTime")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.time_event(self.startTime)
+
+    def _wave(self):
+        return sin(2 * math.pi * self.f * (mb.time - self.startTime) + self.phase)
+
+    def equations(self):
+        yield self.y == self.offset + if_else(mb.time < self.startTime, 0,
+                                              self.amplitude * self._wave())
+
+
+class Cosine(Sine):
+    """Cosine wave starting at ``startTime``.
+
+    Equation: ``y = offset + (0 if time < startTime else
+    amplitude*cos(2*pi*f*(time - startTime) + phase))``.
+    """
+
+    def _wave(self):
+        return ca.cos(2 * math.pi * self.f * (mb.time - self.startTime) + self.phase)
+
+
+class ContinuousClock(SO):
+    """Time since ``startTime``.
+
+    Equation: ``y = offset + (0 if time < startTime else time - startTime)``.
+    """
+
+    offset = Parameter(0.0, doc="offset of the output")
+    startTime = Parameter(0.0, unit="s", doc="output = offset before startTime")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.time_event(self.startTime)
+
+    def equations(self):
+        yield self.y == self.offset + if_else(mb.time < self.startTime, 0,
+                                              mb.time - self.startTime)
+
+
+# --------------------------------------------------------------------------------------
+# Math
+# --------------------------------------------------------------------------------------
+
+class Gain(SISO):
+    """Multiplies the input by a gain.
+
+    Equation: ``y = k*u``.
+    """
+
+    k = Parameter(1.0, doc="gain")
+
+    def equations(self):
+        yield self.y == self.k * self.u
+
+
+class Add(SI2SO):
+    """Weighted sum of two inputs.
+
+    Equation: ``y = k1*u1 + k2*u2``.
+    """
+
+    k1 = Parameter(1.0, doc="gain of u1")
+    k2 = Parameter(1.0, doc="gain of u2")
+
+    def equations(self):
+        yield self.y == self.k1 * self.u1 + self.k2 * self.u2
+
+
+class Add3(Model):
+    """Weighted sum of three inputs.
+
+    Equation: ``y = k1*u1 + k2*u2 + k3*u3``.
+    """
+
+    u1 = Input(doc="input signal 1")
+    u2 = Input(doc="input signal 2")
+    u3 = Input(doc="input signal 3")
+    y = Output(doc="output signal")
+    k1 = Parameter(1.0, doc="gain of u1")
+    k2 = Parameter(1.0, doc="gain of u2")
+    k3 = Parameter(1.0, doc="gain of u3")
+
+    def equations(self):
+        yield self.y == self.k1 * self.u1 + self.k2 * self.u2 + self.k3 * self.u3
+
+
+class Feedback(SI2SO):
+    """Difference of the command ``u1`` and the feedback ``u2``.
+
+    Equation: ``y = u1 - u2``.
+    """
+
+    def equations(self):
+        yield self.y == self.u1 - self.u2
+
+
+class Product(SI2SO):
+    """Product of two inputs.
+
+    Equation: ``y = u1*u2``.
+    """
+
+    def equations(self):
+        yield self.y == self.u1 * self.u2
+
+
+class Division(SI2SO):
+    """Quotient of two inputs (``u2`` must not cross zero).
+
+    Equation: ``y = u1/u2``.
+    """
+
+    def equations(self):
+        yield self.y == self.u1 / self.u2
+
+
+class Abs(SISO):
+    """Absolute value (continuous, with a kink at ``u = 0``).
+
+    Equation: ``y = |u|``.
+    """
+
+    def equations(self):
+        yield self.y == ca.fabs(self.u)
+
+
+# --------------------------------------------------------------------------------------
+# Continuous
+# --------------------------------------------------------------------------------------
+
+class Integrator(_WithInit, SISO):
+    """Integrates the input.
+
+    Equation: ``der(y) = k*u``.
+
+    The state ``y`` starts fixed at 0 (MSL ``initType = InitialState``, ``y_start = 0``);
+    change it with ``Integrator(y=Fixed(1.0))``, free it with ``y=Guess(...)``.
+    """
+
+    k = Parameter(1.0, doc="integrator gain")
+    y = Output(start=0.0, fixed=True, doc="output signal (state)")
+    _states = ("y",)
+
+    def equations(self):
+        yield der(self.y) == self.k * self.u
+
+
+class Derivative(_WithInit, SISO):
+    """Approximated (filtered) derivative ``k*s/(T*s + 1)``.
+
+    Equations::
+
+        der(x) = (u - x)/T
+        y      = (k/T)*(u - x)
+
+    The state ``x`` starts fixed at 0 (``init="state"``; ``x=Fixed(...)`` changes it).
+    ``init="steady"`` starts at ``x = u``, so ``y = 0``.
+    """
+
+    k = Parameter(1.0, doc="gain")
+    T = Parameter(0.01, unit="s", min=SMALL, doc="time constant (T > 0; T -> 0 is the ideal "
+                                                "derivative)")
+    x = Variable(start=0.0, fixed=True, doc="state of the filter")
+    _states = ("x",)
+
+    def equations(self):
+        yield der(self.x) == (self.u - self.x) / self.T
+        yield self.y == self.k / self.T * (self.u - self.x)
+
+
+class FirstOrder(_WithInit, SISO):
+    """First-order transfer function ``k/(T*s + 1)``.
+
+    Equation: ``der(y) = (k*u - y)/T``.
+
+    The state ``y`` starts fixed at 0, so a unit step at t = 0 gives
+    ``y = k*(1 - exp(-t/T))``. (MSL's default is NoInit; use ``init="free"`` for that,
+    ``init="steady"`` for ``y = k*u`` at the start.)
+    """
+
+    k = Parameter(1.0, doc="gain")
+    T = Parameter(1.0, unit="s", min=SMALL, doc="time constant (T > 0)")
+    y = Output(start=0.0, fixed=True, doc="output signal (state)")
+    _states = ("y",)
+
+    def equations(self):
+        yield der(self.y) == (self.k * self.u - self.y) / self.T
+
+
+class SecondOrder(_WithInit, SISO):
+    """Second-order transfer function ``k/((s/w)^2 + 2*D*(s/w) + 1)``.
+
+    Equations::
+
+        der(y)  = yd
+        der(yd) = w*(w*(k*u - y) - 2*D*yd)
+
+    States ``y`` and ``yd`` start fixed at 0.
+    """
+
+    k = Parameter(1.0, doc="gain")
+    w = Parameter(1.0, unit="rad/s", min=SMALL, doc="angular frequency (w > 0)")
+    D = Parameter(1.0, min=0.0, doc="damping")
+    y = Output(start=0.0, fixed=True, doc="output signal (state)")
+    yd = Variable(start=0.0, fixed=True, doc="derivative of y (state)")
+    _states = ("y", "yd")
+
+    def equations(self):
+        yield der(self.y) == self.yd
+        yield der(self.yd) == self.w * (self.w * (self.k * self.u - self.y)
+                                        - 2 * self.D * self.yd)
+
+
+class PI(_WithInit, SISO):
+    """Proportional-integral controller ``k*(1 + 1/(T*s))`` (MSL Continuous.PI).
+
+    Equations::
+
+        der(x) = u/T
+        y      = k*(x + u)
+
+    The state ``x`` starts fixed at 0 (``x=Fixed(...)`` changes it). ``x`` is the integral
+    of ``u`` divided by ``T``, so ``y = k*(u + integral(u)/T)``.
+    """
+
+    k = Parameter(1.0, doc="gain")
+    T = Parameter(1.0, unit="s", min=SMALL, doc="integral time constant (T > 0)")
+    x = Variable(start=0.0, fixed=True, doc="state of the integral part")
+    _states = ("x",)
+
+    def equations(self):
+        yield der(self.x) == self.u / self.T
+        yield self.y == self.k * (self.x + self.u)
+
+
+_CONTROLLER_TYPES = ("P", "PI", "PD", "PID")
+
+
+class LimPID(_WithInit, Model):
+    """PID controller with limited output, anti-windup compensation, setpoint weighting and
+    an optional feed-forward-free structure (MSL Continuous.LimPID).
+
+    Inputs ``u_s`` (setpoint) and ``u_m`` (measurement), output ``y``. Equations (for
+    ``controller_type="PID"``)::
+
+        controlError = u_s - u_m
+        der(x_i) = (u_s - u_m + (y - v)/(k*Ni)) / Ti            integral part, anti-windup
+        Tf       = max(Td/Nd, 1e-14)                             derivative filter time constant
+        der(x_d) = (wd*u_s - u_m - x_d) / Tf
+        d        = Td/Tf * (wd*u_s - u_m - x_d)                  filtered derivative part
+        v        = k*(wp*u_s - u_m + x_i + d)                    unlimited output
+        y        = min(yMax, max(yMin, v))                       limited output
+
+    While the output is not saturated ``y = v`` and the integrator integrates the control
+    error; once saturated, the term ``(y - v)/(k*Ni)`` pulls the integral part back so that
+    the unlimited output stays near the limit (time constant about ``Ni*Ti``) and the
+    controller leaves the limit as soon as the error changes sign.
+
+    Structural options: ``controller_type`` in ``"P"``, ``"PI"``, ``"PD"``, ``"PID"``
+    (the missing parts are 0 and have no state), ``init`` (see module doc). The states
+    ``x_i`` and ``x_d`` start fixed at 0 (``xi_start``/``xd_start`` change that).
+    ``yMin`` defaults to ``-yMax``.
+    """
+
+    u_s = Input(doc="connector of setpoint input signal")
+    u_m = Input(doc="connector of measurement input signal")
+    y = Output(doc="connector of actuator output signal")
+
+    k = Parameter(1.0, min=SMALL, doc="gain of controller (k > 0)")
+    Ti = Parameter(0.5, unit="s", min=SMALL, doc="time constant of integrator block (Ti > 0)")
+    Td = Parameter(0.1, unit="s", min=0.0, doc="time constant of derivative block")
+    yMax = Parameter(1.0, doc="upper limit of output")
+    yMin = Parameter(-1.0, doc="lower limit of output (default -yMax)")
+    wp = Parameter(1.0, min=0.0, doc="set-point weight for proportional block (0..1)")
+    wd = Parameter(0.0, min=0.0, doc="set-point weight for derivative block (0..1)")
+    Ni = Parameter(0.9, min=_HUNDRED_EPS,
+                   doc="Ni*Ti is the time constant of the anti-windup compensation")
+    Nd = Parameter(10.0, min=_HUNDRED_EPS,
+                   doc="the higher Nd, the more ideal the derivative block")
+
+    controlError = Variable(doc="control error (u_s - u_m)")
+    v = Variable(doc="unlimited controller output")
+
+    def __init__(self, *, controller_type: str = "PID", xi_start: float = 0.0,
+                 xd_start: float = 0.0, init: str = "state", **modifiers):
+        if controller_type not in _CONTROLLER_TYPES:
+            raise DeclarationError(f"LimPID: controller_type must be one of {_CONTROLLER_TYPES}, "
+                                   f"not {controller_type!r}")
+        self.__dict__["_controller_type"] = controller_type
+        super().__init__(init=init, **modifiers)
+        self.controller_type = controller_type
+        if "yMin" not in modifiers:
+            self.declaration("yMin").set(-self.yMax)
+        else:
+            lo, hi = self.declaration("yMin").value, self.declaration("yMax").value
+            if (not isinstance(lo, ca.SX) and not isinstance(hi, ca.SX)
+                    and np.any(np.asarray(hi) < np.asarray(lo))):
+                raise mb.ParameterError(f"LimPID: yMax = {float(np.asarray(hi).flat[0])} is "
+                                        f"below yMin = {float(np.asarray(lo).flat[0])}")
+        # States exist only for the parts the controller has (declared after
+        # super().__init__, so they are set here rather than by modifiers).
+        fixed = init == "state"
+        if self._with_i:
+            self.x_i = Variable(start=xi_start, fixed=fixed, doc="state of the integral part")
+        if self._with_d:
+            self.x_d = Variable(start=xd_start, fixed=fixed,
+                                doc="state of the derivative filter")
+
+    @property
+    def _with_i(self):
+        return self.__dict__["_controller_type"] in ("PI", "PID")
+
+    @property
+    def _with_d(self):
+        return self.__dict__["_controller_type"] in ("PD", "PID")
+
+    def _active_states(self):
+        # Called from _WithInit.__init__ before the states exist: they are declared with
+        # the right fixed flag in __init__ instead.
+        names = []
+        if self._with_i:
+            names.append("x_i")
+        if self._with_d:
+            names.append("x_d")
+        return [n for n in names if n in self._members]
+
+    def equations(self):
+        yield self.controlError == self.u_s - self.u_m
+        integral = 0
+        derivative = 0
+        if self._with_i:
+            yield der(self.x_i) == (self.u_s - self.u_m
+                                    + (self.y - self.v) / (self.k * self.Ni)) / self.Ti
+            integral = self.x_i
+        if self._with_d:
+            tf = fmax(self.Td / self.Nd, 1e-14)
+            u_d = self.wd * self.u_s - self.u_m
+            yield der(self.x_d) == (u_d - self.x_d) / tf
+            derivative = self.Td / tf * (u_d - self.x_d)
+        yield self.v == self.k * (self.wp * self.u_s - self.u_m + integral + derivative)
+        yield self.y == fmin(self.yMax, fmax(self.yMin, self.v))
+
+
+# --------------------------------------------------------------------------------------
+# Nonlinear
+# --------------------------------------------------------------------------------------
+
+class Limiter(SISO):
+    """Limits the signal to ``[uMin, uMax]`` (continuous, kinks at the limits).
+
+    Equation: ``y = min(uMax, max(uMin, u))``. ``uMin`` defaults to ``-uMax``.
+    """
+
+    uMax = Parameter(1.0, doc="upper limit of the input signal")
+    uMin = Parameter(-1.0, doc="lower limit of the input signal (default -uMax)")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        if "uMin" not in modifiers:
+            self.declaration("uMin").set(-self.uMax)
+        else:
+            lo, hi = self.declaration("uMin").value, self.declaration("uMax").value
+            if (not isinstance(lo, ca.SX) and not isinstance(hi, ca.SX)
+                    and np.any(np.asarray(hi) < np.asarray(lo))):
+                raise mb.ParameterError(f"Limiter: uMax = {float(np.asarray(hi).flat[0])} is "
+                                        f"below uMin = {float(np.asarray(lo).flat[0])}")
+
+    def equations(self):
+        yield self.y == fmin(self.uMax, fmax(self.uMin, self.u))
+
+
+class DeadZone(SISO):
+    """Zero output inside ``[uMin, uMax]``, the input shifted by the limit outside it.
+
+    Equation: ``y = max(0, u - uMax) + min(0, u - uMin)``. ``uMin`` defaults to ``-uMax``.
+    """
+
+    uMax = Parameter(1.0, doc="upper limit of the dead zone")
+    uMin = Parameter(-1.0, doc="lower limit of the dead zone (default -uMax)")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        if "uMin" not in modifiers:
+            self.declaration("uMin").set(-self.uMax)
+
+    def equations(self):
+        yield self.y == fmax(0, self.u - self.uMax) + fmin(0, self.u - self.uMin)

@@ -1,0 +1,553 @@
+"""1-D rotational mechanics (after ``Modelica.Mechanics.Rotational``).
+
+Sign conventions are those of the Modelica Standard Library: a flange carries the absolute
+rotation angle ``phi`` (potential) and the cut torque ``tau`` (flow), positive when it acts
+*on the component* through that flange. Components with an optional support flange take
+``use_support`` (default ``False``); without support, the support is fixed at angle 0 and
+its reaction torque goes to ground.
+
+Example (a spring--inertia oscillator)::
+
+    import mbmodel as mb
+    from mbmodel.libraries import rotational as rot
+
+    class Oscillator(mb.Model):
+        fixed = rot.Fixed()
+        spring = rot.Spring(c=100.0)
+        inertia = rot.Inertia(J=0.5, phi=mb.Fixed(0.1), w=mb.Fixed(0.0))
+
+        def equations(self):
+            yield mb.connect(self.fixed.flange, self.spring.flange_a)
+            yield mb.connect(self.spring.flange_b, self.inertia.flange_a)
+"""
+
+from __future__ import annotations
+
+import math
+
+from mbmodel import (Connector, Flow, Input, Model, Output, Parameter, Potential, Variable,
+                     der)
+
+__all__ = [
+    "Flange", "Flange_a", "Flange_b", "Support",
+    "PartialTwoFlanges", "PartialCompliant", "PartialCompliantWithRelativeStates",
+    "PartialElementaryOneFlangeAndSupport2", "PartialElementaryTwoFlangesAndSupport2",
+    "PartialTorque", "PartialAbsoluteSensor", "PartialRelativeSensor",
+    "Fixed", "Inertia", "Spring", "Damper", "SpringDamper", "IdealGear",
+    "Torque", "ConstantTorque", "Speed", "Position",
+    "AngleSensor", "SpeedSensor", "AccSensor", "TorqueSensor", "RelativeAngleSensor",
+    "RelativeSpeedSensor",
+]
+
+
+# --------------------------------------------------------------------------------------
+# Connectors
+# --------------------------------------------------------------------------------------
+
+class Flange(Connector):
+    """Rotational flange: absolute angle ``phi`` [rad] and cut torque ``tau`` [N.m].
+
+    ``tau`` is positive when it acts on the component the flange belongs to (flow into the
+    component). All flange classes below are connectable with one another.
+    """
+
+    phi = Potential(unit="rad", doc="Absolute rotation angle of the flange")
+    tau = Flow(unit="N.m", doc="Cut torque in the flange (positive into the component)")
+
+
+class Flange_a(Flange):
+    """Flange on the 'a' side (drawn filled in MSL); identical to :class:`Flange`."""
+
+
+class Flange_b(Flange):
+    """Flange on the 'b' side (drawn hollow in MSL); identical to :class:`Flange`."""
+
+
+class Support(Flange):
+    """Support/housing flange of a component; identical to :class:`Flange`."""
+
+
+# --------------------------------------------------------------------------------------
+# Partial models
+# --------------------------------------------------------------------------------------
+
+class PartialTwoFlanges(Model):
+    """Partial model: two flanges ``flange_a`` and ``flange_b``, no equations."""
+
+    flange_a = Flange_a(doc="Left flange")
+    flange_b = Flange_b(doc="Right flange")
+
+
+class PartialCompliant(PartialTwoFlanges):
+    """Partial model of a compliant connection of two flanges (MSL ``PartialCompliant``).
+
+    Equations::
+
+        phi_rel  = flange_b.phi - flange_a.phi
+        flange_b.tau =  tau
+        flange_a.tau = -tau
+
+    Subclasses add one equation for ``tau``.
+    """
+
+    phi_rel = Variable(0.0, unit="rad", nominal=1e-4,
+                       doc="Relative rotation angle (= flange_b.phi - flange_a.phi)")
+    tau = Variable(unit="N.m", doc="Torque between flanges (= flange_b.tau)")
+
+    def equations(self):
+        yield self.phi_rel == self.flange_b.phi - self.flange_a.phi
+        yield self.flange_b.tau == self.tau
+        yield self.flange_a.tau == -self.tau
+
+
+class PartialCompliantWithRelativeStates(PartialTwoFlanges):
+    """Partial model of a compliant connection with relative states
+    (MSL ``PartialCompliantWithRelativeStates``).
+
+    Equations::
+
+        phi_rel = flange_b.phi - flange_a.phi
+        w_rel   = der(phi_rel)
+        flange_b.tau =  tau
+        flange_a.tau = -tau
+
+    ``phi_rel`` and ``w_rel`` are declared with ``state_select="prefer"`` as in MSL (relative
+    states are numerically better for stiff springs between rotating parts); override with
+    e.g. ``Damper(phi_rel=mb.Start(0.0, state_select="default"))``. (MSL also defines
+    ``a_rel = der(w_rel)``; it is left out here because no equation uses it and it would
+    force a second differentiation of the connected flanges.)
+    """
+
+    phi_rel = Variable(0.0, unit="rad", nominal=1e-4, state_select="prefer",
+                       doc="Relative rotation angle (= flange_b.phi - flange_a.phi)")
+    w_rel = Variable(0.0, unit="rad/s", state_select="prefer",
+                     doc="Relative angular velocity (= der(phi_rel))")
+    tau = Variable(unit="N.m", doc="Torque between flanges (= flange_b.tau)")
+
+    def equations(self):
+        yield self.phi_rel == self.flange_b.phi - self.flange_a.phi
+        yield self.w_rel == der(self.phi_rel)
+        yield self.flange_b.tau == self.tau
+        yield self.flange_a.tau == -self.tau
+
+
+class PartialElementaryOneFlangeAndSupport2(Model):
+    """Partial model: one ``flange`` and an optional ``support`` flange
+    (MSL ``PartialElementaryOneFlangeAndSupport2``).
+
+    With ``use_support=True`` the component has a connector ``support`` that takes the
+    reaction torque ``support.tau = -flange.tau``; otherwise the support is fixed at angle
+    0 (``phi_support = 0``) and the reaction goes to ground. Subclasses use
+    :meth:`phi_support` in their equations and ``yield from self.support_equations()``.
+    """
+
+    flange = Flange_b(doc="Flange of shaft")
+
+    def __init__(self, use_support: bool = False, **modifiers):
+        super().__init__(**modifiers)
+        self.use_support = bool(use_support)
+        if self.use_support:
+            self.support = Support(doc="Support/housing of component")
+
+    def phi_support(self):
+        """Absolute angle of the support: ``support.phi``, or 0 without support."""
+        return self.support.phi if self.use_support else 0.0
+
+    def support_equations(self):
+        """``support.tau = -flange.tau`` if the support flange is enabled."""
+        if self.use_support:
+            yield self.support.tau == -self.flange.tau
+
+
+class PartialElementaryTwoFlangesAndSupport2(PartialTwoFlanges):
+    """Partial model: two flanges and an optional ``support``
+    (MSL ``PartialElementaryTwoFlangesAndSupport2``).
+
+    Equations::
+
+        phi_a = flange_a.phi - phi_support
+        phi_b = flange_b.phi - phi_support
+        support.tau = -flange_a.tau - flange_b.tau     (only if use_support)
+
+    ``phi_support = 0`` without support.
+    """
+
+    phi_a = Variable(unit="rad", doc="Angle of flange_a with respect to the support")
+    phi_b = Variable(unit="rad", doc="Angle of flange_b with respect to the support")
+
+    def __init__(self, use_support: bool = False, **modifiers):
+        super().__init__(**modifiers)
+        self.use_support = bool(use_support)
+        if self.use_support:
+            self.support = Support(doc="Support/housing of component")
+
+    def phi_support(self):
+        """Absolute angle of the support: ``support.phi``, or 0 without support."""
+        return self.support.phi if self.use_support else 0.0
+
+    def equations(self):
+        yield self.phi_a == self.flange_a.phi - self.phi_support()
+        yield self.phi_b == self.flange_b.phi - self.phi_support()
+        if self.use_support:
+            yield self.support.tau == -self.flange_a.tau - self.flange_b.tau
+
+
+class PartialTorque(PartialElementaryOneFlangeAndSupport2):
+    """Partial model of a torque acting at the flange (MSL ``PartialTorque``).
+
+    Equations::
+
+        phi = flange.phi - phi_support
+        support.tau = -flange.tau        (only if use_support)
+    """
+
+    phi = Variable(unit="rad", doc="Angle of flange with respect to support")
+
+    def equations(self):
+        yield self.phi == self.flange.phi - self.phi_support()
+        yield from self.support_equations()
+
+
+class PartialAbsoluteSensor(Model):
+    """Partial model measuring an absolute flange quantity; the sensor takes no torque:
+    ``0 = flange.tau``."""
+
+    flange = Flange_a(doc="Flange to be measured")
+
+    def equations(self):
+        yield self.flange.tau == 0
+
+
+class PartialRelativeSensor(PartialTwoFlanges):
+    """Partial model of a sensor between two flanges: ``0 = flange_a.tau + flange_b.tau``."""
+
+    def equations(self):
+        yield self.flange_a.tau + self.flange_b.tau == 0
+
+
+# --------------------------------------------------------------------------------------
+# Components
+# --------------------------------------------------------------------------------------
+
+class Fixed(Model):
+    """Flange fixed in the housing at a given angle: ``flange.phi = phi0``."""
+
+    phi0 = Parameter(0.0, unit="rad", doc="Fixed offset angle of housing")
+    flange = Flange_b(doc="Flange fixed in housing at angle phi0")
+
+    def equations(self):
+        yield self.flange.phi == self.phi0
+
+
+class Inertia(PartialTwoFlanges):
+    """1-D rotational component with inertia (MSL ``Inertia``).
+
+    Equations::
+
+        phi = flange_a.phi
+        phi = flange_b.phi
+        w   = der(phi)
+        a   = der(w)
+        J*a = flange_a.tau + flange_b.tau
+
+    ``phi`` and ``w`` are preferred states; give initial conditions with
+    ``Inertia(J=1.0, phi=mb.Fixed(0.0), w=mb.Fixed(0.0))``.
+    """
+
+    J = Parameter(1.0, unit="kg.m2", min=0.0, doc="Moment of inertia")
+    phi = Variable(0.0, unit="rad", state_select="prefer", doc="Absolute rotation angle")
+    w = Variable(0.0, unit="rad/s", state_select="prefer", doc="Absolute angular velocity")
+    a = Variable(0.0, unit="rad/s2", doc="Absolute angular acceleration")
+
+    def equations(self):
+        yield self.phi == self.flange_a.phi
+        yield self.phi == self.flange_b.phi
+        yield self.w == der(self.phi)
+        yield self.a == der(self.w)
+        yield self.J * self.a == self.flange_a.tau + self.flange_b.tau
+
+
+class Spring(PartialCompliant):
+    """Linear 1-D rotational spring (MSL ``Spring``).
+
+    Equations (with :class:`PartialCompliant`)::
+
+        tau = c*(phi_rel - phi_rel0)
+    """
+
+    c = Parameter(1.0e5, unit="N.m/rad", min=0.0, doc="Spring constant")
+    phi_rel0 = Parameter(0.0, unit="rad", doc="Unstretched spring angle")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.tau == self.c * (self.phi_rel - self.phi_rel0)
+
+
+class Damper(PartialCompliantWithRelativeStates):
+    """Linear 1-D rotational damper (MSL ``Damper``).
+
+    Equations (with :class:`PartialCompliantWithRelativeStates`)::
+
+        tau = d*w_rel
+        lossPower = tau*w_rel
+    """
+
+    d = Parameter(0.0, unit="N.m.s/rad", min=0.0, doc="Damping constant")
+    lossPower = Variable(unit="W", doc="Power dissipated by the damper (= tau*w_rel)")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.tau == self.d * self.w_rel
+        yield self.lossPower == self.tau * self.w_rel
+
+
+class SpringDamper(PartialCompliantWithRelativeStates):
+    """Linear 1-D rotational spring and damper in parallel (MSL ``SpringDamper``).
+
+    Equations (with :class:`PartialCompliantWithRelativeStates`)::
+
+        tau_c = c*(phi_rel - phi_rel0)
+        tau_d = d*w_rel
+        tau   = tau_c + tau_d
+        lossPower = tau_d*w_rel
+    """
+
+    c = Parameter(1.0e5, unit="N.m/rad", min=0.0, doc="Spring constant")
+    d = Parameter(0.0, unit="N.m.s/rad", min=0.0, doc="Damping constant")
+    phi_rel0 = Parameter(0.0, unit="rad", doc="Unstretched spring angle")
+    tau_c = Variable(unit="N.m", doc="Spring torque")
+    tau_d = Variable(unit="N.m", doc="Damping torque")
+    lossPower = Variable(unit="W", doc="Power dissipated by the damper (= tau_d*w_rel)")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.tau_c == self.c * (self.phi_rel - self.phi_rel0)
+        yield self.tau_d == self.d * self.w_rel
+        yield self.tau == self.tau_c + self.tau_d
+        yield self.lossPower == self.tau_d * self.w_rel
+
+
+class IdealGear(PartialElementaryTwoFlangesAndSupport2):
+    """Ideal gear without inertia (MSL ``IdealGear``); ``use_support`` adds a housing flange.
+
+    Equations (with :class:`PartialElementaryTwoFlangesAndSupport2`)::
+
+        phi_a = ratio*phi_b
+        0     = ratio*flange_a.tau + flange_b.tau
+
+    Seen from ``flange_a``, an inertia ``J`` on ``flange_b`` appears as ``J/ratio**2``;
+    seen from ``flange_b``, an inertia on ``flange_a`` appears multiplied by ``ratio**2``.
+    """
+
+    ratio = Parameter(1.0, unit="1", doc="Transmission ratio (flange_a.phi/flange_b.phi)")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.phi_a == self.ratio * self.phi_b
+        yield 0 == self.ratio * self.flange_a.tau + self.flange_b.tau
+
+
+class Torque(PartialElementaryOneFlangeAndSupport2):
+    """Input signal acting as external torque on the flange (MSL ``Sources.Torque``).
+
+    Equations::
+
+        flange.tau  = -tau
+        support.tau = -flange.tau     (only if use_support)
+
+    ``tau`` is an :class:`Input`: a positive value accelerates the flange relative to the
+    support.
+    """
+
+    tau = Input(unit="N.m", doc="Accelerating torque acting at flange (= -flange.tau)")
+
+    def equations(self):
+        yield self.flange.tau == -self.tau
+        yield from self.support_equations()
+
+
+class ConstantTorque(PartialTorque):
+    """Constant torque, not dependent on speed (MSL ``Sources.ConstantTorque``).
+
+    Equations (with :class:`PartialTorque`)::
+
+        w   = der(phi)
+        tau = -flange.tau
+        tau = tau_constant
+
+    A positive ``tau_constant`` accelerates the flange in positive direction of rotation;
+    the reaction acts on the support.
+    """
+
+    tau_constant = Parameter(0.0, unit="N.m", doc="Constant torque (negative: a load)")
+    w = Variable(unit="rad/s", doc="Angular velocity of flange with respect to support")
+    tau = Variable(unit="N.m", doc="Accelerating torque acting at flange (= -flange.tau)")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.w == der(self.phi)
+        yield self.tau == -self.flange.tau
+        yield self.tau == self.tau_constant
+
+
+class Speed(PartialElementaryOneFlangeAndSupport2):
+    """Forced movement of a flange by a reference angular velocity (MSL ``Sources.Speed``).
+
+    Equations (``exact=True``, the default here; MSL's default is ``exact=false``)::
+
+        phi = flange.phi - phi_support
+        w   = der(phi)
+        w   = w_ref
+
+    With ``exact=False`` the reference is filtered by a first-order lag with cut-off
+    frequency ``f_crit``: ``a = der(w)``, ``a = (w_ref - w)*2*pi*f_crit`` (``w`` is then a
+    state too). ``phi`` starts at 0 with a fixed initial condition (as in MSL); change it
+    with ``Speed(phi=mb.Fixed(1.0))`` or ``phi=mb.Guess(0.0)`` if another component already
+    fixes the angle. ``w_ref`` is an :class:`Input`; with ``exact=True`` it must be
+    differentiable if the flange drives an inertia.
+    """
+
+    f_crit = Parameter(50.0, unit="Hz", min=0.0, doc="Cut-off frequency if exact=False")
+    phi = Variable(0.0, fixed=True, unit="rad", state_select="prefer",
+                   doc="Rotation angle of flange with respect to support")
+    w = Variable(0.0, unit="rad/s", state_select="prefer",
+                 doc="Angular velocity of flange with respect to support")
+    w_ref = Input(unit="rad/s", doc="Reference angular velocity of flange w.r.t. support")
+
+    def __init__(self, exact: bool = True, use_support: bool = False, **modifiers):
+        super().__init__(use_support=use_support, **modifiers)
+        self.exact = bool(exact)
+        if not self.exact:
+            self.a = Variable(0.0, unit="rad/s2",
+                              doc="Angular acceleration of flange with respect to support")
+
+    def equations(self):
+        yield self.phi == self.flange.phi - self.phi_support()
+        yield self.w == der(self.phi)
+        if self.exact:
+            yield self.w == self.w_ref
+        else:
+            yield self.a == der(self.w)
+            yield self.a == (self.w_ref - self.w) * (2 * math.pi * self.f_crit)
+        yield from self.support_equations()
+
+
+class Position(PartialElementaryOneFlangeAndSupport2):
+    """Forced movement of a flange by a reference angle (MSL ``Sources.Position``).
+
+    Equations (``exact=True``, the default here; MSL's default is ``exact=false``)::
+
+        phi = flange.phi - phi_support
+        phi = phi_ref
+
+    With ``exact=False`` the reference is filtered by a critically damped 2nd-order
+    Bessel-like filter with cut-off frequency ``f_crit`` (``w = der(phi)``,
+    ``a = der(w)``, ``a = ((phi_ref - phi)*w_crit - af*w)*(w_crit/bf)``, ``af = 1.3617``,
+    ``bf = 0.6180``, ``w_crit = 2*pi*f_crit``); ``phi`` and ``w`` are then states.
+    ``phi_ref`` is an :class:`Input`; with ``exact=True`` it must be twice differentiable
+    if the flange drives an inertia.
+    """
+
+    f_crit = Parameter(50.0, unit="Hz", min=0.0, doc="Cut-off frequency if exact=False")
+    phi = Variable(0.0, unit="rad", doc="Rotation angle of flange with respect to support")
+    phi_ref = Input(unit="rad", doc="Reference angle of flange with respect to support")
+
+    def __init__(self, exact: bool = True, use_support: bool = False, **modifiers):
+        super().__init__(use_support=use_support, **modifiers)
+        self.exact = bool(exact)
+        if not self.exact:
+            self.w = Variable(0.0, unit="rad/s", state_select="prefer",
+                              doc="Angular velocity of flange with respect to support")
+            self.a = Variable(0.0, unit="rad/s2",
+                              doc="Angular acceleration of flange with respect to support")
+
+    def equations(self):
+        yield self.phi == self.flange.phi - self.phi_support()
+        if self.exact:
+            yield self.phi == self.phi_ref
+        else:
+            af, bf = 1.3617, 0.6180
+            w_crit = 2 * math.pi * self.f_crit
+            yield self.w == der(self.phi)
+            yield self.a == der(self.w)
+            yield self.a == ((self.phi_ref - self.phi) * w_crit - af * self.w) * (w_crit / bf)
+        yield from self.support_equations()
+
+
+# --------------------------------------------------------------------------------------
+# Sensors
+# --------------------------------------------------------------------------------------
+
+class AngleSensor(PartialAbsoluteSensor):
+    """Ideal sensor of the absolute flange angle: ``phi = flange.phi``, ``0 = flange.tau``."""
+
+    phi = Output(unit="rad", doc="Absolute angle of flange")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.phi == self.flange.phi
+
+
+class SpeedSensor(PartialAbsoluteSensor):
+    """Ideal sensor of the absolute angular velocity: ``w = der(flange.phi)``,
+    ``0 = flange.tau``."""
+
+    w = Output(unit="rad/s", doc="Absolute angular velocity of flange")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.w == der(self.flange.phi)
+
+
+class AccSensor(PartialAbsoluteSensor):
+    """Ideal sensor of the absolute angular acceleration: ``w = der(flange.phi)``,
+    ``a = der(w)``, ``0 = flange.tau``."""
+
+    w = Variable(unit="rad/s", doc="Absolute angular velocity of flange")
+    a = Output(unit="rad/s2", doc="Absolute angular acceleration of flange")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.w == der(self.flange.phi)
+        yield self.a == der(self.w)
+
+
+class TorqueSensor(PartialRelativeSensor):
+    """Ideal sensor of the torque transmitted from ``flange_a`` to ``flange_b``
+    (MSL ``TorqueSensor``): ``flange_a.phi = flange_b.phi``, ``flange_a.tau = tau``,
+    ``0 = flange_a.tau + flange_b.tau``."""
+
+    tau = Output(unit="N.m", doc="Torque in flange flange_a and flange_b "
+                                 "(tau = flange_a.tau = -flange_b.tau)")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.flange_a.phi == self.flange_b.phi
+        yield self.flange_a.tau == self.tau
+
+
+class RelativeAngleSensor(PartialRelativeSensor):
+    """Ideal sensor of the relative angle: ``phi_rel = flange_b.phi - flange_a.phi``,
+    ``0 = flange_a.tau`` (and ``0 = flange_a.tau + flange_b.tau``)."""
+
+    phi_rel = Output(unit="rad", doc="Relative angle (flange_b.phi - flange_a.phi)")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.phi_rel == self.flange_b.phi - self.flange_a.phi
+        yield self.flange_a.tau == 0
+
+
+class RelativeSpeedSensor(PartialRelativeSensor):
+    """Ideal sensor of the relative angular velocity:
+    ``phi_rel = flange_b.phi - flange_a.phi``, ``w_rel = der(phi_rel)``, ``0 = flange_a.tau``
+    (and ``0 = flange_a.tau + flange_b.tau``)."""
+
+    phi_rel = Variable(0.0, unit="rad", doc="Relative angle (flange_b.phi - flange_a.phi)")
+    w_rel = Output(unit="rad/s", doc="Relative angular velocity (= der(phi_rel))")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.phi_rel == self.flange_b.phi - self.flange_a.phi
+        yield self.w_rel == der(self.phi_rel)
+        yield self.flange_a.tau == 0
