@@ -25,6 +25,7 @@ from .core import (Branch, Connect, Connector, Fixed, Flow, Guess, Input, Model,
                    connect, der, time)
 from .errors import (BalanceError, DeclarationError, InitializationError, InvalidConnectionError,
                      ModelError, ParameterError, SimulationError, StructuralSingularityError)
+from . import functions
 from .flatten import FlatModel, flatten
 from .structure import SortedSystem, analyze
 from .compiler import BuildTimes, CompiledModel, compile

@@ -250,6 +250,14 @@ def dummy_derivatives(red: IndexReduction, preference):
     incidence, var_diff, eq_diff = red.incidence, red.var_diff, red.eq_diff
     var_integral, eq_integral = red.var_integral, red.eq_integral
     dummies: set[int] = set()
+    eqs_of: dict[int, list[int]] = {}
+    for e, vs in enumerate(incidence):
+        for v in vs:
+            eqs_of.setdefault(v, []).append(e)
+
+    def red_eqs_of(v):
+        return eqs_of.get(v, [])
+
     current_eqs = [e for e in range(len(incidence)) if eq_diff[e] is None]
     current_vars = None  # None: all highest-derivative variables
     while True:
@@ -261,17 +269,20 @@ def dummy_derivatives(red: IndexReduction, preference):
                      if var_diff[v] is None and var_integral[v] is not None}
         else:
             cands = {v for v in current_vars if var_integral[v] is not None}
-        # Candidates in the order they should become dummies.
+        # Choosing the dummies is finding a minimum-weight basis of a transversal matroid:
+        # try candidates in order of increasing preference and keep each one an augmenting
+        # path can still place (greedy is optimal on matroids).
         order = sorted(cands, key=lambda v: (preference[v], v))
-        rank = {v: i for i, v in enumerate(order)}
-        h_inc = [sorted((v for v in incidence[e] if v in cands), key=rank.__getitem__)
-                 for e in H]
-        local = {v: i for i, v in enumerate(order)}
-        h_local = [[local[v] for v in vs] for vs in h_inc]
-        eq_m, _ = maximum_matching(h_local, len(order))
-        if any(m == UNMATCHED for m in eq_m):
-            bad = [H[i] for i, m in enumerate(eq_m) if m == UNMATCHED]
+        h_index = {e: i for i, e in enumerate(H)}
+        cand_inc = [[h_index[e] for e in red_eqs_of(v) if e in h_index] for v in order]
+        eq_of_cand = [UNMATCHED] * len(order)
+        cand_of_eq = [UNMATCHED] * len(H)
+        for c in range(len(order)):
+            _augment(c, cand_inc, lambda e: True, cand_of_eq, eq_of_cand, set())
+        if any(m == UNMATCHED for m in cand_of_eq):
+            bad = [H[i] for i, m in enumerate(cand_of_eq) if m == UNMATCHED]
             raise StructurallySingular(bad, sorted(cands))
+        eq_m = cand_of_eq
         chosen = [order[m] for m in eq_m]
         dummies.update(chosen)
         current_eqs = [eq_integral[e] for e in H]

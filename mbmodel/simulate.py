@@ -85,9 +85,13 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         if not tout or tout[-1] < b:
             tout.append(b)
         u_seg = u_of(0.5 * (a + b)) if np.isfinite(a) else u_of(b)
-        if n_x + n_z == 0:
+        if n_x == 0:
+            # Purely algebraic: solve g = 0 at each output time, continuing from the last z.
             xs = np.zeros((0, len(tout)))
-            zs = np.zeros((0, len(tout)))
+            zs = np.zeros((n_z, len(tout)))
+            for j, t in enumerate(tout):
+                z = _solve_algebraic(cm, z, p, u_seg, t)
+                zs[:, j] = z
         else:
             F = _integrator(cm, solver, a, tout, rtol, atol, max_step)
             try:
@@ -108,6 +112,23 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
     Y = cm.output_function.map(len(grid))(X, Z, U, np.repeat(p[:, None], len(grid), 1),
                                           grid[None, :])
     return Result(grid, np.array(Y), cm.output_names, cm)
+
+
+def _solve_algebraic(cm, z, p, u, t):
+    if not len(z):
+        return z
+    rf = cm.__dict__.get("_alg_solver")
+    if rf is None:
+        X, Z, U, P = cm._x, cm._z, cm._u, cm._p
+        g = ca.Function("g", [Z, ca.vertcat(P, U, TIME)], [cm.alg(X, Z, U, P, TIME)])
+        rf = cm.__dict__["_alg_solver"] = ca.rootfinder("alg_solver", "newton", g,
+                                                        {"error_on_fail": False})
+    z_new = np.array(rf(z, np.concatenate([p, u, [t]]))).reshape(-1)
+    res = np.array(cm.alg(np.zeros(0), z_new, u, p, t)).reshape(-1)
+    if not np.all(np.isfinite(z_new)) or np.max(np.abs(res), initial=0) > 1e-8:
+        raise SimulationError(f"the algebraic equations have no solution near the previous "
+                              f"point at t = {t:g}")
+    return z_new
 
 
 def _integrator(cm, solver, t0, tout, rtol, atol, max_step):

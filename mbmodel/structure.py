@@ -200,16 +200,22 @@ class _Analysis:
             origins.append(origins[src])
             descriptions.append(f"d/dt({descriptions[src]})")
         n_all = len(names)
-        # State preference: base variable's declared priority, then user-declared variables.
+        # Preference of a candidate dummy derivative d = der(w): how much w deserves to be a
+        # state. User-declared state_select first, a fixed start value next; variables the
+        # compiler created (derivatives) least.
+        n_flat = len(self.flat.variables)
         priority = []
         for v in range(n_all):
-            base = red.var_integral[v] if red.var_integral[v] is not None else v
-            g = ids[base] if base < n else None
-            pr = _PRIORITY[self.flat.variables[g].state_select] if (
-                g is not None and g < len(self.flat.variables)) else 2
-            if state_priority is not None and g is not None:
-                pr = state_priority.get(self.names[g], pr)
-            priority.append((pr, -base))
+            w = red.var_integral[v]
+            g = ids[w] if (w is not None and w < n) else None
+            if g is not None and g < n_flat and self.flat.variables[g].kind == "unknown":
+                var = self.flat.variables[g]
+                pr = _PRIORITY[var.state_select] + (0.5 if var.fixed else 0.0)
+                if state_priority is not None and var.name in state_priority:
+                    pr = state_priority[var.name]
+            else:
+                pr = 1.5
+            priority.append(pr)
         try:
             dummies = graph.dummy_derivatives(red, priority) if red.new_eqs else set()
         except graph.StructurallySingular as exc:

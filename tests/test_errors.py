@@ -1,0 +1,220 @@
+"""Bad input: each mistake gets its own specific, actionable error."""
+
+import math
+
+import pytest
+
+import mbmodel as mb
+from mbmodel import Connector, Fixed, Flow, Model, Parameter, Potential, Variable, connect, der
+from mbmodel.libraries import electrical as el
+from mbmodel.libraries import rotational as rot
+
+
+class LeakyResistor(el.OnePort):
+    """Declares one equation too many."""
+
+    R = Parameter(1.0)
+
+    def equations(self):
+        yield from super().equations()
+        yield self.v == self.R * self.i
+        yield self.i == 0.5
+
+
+class ForgetfulResistor(el.OnePort):
+    """Declares one equation too few (forgot Ohm's law)."""
+
+    def equations(self):
+        yield from super().equations()
+
+
+def _circuit(part):
+    class Circuit(Model):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.source = el.ConstantVoltage(V=1.0)
+            self.part = part
+            self.ground = el.Ground()
+
+        def equations(self):
+            yield connect(self.source.p, self.part.p)
+            yield connect(self.part.n, self.source.n, self.ground.p)
+
+    return Circuit()
+
+
+def test_too_many_equations_names_the_component():
+    with pytest.raises(mb.BalanceError) as info:
+        mb.compile(_circuit(LeakyResistor()))
+    msg = str(info.value)
+    assert "too many equations" in msg
+    assert "LeakyResistor 'part'" in msg and "+1 equations (surplus)" in msg
+    assert "part.i == 0.5" in msg or "(part.i==0.5)" in msg
+
+
+def test_too_few_equations_names_the_component():
+    with pytest.raises(mb.BalanceError) as info:
+        mb.compile(_circuit(ForgetfulResistor()))
+    msg = str(info.value)
+    assert "too few equations" in msg
+    assert "ForgetfulResistor 'part'" in msg and "-1 equations (missing)" in msg
+
+
+class SwappedPin(Connector):
+    v = Flow()
+    i = Potential()
+
+
+class OddPart(Model):
+    p = SwappedPin()
+
+    def equations(self):
+        yield self.p.i == 0
+
+
+def test_flow_connected_to_non_flow():
+    class Bad(Model):
+        r = el.Resistor()
+        odd = OddPart()
+
+        def equations(self):
+            yield connect(self.r.p, self.odd.p)
+
+    with pytest.raises(mb.InvalidConnectionError, match="flow connected to non-flow"):
+        mb.flatten(Bad())
+
+
+def test_connecting_different_domains():
+    class Bad(Model):
+        r = el.Resistor()
+        j = rot.Inertia()
+
+        def equations(self):
+            yield connect(self.r.p, self.j.flange_a)
+
+    with pytest.raises(mb.InvalidConnectionError, match="cannot connect 'r.p'"):
+        mb.flatten(Bad())
+
+
+def test_two_voltage_sources_in_parallel_are_structurally_singular():
+    class Parallel(Model):
+        v1 = el.ConstantVoltage(V=1.0)
+        v2 = el.ConstantVoltage(V=2.0)
+        ground = el.Ground()
+
+        def equations(self):
+            yield connect(self.v1.p, self.v2.p)
+            yield connect(self.v1.n, self.v2.n, self.ground.p)
+
+    with pytest.raises(mb.StructuralSingularityError) as info:
+        mb.compile(Parallel())
+    msg = str(info.value)
+    assert "v1" in msg and "v2" in msg
+    assert "Remove or replace one of the conflicting" in msg or "remove one" in msg
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_parameter_is_rejected(bad):
+    with pytest.raises(mb.ParameterError, match="'R' = .* is not finite"):
+        el.Resistor(R=bad)
+
+
+def test_non_finite_parameter_at_run_time():
+    cm = mb.compile(_circuit(el.Resistor(R=1.0)))
+    with pytest.raises(mb.ParameterError, match="part.R"):
+        cm.simulate(1.0, params={"part.R": math.nan})
+    with pytest.raises(mb.ParameterError, match="no parameter 'part.Rx'"):
+        cm.simulate(1.0, params={"part.Rx": 1.0})
+
+
+def test_out_of_bounds_parameter():
+    with pytest.raises(mb.ParameterError, match="outside its bounds"):
+        el.Capacitor(C=-1.0)
+
+
+def test_unknown_modifier_lists_declared_names():
+    with pytest.raises(mb.DeclarationError, match="no parameter or variable named Rr"):
+        el.Resistor(Rr=3.0)
+
+
+def test_plain_number_for_variable_start_is_rejected():
+    with pytest.raises(mb.DeclarationError, match="Fixed\\(value\\)"):
+        el.Capacitor(v=1.0)
+
+
+class NoRealRoot(Model):
+    x = Variable(start=1.0)
+    y = Variable(start=0.0, fixed=True)
+
+    def equations(self):
+        yield der(self.x) == -self.x
+        yield self.y == self.x ** 2 + 1.0
+
+
+def test_failed_initialization_names_the_condition():
+    with pytest.raises(mb.InitializationError) as info:
+        mb.simulate(NoRealRoot(), 1.0)
+    assert "y = 0 (fixed start)" in str(info.value)
+
+
+def test_overdetermined_initial_conditions():
+    class Pend(Model):
+        x = Variable(start=0.6, fixed=True)
+        y = Variable(start=-0.8, fixed=True)
+        vx = Variable(start=0.0, fixed=True)
+        vy = Variable()
+        F = Variable()
+
+        def equations(self):
+            yield der(self.x) == self.vx
+            yield der(self.y) == self.vy
+            yield der(self.vx) == -self.F * self.x
+            yield der(self.vy) == -self.F * self.y - 9.81
+            yield self.x ** 2 + self.y ** 2 == 1.0
+
+    with pytest.raises(mb.InitializationError, match="over-determine"):
+        mb.simulate(Pend(), 1.0)
+
+
+def test_unconnected_block_input():
+    from mbmodel.libraries import blocks
+
+    class Open(Model):
+        gain = blocks.Gain(k=2.0)
+
+    with pytest.raises(mb.InvalidConnectionError, match="input 'gain.u' .* is not connected"):
+        mb.flatten(Open())
+
+
+def test_equation_that_is_not_an_equation():
+    class Bad(Model):
+        x = Variable()
+
+        def equations(self):
+            yield self.x + 1.0
+
+    with pytest.raises(mb.DeclarationError, match="is not an equation"):
+        mb.flatten(Bad())
+
+
+def test_connecting_a_grandchild_connector_is_refused():
+    class Inner(Model):
+        r = el.Resistor()
+
+        def equations(self):
+            return ()
+
+    class Outer(Model):
+        inner = Inner()
+        g = el.Ground()
+
+        def equations(self):
+            yield connect(self.inner.r.p, self.g.p)
+
+    with pytest.raises(mb.InvalidConnectionError, match="direct sub-components"):
+        mb.flatten(Outer())
+
+
+def test_fixed_start_of_derivative_free_variable_unknown_name():
+    with pytest.raises(mb.DeclarationError):
+        el.Capacitor(v=Fixed(0.0), vv=Fixed(1.0))
