@@ -50,7 +50,7 @@ class CompiledModel:
     """
 
     def __init__(self, flat: FlatModel, system: SortedSystem, parameters: str = "symbolic",
-                 times: BuildTimes | None = None):
+                 times: BuildTimes | None = None, outputs: list[str] | None = None):
         if parameters not in ("symbolic", "constant"):
             raise DeclarationError("parameters must be 'symbolic' or 'constant'")
         t0 = _clock.perf_counter()
@@ -93,11 +93,14 @@ class CompiledModel:
         # Outputs: every flat variable (unknowns, derivatives, aliases) by name.
         out_names, out_exprs = [], []
         idx = sys_.flat_index
+        wanted = None if outputs is None else set(outputs) | set(self.states)
         for var in flat.variables:
-            out_names.append(var.name)
-            out_exprs.append(self._expression_of(var.name, idx))
+            if wanted is None or var.name in wanted:
+                out_names.append(var.name)
+                out_exprs.append(self._expression_of(var.name, idx))
         for name in sys_.names:
-            if name not in flat.index and name not in sys_.alias:
+            if name not in flat.index and name not in sys_.alias and (
+                    wanted is None or name in wanted):
                 out_names.append(name)
                 out_exprs.append(sys_.symbols[idx[name]])
         init_eqs = [e.residual for e in flat.initial_equations]
@@ -178,6 +181,35 @@ class CompiledModel:
             for q, v in zip(self._bound, bound_vals):
                 check_parameter_value(q.name, v, q.min, q.max)
 
+    def explicit_ode(self) -> ca.Function:
+        """``(x, u, p, t) -> (ẋ, z)`` with the algebraic variables solved inside by casadi's
+        rootfinder (Newton from their start values) — a pure ODE for any integrator, for code
+        generation and for linearization. Models without algebraic variables need no solver.
+
+        Example: ``xdot, z = cm.explicit_ode()(x, u, p, 0.0)``
+        """
+        cached = self.__dict__.get("_explicit_ode")
+        if cached is not None:
+            return cached
+        X = ca.MX.sym("x", self._x.numel())
+        U = ca.MX.sym("u", self._u.numel())
+        P = ca.MX.sym("p", self._p.numel())
+        T = ca.MX.sym("t")
+        if self._z.numel():
+            known = ca.vertcat(self._x, self._u, self._p, TIME)
+            g = ca.Function("g", [self._z, known],
+                            [self.alg(self._x, self._z, self._u, self._p, TIME)])
+            solver = ca.rootfinder("algebraic_loops", "newton", g,
+                                   {"error_on_fail": True, "abstol": 1e-12})
+            Z = solver(ca.DM(self.z_start), ca.vertcat(X, U, P, T))
+        else:
+            Z = ca.MX(0, 1)
+        xdot = self.ode(X, Z, U, P, T)
+        fn = ca.Function("explicit_ode", [X, U, P, T], [xdot, Z], ["x", "u", "p", "t"],
+                         ["xdot", "z"])
+        self.__dict__["_explicit_ode"] = fn
+        return fn
+
     # -- running ------------------------------------------------------------------------------
     def simulate(self, t_end: float, **options):
         """Simulate from ``t_start`` (default 0) to ``t_end``; see :func:`mbmodel.simulate`."""
@@ -224,11 +256,13 @@ def _vcat(items):
 
 
 def compile(model: Model, *, parameters: str = "symbolic",
-            state_priority: dict[str, int] | None = None) -> CompiledModel:
+            state_priority: dict[str, int] | None = None,
+            outputs: list[str] | None = None) -> CompiledModel:
     """Flatten, analyse and compile ``model`` into a :class:`CompiledModel`.
 
     ``parameters="constant"`` folds parameter values into the generated expressions (smaller
-    code; changing them needs a recompile).
+    code; changing them needs a recompile). ``outputs`` (variable names) limits the results
+    to those variables and drops every equation neither they nor the state derivatives need.
 
     Example::
 
@@ -244,10 +278,10 @@ def compile(model: Model, *, parameters: str = "symbolic",
         t0 = _clock.perf_counter()
         flat = flatten(model)
         t1 = _clock.perf_counter()
-        system = analyze(flat, state_priority)
+        system = analyze(flat, state_priority, outputs)
         t2 = _clock.perf_counter()
         times.flatten, times.structure = t1 - t0, t2 - t1
-        return CompiledModel(flat, system, parameters, times)
+        return CompiledModel(flat, system, parameters, times, outputs)
     finally:
         if gc_enabled:
             gc.enable()

@@ -103,7 +103,13 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                     f"beyond the tolerances, have a singularity, or a variable may leave its "
                     f"domain (check start values and parameters).") from None
             xs = np.array(out["xf"]).reshape(n_x, len(tout))
-            zs = np.array(out["zf"]).reshape(n_z, len(tout))
+            if n_z and solver == "cvodes":
+                # the algebraic variables were solved inside the ODE; recover them
+                zfun = cm.explicit_ode()
+                zs = np.column_stack([np.array(zfun(xs[:, j], u_seg, p, t)[1]).reshape(-1)
+                                      for j, t in enumerate(tout)])
+            else:
+                zs = np.array(out["zf"]).reshape(n_z, len(tout))
         for j, k in enumerate(inside):
             X[:, k] = xs[:, j]
             Z[:, k] = zs[:, j]
@@ -139,11 +145,17 @@ def _integrator(cm, solver, t0, tout, rtol, atol, max_step):
     if F is not None:
         return F
     X, Z, U, P = cm._x, cm._z, cm._u, cm._p
-    pu = ca.vertcat(P, U)
-    dae = {"x": X, "p": pu, "t": TIME, "ode": cm.ode(X, Z, U, P, TIME)}
-    if Z.numel():
-        dae["z"] = Z
-        dae["alg"] = cm.alg(X, Z, U, P, TIME)
+    if Z.numel() and solver == "cvodes":
+        # Pure ODE: the torn nonlinear blocks are solved by casadi's rootfinder inside.
+        Xm, Um, Pm, Tm = (ca.MX.sym(n, v.numel()) for n, v in
+                          (("x", X), ("u", U), ("p", P), ("t", TIME)))
+        xdot = cm.explicit_ode()(Xm, Um, Pm, Tm)[0]
+        dae = {"x": Xm, "p": ca.vertcat(Pm, Um), "t": Tm, "ode": xdot}
+    else:
+        dae = {"x": X, "p": ca.vertcat(P, U), "t": TIME, "ode": cm.ode(X, Z, U, P, TIME)}
+        if Z.numel():
+            dae["z"] = Z
+            dae["alg"] = cm.alg(X, Z, U, P, TIME)
     opts = {"abstol": atol, "reltol": rtol, "max_num_steps": 100000}
     if max_step is not None:
         opts["max_step_size"] = max_step

@@ -65,6 +65,7 @@ class SortedSystem:
     start: list[float]
     fixed: list[bool]
     flat_index: dict[str, int]
+    computed: set[int] = field(default_factory=set)  # variables some kept block computes
 
 
 def _sx_list(expr: ca.SX) -> list:
@@ -160,8 +161,10 @@ class _Analysis:
         return inc
 
     # ---- main --------------------------------------------------------------------------------
-    def run(self, state_priority=None) -> SortedSystem:
+    def run(self, state_priority=None, outputs=None) -> SortedSystem:
         self.build_variables()
+        self.alias_by_name = {self.names[a]: (self.names[r] if r is not None else None)
+                              for a, (r, _, _) in self.alias.items()}
         self.build_equations()
         ids = self.unknown_ids
         local = {g: i for i, g in enumerate(ids)}
@@ -238,6 +241,8 @@ class _Analysis:
                 "unassigned equations: " + "; ".join(f"'{descriptions[e]}' ({origins[e]})"
                                                      for e in bad[:8]))
         blocks_eqs = graph.blt(red.incidence, eq_match, n_all)
+        if outputs is not None:
+            blocks_eqs = self.needed_blocks(blocks_eqs, eq_match, red, states, outputs, names)
         self.n_all = n_all
         self.symbols_all = symbols
         self.equations_all = equations
@@ -262,7 +267,43 @@ class _Analysis:
             alias=alias_named, inputs=self.input_ids, n_differentiated_equations=len(red.new_eqs),
             dummy_derivatives=sorted(dummies),
             removed_alias_equations=len(self.aliases.removed_equations), start=start,
-            fixed=fixed, flat_index={nm: i for i, nm in enumerate(names)})
+            fixed=fixed, flat_index={nm: i for i, nm in enumerate(names)},
+            computed={v for b in blocks for v in b.variables} | set(states))
+
+    def needed_blocks(self, blocks_eqs, eq_match, red, states, outputs, names):
+        """Keep only the blocks that the state derivatives and the requested outputs depend
+        on (reverse reachability over the BLT; linear in the number of incidences)."""
+        local = {nm: i for i, nm in enumerate(names)}
+        block_of = {}
+        for b, eqs in enumerate(blocks_eqs):
+            for e in eqs:
+                block_of[eq_match[e]] = b
+        wanted = []
+        for name in outputs:
+            while name in self.alias_by_name:
+                name = self.alias_by_name[name]
+                if name is None:
+                    break
+            if name is None or name not in local:
+                if name is not None and name not in self.flat.index:
+                    raise DeclarationError(f"compile(outputs=...): the model has no variable "
+                                           f"'{name}'")
+                continue
+            wanted.append(local[name])
+        wanted += [red.var_diff[v] for v in states]
+        needed = set()
+        stack = [block_of[v] for v in wanted if v in block_of]
+        while stack:
+            b = stack.pop()
+            if b in needed:
+                continue
+            needed.add(b)
+            for e in blocks_eqs[b]:
+                for v in red.incidence[e]:
+                    src = block_of.get(v)
+                    if src is not None and src not in needed:
+                        stack.append(src)
+        return [eqs for b, eqs in enumerate(blocks_eqs) if b in needed]
 
     def time_derivative(self, expr, symbols, sym_index, var_diff, param_hashes, input_hashes,
                         description):
@@ -366,7 +407,8 @@ class _Analysis:
         return blocks, sequence, algebraic, residuals
 
 
-def analyze(flat: FlatModel, state_priority: dict[str, int] | None = None) -> SortedSystem:
+def analyze(flat: FlatModel, state_priority: dict[str, int] | None = None,
+            outputs: list[str] | None = None) -> SortedSystem:
     """Alias elimination, index reduction, state selection, BLT and tearing.
 
     Example::
@@ -375,4 +417,4 @@ def analyze(flat: FlatModel, state_priority: dict[str, int] | None = None) -> So
         print([system.names[v] for v in system.states])
     """
     aliases = eliminate_aliases(flat)
-    return _Analysis(flat, aliases).run(state_priority)
+    return _Analysis(flat, aliases).run(state_priority, outputs)

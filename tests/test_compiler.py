@@ -372,3 +372,44 @@ def test_same_equations_whatever_the_hash_seed():
                              text=True, check=True)
         digests.add(out.stdout.strip())
     assert len(digests) == 1
+
+
+def test_nonlinear_loop_by_rootfinder_inside_a_pure_ode():
+    cm = mb.compile(Cartesian())
+    assert cm.algebraic == ["y"]  # the torn nonlinear block: x^2 + y^2 = L^2 solved for y
+    ida = cm.simulate(2.0, n_points=21, rtol=1e-10, atol=1e-12)
+    cvo = cm.simulate(2.0, n_points=21, rtol=1e-10, atol=1e-12, method="cvodes")
+    assert np.allclose(ida["x"], cvo["x"], atol=1e-7)
+    assert np.allclose(ida["y"], cvo["y"], atol=1e-7)
+    xdot, z = cm.explicit_ode()([0.6, 0.0], [], [1.0, 9.81], 0.0)
+    assert np.isclose(float(z[0]), -0.8)
+
+
+def test_equations_no_output_needs_are_removed():
+    class WithSensors(Model):
+        source = el.ConstantVoltage(V=1.0)
+        resistor = el.Resistor(R=1.0)
+        capacitor = el.Capacitor(C=1.0, v=Fixed(0.0))
+        ground = el.Ground()
+        power = el.PowerSensor()
+        gain = blocks.Gain(k=3.0)
+
+        def equations(self):
+            yield connect(self.source.p, self.power.pc)
+            yield connect(self.power.nc, self.resistor.p)
+            yield connect(self.power.pv, self.source.p)
+            yield connect(self.power.nv, self.ground.p)
+            yield connect(self.resistor.n, self.capacitor.p)
+            yield connect(self.capacitor.n, self.source.n, self.ground.p)
+            yield connect(self.power.power, self.gain.u)
+
+    full = mb.compile(WithSensors())
+    lean = mb.compile(WithSensors(), outputs=["capacitor.v"])
+    n_full = sum(len(b.equations) for b in full.system.blocks)
+    n_lean = sum(len(b.equations) for b in lean.system.blocks)
+    assert n_lean < n_full
+    assert "gain.y" in full.output_names and "gain.y" not in lean.output_names
+    r_full, r_lean = full.simulate(1.0, n_points=5), lean.simulate(1.0, n_points=5)
+    assert np.allclose(r_full["capacitor.v"], r_lean["capacitor.v"], rtol=1e-12)
+    assert np.isclose(r_full.final("gain.y"),
+                      3 * r_full.final("resistor.i"), rtol=1e-9)  # P = V*i, V = 1
