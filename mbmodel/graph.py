@@ -201,14 +201,18 @@ def pantelides(incidence, n_vars, var_diff, max_steps=None):
                 raise StructurallySingular(sorted(set(visited_eqs)), sorted(visited_vars))
             colored_vars = sorted(visited_vars)
             colored_eqs = sorted(set(visited_eqs))
-            # New derivative variables for colored variables.
-            for v in colored_vars:
+
+            def new_derivative(v):
                 d = len(var_diff)
                 var_diff.append(None)
                 var_integral.append(v)
                 var_match.append(UNMATCHED)
                 var_diff[v] = d
                 result.new_vars.append(d)
+                return d
+
+            for v in colored_vars:
+                new_derivative(v)
             # New derivative equations for colored equations.
             for e in colored_eqs:
                 d = len(incidence)
@@ -217,12 +221,7 @@ def pantelides(incidence, n_vars, var_diff, max_steps=None):
                     inc.append(v)
                     dv = var_diff[v]
                     if dv is None:  # an algebraic variable of the equation: give it a derivative
-                        dv = len(var_diff)
-                        var_diff.append(None)
-                        var_integral.append(v)
-                        var_match.append(UNMATCHED)
-                        var_diff[v] = dv
-                        result.new_vars.append(dv)
+                        dv = new_derivative(v)
                     inc.append(dv)
                 incidence.append(inc)
                 eq_diff.append(None)

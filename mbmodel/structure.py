@@ -226,11 +226,6 @@ class _Analysis:
         states = [v for v in range(n_all)
                   if red.var_diff[v] is not None and red.var_diff[v] not in dummies]
         state_set = set(states)
-        for v in states:
-            g = ids[v] if v < n else None
-            if g is not None and g < len(self.flat.variables) and \
-                    self.flat.variables[g].state_select == "never":
-                pass  # honoured where possible; a forced state is reported by `states`
         unknown_ok = [v not in state_set for v in range(n_all)]
         eq_match, var_match = graph.maximum_matching(red.incidence, n_all,
                                                      lambda v: unknown_ok[v])
@@ -364,8 +359,6 @@ class _Analysis:
                     blocks.append(Block("nonlinear", [e], [v], [], [v], [e]))
                 continue
             bvars = [eq_match[e] for e in beqs]
-            bset = set(bvars)
-            all_unknown = bset
 
             def solvable(e, v, _eqs=equations, _syms=symbols):
                 coef = ca.jacobian(_eqs[e], _syms[v])
@@ -403,7 +396,6 @@ class _Analysis:
                 sequence.extend(defs)
                 blocks.append(Block("nonlinear", beqs, bvars, tear.assignments,
                                     tear.tear_vars, tear.residuals))
-            del all_unknown
         return blocks, sequence, algebraic, residuals
 
 
