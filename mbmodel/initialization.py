@@ -87,7 +87,7 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     g = cm.alg(X, Z, U, P, TIME)
     w = ca.vertcat(X, Z)
     residual = ca.vertcat(*(all_conds + [g[k] for k in range(n_z)]))
-    labels_all = all_labels + [f"algebraic loop residual {k}" for k in range(n_z)]
+    labels_all = all_labels + [f"equation {d}" for d in sys_.residual_descriptions]
     if residual.numel() != n_x + n_z:
         raise InitializationError(
             f"initialization has {residual.numel()} equations for {n_x + n_z} unknowns")
@@ -98,6 +98,7 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     F = ca.Function("init_residual", [w, P, U, TIME], [residual])
     sol = None
     last_error = None
+    # Newton first (fast, quiet); KINSOL's line search rescues non-smooth cases (limiters).
     for solver, opts in (("newton", {"error_on_fail": False, "max_iter": 100,
                                      "abstol": 1e-12, "abstolStep": 1e-14}),
                          ("kinsol", {"error_on_fail": False, "abstol": 1e-12})):
@@ -122,9 +123,17 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
         raise InitializationError(
             "initialization failed: no consistent initial state satisfies the initial "
             f"conditions. Largest residuals: {detail}. Check the fixed start values for "
-            f"conflicts, or give better guesses (Guess(...)) for the variables involved."
-            + (f" Solver said: {last_error}" if isinstance(last_error, Exception) else ""))
+            f"conflicts, or give better guesses (Guess(...)) for the variables involved — a "
+            f"guess where an equation has zero slope (e.g. y = 0 for x**2 + y**2 = L**2) "
+            f"stops Newton's method."
+            + (f" (solver: {_first_line(last_error)})" if isinstance(last_error, Exception)
+               else ""))
     return sol[:n_x], sol[n_x:]
+
+
+def _first_line(exc) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else type(exc).__name__
 
 
 def _z_guess(cm, x):

@@ -55,6 +55,7 @@ class SortedSystem:
     state_derivatives: list[int]
     algebraic: list[int]
     residuals: list[ca.SX]
+    residual_descriptions: list[str]
     sequence: list[tuple[int, ca.SX]]
     blocks: list[Block]
     alias: dict[str, tuple[str | None, float, float]]
@@ -245,6 +246,8 @@ class _Analysis:
         state_syms_hash = {symbols[v].element_hash() for v in states}
         blocks, sequence, algebraic, residuals = self.solve_blocks(
             blocks_eqs, eq_match, state_syms_hash, descriptions, origins, names)
+        residual_descriptions = [f"'{descriptions[e]}' (from {origins[e] or 'the model'})"
+                                 for b in blocks for e in b.residuals]
         alias_named = {}
         for a, (rep, sign, off) in self.alias.items():
             alias_named[self.names[a]] = (self.names[rep] if rep is not None else None, sign, off)
@@ -258,7 +261,8 @@ class _Analysis:
         return SortedSystem(
             names=names, symbols=symbols, equations=equations, equation_origins=origins,
             states=states, state_derivatives=[red.var_diff[v] for v in states],
-            algebraic=algebraic, residuals=residuals, sequence=sequence, blocks=blocks,
+            algebraic=algebraic, residuals=residuals,
+            residual_descriptions=residual_descriptions, sequence=sequence, blocks=blocks,
             alias=alias_named, inputs=self.input_ids, n_differentiated_equations=len(red.new_eqs),
             dummy_derivatives=sorted(dummies),
             removed_alias_equations=len(self.aliases.removed_equations), start=start,

@@ -218,3 +218,17 @@ def test_connecting_a_grandchild_connector_is_refused():
 def test_fixed_start_of_derivative_free_variable_unknown_name():
     with pytest.raises(mb.DeclarationError):
         el.Capacitor(v=Fixed(0.0), vv=Fixed(1.0))
+
+
+def test_initialization_error_names_the_equation_not_an_index():
+    import sys
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from test_compiler import Cartesian
+
+    class FlatGuess(Cartesian):
+        y = Variable(start=0.0)  # zero slope of x^2 + y^2 = L^2 in y: Newton cannot start
+
+    with pytest.raises(mb.InitializationError) as info:
+        mb.simulate(FlatGuess(), 1.0)
+    msg = str(info.value)
+    assert "sq(x)+sq(y)" in msg and "residual" in msg and "Guess" in msg
