@@ -569,17 +569,22 @@ class Limiter(SISO):
 
     def __init__(self, **modifiers):
         super().__init__(**modifiers)
-        if "uMin" not in modifiers:
-            self.declaration("uMin").set(-self.uMax)
-        else:
-            lo, hi = self.declaration("uMin").value, self.declaration("uMax").value
-            if (not isinstance(lo, ca.SX) and not isinstance(hi, ca.SX)
-                    and np.any(np.asarray(hi) < np.asarray(lo))):
-                raise mb.ParameterError(f"Limiter: uMax = {float(np.asarray(hi).flat[0])} is "
-                                        f"below uMin = {float(np.asarray(lo).flat[0])}")
+        _lower_limit_defaults_to_minus_upper(self, modifiers)
 
     def equations(self):
         yield self.y == fmin(self.uMax, fmax(self.uMin, self.u))
+
+
+def _lower_limit_defaults_to_minus_upper(block, modifiers):
+    """``uMin`` follows ``-uMax`` unless given; given numbers must satisfy uMin <= uMax."""
+    if "uMin" not in modifiers:
+        block.declaration("uMin").set(-block.uMax)
+        return
+    lo, hi = block.declaration("uMin").value, block.declaration("uMax").value
+    if (not isinstance(lo, ca.SX) and not isinstance(hi, ca.SX)
+            and np.any(np.asarray(hi) < np.asarray(lo))):
+        raise mb.ParameterError(f"{type(block).__name__}: uMax = {float(np.asarray(hi).flat[0])} "
+                                f"is below uMin = {float(np.asarray(lo).flat[0])}")
 
 
 class DeadZone(SISO):
@@ -593,8 +598,7 @@ class DeadZone(SISO):
 
     def __init__(self, **modifiers):
         super().__init__(**modifiers)
-        if "uMin" not in modifiers:
-            self.declaration("uMin").set(-self.uMax)
+        _lower_limit_defaults_to_minus_upper(self, modifiers)
 
     def equations(self):
         yield self.y == fmax(0, self.u - self.uMax) + fmin(0, self.u - self.uMin)

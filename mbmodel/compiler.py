@@ -227,7 +227,9 @@ class CompiledModel:
         ``(A, B)`` as numpy arrays ordered like ``states`` and ``inputs``."""
         p = self.parameter_vector(params)
         if x is None:
-            x0, z0 = self.initialize(params=params)
+            given = {} if u is None else dict(zip(self.inputs, np.atleast_1d(u).tolist()))
+            x0, z0 = self.initialize(params=params,
+                                     inputs=given or {n: 0.0 for n in self.inputs})
         else:
             x0 = np.asarray(x, dtype=float)
             z0 = self.z_start if z is None else np.asarray(z, dtype=float)

@@ -18,13 +18,8 @@ class ParameterError(ModelError):
     """A parameter value is non-finite, out of its bounds, or of the wrong shape."""
 
 
-class ConnectionError_(ModelError):
+class InvalidConnectionError(ModelError):
     """Two connectors cannot be connected (different types, flow to non-flow, ...)."""
-
-
-# Public alias without the trailing underscore; the underscore avoids shadowing the
-# builtin ``ConnectionError`` inside this module.
-InvalidConnectionError = ConnectionError_
 
 
 class BalanceError(ModelError):

@@ -154,8 +154,6 @@ class _Flattener:
                         self._add_variable(comp, var, is_flow=var.kind == "flow")
                         if var.kind == "overdetermined":
                             self.overdetermined.append((comp, member, var))
-            for at in comp._time_events:
-                self.time_events.append(at)
 
     def _rename_symbols(self, order):
         """Give every symbol its full hierarchical name (messages and generated code read
@@ -615,6 +613,8 @@ def flatten(model: Model) -> FlatModel:
         return is_root(symbol)
 
     fl.collect_equations(deferred_is_root)
+    # After equations(): components may declare events there as well as in __init__.
+    fl.time_events = [at for comp in fl.components for at in comp._time_events]
     graph = fl.build_connection_graph()
     optional = fl.connection_equations(graph)
     if fl.overdetermined:

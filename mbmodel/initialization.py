@@ -19,7 +19,7 @@ from .errors import InitializationError
 
 
 def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_state=False,
-               x_guess=None, return_report=False):
+               x_guess=None):
     """Solve for consistent initial states ``x0`` and algebraic variables ``z0``.
 
     ``steady_state=True`` replaces missing conditions by ``ẋ = 0`` (all of them when no
@@ -101,7 +101,8 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     # Newton first (fast, quiet); KINSOL's line search rescues non-smooth cases (limiters).
     for solver, opts in (("newton", {"error_on_fail": False, "max_iter": 100,
                                      "abstol": 1e-12, "abstolStep": 1e-14}),
-                         ("kinsol", {"error_on_fail": False, "abstol": 1e-12})):
+                         ("kinsol", {"error_on_fail": False, "abstol": 1e-12,
+                                     "disable_internal_warnings": True})):
         try:
             rf = ca.rootfinder("init_solver", solver,
                                ca.Function("r", [w, ca.vertcat(P, U, TIME)], [residual]), opts)

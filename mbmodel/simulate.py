@@ -57,6 +57,9 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         raise SimulationError(f"t_end ({t_end}) must be finite and after t_start ({t_start})")
     grid = (np.linspace(t_start, t_end, n_points) if times is None
             else np.asarray(times, dtype=float))
+    if grid.ndim != 1 or np.any(np.diff(grid) < 0) or grid[0] < t_start or grid[-1] > t_end:
+        raise SimulationError(f"times must be increasing and within [t_start, t_end] = "
+                              f"[{t_start}, {t_end}]")
     u_of = input_function(cm, inputs)
     if x0 is None:
         x, z = cm.initialize(params=params, inputs=inputs, t_start=t_start,
@@ -156,7 +159,9 @@ def _integrator(cm, solver, t0, tout, rtol, atol, max_step):
         if Z.numel():
             dae["z"] = Z
             dae["alg"] = cm.alg(X, Z, U, P, TIME)
-    opts = {"abstol": atol, "reltol": rtol, "max_num_steps": 100000}
+    # SUNDIALS' own warnings would flood stderr on a failing run; the error we raise says it.
+    opts = {"abstol": atol, "reltol": rtol, "max_num_steps": 100000,
+            "disable_internal_warnings": True}
     if max_step is not None:
         opts["max_step_size"] = max_step
     F = ca.integrator("sim", solver, dae, float(t0), [float(t) for t in tout], opts)
@@ -180,7 +185,8 @@ def simulate(model, t_end: float, **options) -> Result:
         res.plot(["capacitor.v"], file="rc.png")
     """
     from .compiler import CompiledModel, compile
-    cm = model if isinstance(model, CompiledModel) else compile(model)
     if not isinstance(model, (Model, CompiledModel)):
-        raise SimulationError("simulate() takes a Model or a CompiledModel")
+        raise SimulationError(f"simulate() takes a Model or a CompiledModel, not "
+                              f"{type(model).__name__}")
+    cm = model if isinstance(model, CompiledModel) else compile(model)
     return cm.simulate(t_end, **options)

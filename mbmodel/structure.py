@@ -144,8 +144,9 @@ class _Analysis:
                     f"equation '{self.descriptions[i]}' from {self.origins[i] or 'the model'} "
                     f"{what} after connection and alias equations are applied; the model "
                     f"over-determines the variables involved (e.g. two ideal sources in "
-                    f"parallel or a loop of connections); remove one of the conflicting "
-                    f"elements")
+                    f"parallel, or a circuit without a Ground / mechanism without a fixed "
+                    f"reference, whose potentials are then undetermined); remove one of the "
+                    f"conflicting elements or add the missing reference")
 
     # ---- incidence ------------------------------------------------------------------------
     def incidence(self, equations, var_ids):

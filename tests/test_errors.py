@@ -232,3 +232,33 @@ def test_initialization_error_names_the_equation_not_an_index():
         mb.simulate(FlatGuess(), 1.0)
     msg = str(info.value)
     assert "sq(x)+sq(y)" in msg and "residual" in msg and "Guess" in msg
+
+
+def test_deadzone_rejects_inverted_limits():
+    from mbmodel.libraries import blocks
+
+    with pytest.raises(mb.ParameterError, match="DeadZone: uMax = -1.0 is below uMin = 0.0"):
+        blocks.DeadZone(uMax=-1.0, uMin=0.0)
+
+
+def test_simulate_rejects_output_times_outside_the_run():
+    cm = mb.compile(_circuit(el.Resistor(R=1.0)))
+    with pytest.raises(mb.SimulationError, match="within \\[t_start, t_end\\]"):
+        cm.simulate(1.0, times=[0.0, 0.5, 2.0])
+    with pytest.raises(mb.SimulationError, match="takes a Model or a CompiledModel"):
+        mb.simulate("not a model", 1.0)
+
+
+def test_time_event_declared_inside_equations_is_honoured():
+    import numpy as np
+
+    class LateStep(Model):
+        x = Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            self.time_event(0.5)
+            yield der(self.x) == mb.functions.if_else(mb.time >= 0.5, 1.0, 0.0)
+
+    res = mb.simulate(LateStep(), 1.0, n_points=3)
+    assert np.isclose(res.final("x"), 0.5, rtol=1e-9)
+    assert mb.flatten(LateStep()).time_events
