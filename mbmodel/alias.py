@@ -29,24 +29,27 @@ class AliasResult:
     removed_equations: list[int]
 
 
-def _linear_pattern(expr, var_of):
+def _linear_pattern(expr, var_of, depth=0):
     """``expr`` as ``([(var, coef)], const)`` if it is a sum of at most two variables with
-    unit coefficients and a constant; otherwise None."""
+    unit coefficients and a constant; otherwise None. Such a pattern is never deep, so the
+    search stops early on long sums (a flow sum over thousands of connectors)."""
+    if depth > 8:
+        return None
     if expr.is_symbolic():
         v = var_of.get(expr.element_hash())
         return ([(v, 1.0)], 0.0) if v is not None else None
     if expr.is_constant():
         return ([], float(expr))
     if expr.is_op(ca.OP_NEG):
-        inner = _linear_pattern(expr.dep(0), var_of)
+        inner = _linear_pattern(expr.dep(0), var_of, depth + 1)
         if inner is None:
             return None
         return ([(v, -c) for v, c in inner[0]], -inner[1])
     if expr.is_op(ca.OP_ADD) or expr.is_op(ca.OP_SUB):
-        a = _linear_pattern(expr.dep(0), var_of)
+        a = _linear_pattern(expr.dep(0), var_of, depth + 1)
         if a is None:
             return None
-        b = _linear_pattern(expr.dep(1), var_of)
+        b = _linear_pattern(expr.dep(1), var_of, depth + 1)
         if b is None:
             return None
         s = 1.0 if expr.is_op(ca.OP_ADD) else -1.0

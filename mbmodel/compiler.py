@@ -19,7 +19,7 @@ from .core import Model, check_parameter_value
 from .core import time as TIME
 from .errors import DeclarationError, ParameterError
 from .flatten import FlatModel, flatten
-from .structure import SortedSystem, analyze
+from .structure import SortedSystem, affine_expression, analyze
 
 
 @dataclass
@@ -136,7 +136,7 @@ class CompiledModel:
             rep, sign, off = sys_.alias[name]
             if rep is None:
                 return ca.SX(off)
-            return sign * self._expression_of(rep, idx) + off
+            return affine_expression(self._expression_of(rep, idx), sign, off)
         if name not in idx:  # an external input
             return self.flat.variables[self.flat.index[name]].symbol
         return sys_.symbols[idx[name]]

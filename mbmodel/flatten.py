@@ -250,9 +250,9 @@ class _Flattener:
         if not isinstance(item, (ca.SX, ca.DM, float, int)):
             raise DeclarationError(f"{_where(comp)}: equations() yielded {item!r}; yield "
                                    f"'lhs == rhs' expressions or connect(...)")
-        expr = ca.SX(item)
+        expr = item if isinstance(item, ca.SX) else ca.SX(item)
         for k in range(expr.numel()):
-            e = expr[k]
+            e = expr if expr.numel() == 1 else expr[k]
             if not e.is_op(ca.OP_EQ):
                 raise DeclarationError(
                     f"{_where(comp)}: '{_describe(e)}' is not an equation; write lhs == rhs")
@@ -564,10 +564,13 @@ def _tree_pairs(graph: nx.Graph, nodes):
 
 
 def _sum_columns(terms):
-    total = terms[0]
-    for t in terms[1:]:
-        total = total + t
-    return total
+    # Pairwise, so a flow sum over n connectors is an expression of depth log2(n).
+    while len(terms) > 1:
+        paired = [terms[k] + terms[k + 1] for k in range(0, len(terms) - 1, 2)]
+        if len(terms) % 2:
+            paired.append(terms[-1])
+        terms = paired
+    return terms[0]
 
 
 def _where(comp) -> str:

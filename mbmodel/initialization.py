@@ -16,6 +16,7 @@ import numpy as np
 from . import graph
 from .core import time as TIME
 from .errors import InitializationError
+from .structure import incidence_lists
 
 
 def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_state=False,
@@ -144,12 +145,7 @@ def _z_guess(cm, x):
 def _incidence(vec, X):
     if vec.numel() == 0:
         return []
-    jac = ca.jacobian(vec, X)
-    rows, cols = jac.sparsity().get_triplet()
-    inc = [[] for _ in range(vec.numel())]
-    for r, c in zip(rows, cols):
-        inc[r].append(c)
-    return inc
+    return incidence_lists(vec, X)
 
 
 def _input_values(cm, inputs, t):

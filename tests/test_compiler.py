@@ -413,3 +413,22 @@ def test_equations_no_output_needs_are_removed():
     assert np.allclose(r_full["capacitor.v"], r_lean["capacitor.v"], rtol=1e-12)
     assert np.isclose(r_full.final("gain.y"),
                       3 * r_full.final("resistor.i"), rtol=1e-9)  # P = V*i, V = 1
+
+
+def test_connection_set_with_thousands_of_members():
+    """A shared ground with >1000 connectors: the flow sum must not exhaust recursion."""
+
+    class Parallel(Model):
+        def __init__(self, n, **kw):
+            super().__init__(**kw)
+            self.n = n
+            self.source = el.ConstantVoltage(V=2.0)
+            self.ground = el.Ground()
+            self.loads = [el.Resistor(R=float(n)) for _ in range(n)]
+
+        def equations(self):
+            yield connect(self.source.n, self.ground.p, *[r.n for r in self.loads])
+            yield connect(self.source.p, *[r.p for r in self.loads])
+
+    res = mb.simulate(Parallel(1500), 1.0, n_points=2)
+    assert np.isclose(res.final("source.i"), -2.0, rtol=1e-9)  # 1500 x (2 V / 1500 Ohm)
