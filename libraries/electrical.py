@@ -344,7 +344,18 @@ class ConstantVoltage(OnePort):
         yield self.v == self.V
 
 
-class StepVoltage(OnePort):
+class _TimedSource(OnePort):
+    """Partial source that is off before ``startTime`` (MSL ``Interfaces.VoltageSource``
+    and ``CurrentSource``); the switch-on is a time event, so it is resolved exactly."""
+
+    startTime = Parameter(0.0, unit="s", doc="Time offset (the source switches on then)")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.time_event(self.startTime)
+
+
+class StepVoltage(_TimedSource):
     """Step voltage source (MSL ``StepVoltage``)::
 
         v = offset + (if time < startTime then 0 else V)
@@ -352,18 +363,13 @@ class StepVoltage(OnePort):
 
     V = Parameter(1.0, unit="V", doc="Height of step")
     offset = Parameter(0.0, unit="V", doc="Voltage offset")
-    startTime = Parameter(0.0, unit="s", doc="Time offset (time of the step)")
-
-    def __init__(self, **modifiers):
-        super().__init__(**modifiers)
-        self.time_event(self.startTime)
 
     def equations(self):
         yield from super().equations()
         yield self.v == self.offset + _step(self.startTime, self.V)
 
 
-class SineVoltage(OnePort):
+class SineVoltage(_TimedSource):
     """Sine voltage source (MSL ``SineVoltage``)::
 
         v = offset + (if time < startTime then 0
@@ -374,11 +380,6 @@ class SineVoltage(OnePort):
     phase = Parameter(0.0, unit="rad", doc="Phase of sine wave")
     f = Parameter(1.0, unit="Hz", min=0.0, doc="Frequency of sine wave")
     offset = Parameter(0.0, unit="V", doc="Voltage offset")
-    startTime = Parameter(0.0, unit="s", doc="Time offset")
-
-    def __init__(self, **modifiers):
-        super().__init__(**modifiers)
-        self.time_event(self.startTime)
 
     def equations(self):
         yield from super().equations()
@@ -418,7 +419,7 @@ class ConstantCurrent(OnePort):
         yield self.i == self.I
 
 
-class StepCurrent(OnePort):
+class StepCurrent(_TimedSource):
     """Step current source (MSL ``StepCurrent``)::
 
         i = offset + (if time < startTime then 0 else I)
@@ -426,18 +427,13 @@ class StepCurrent(OnePort):
 
     I = Parameter(1.0, unit="A", doc="Height of step")
     offset = Parameter(0.0, unit="A", doc="Current offset")
-    startTime = Parameter(0.0, unit="s", doc="Time offset (time of the step)")
-
-    def __init__(self, **modifiers):
-        super().__init__(**modifiers)
-        self.time_event(self.startTime)
 
     def equations(self):
         yield from super().equations()
         yield self.i == self.offset + _step(self.startTime, self.I)
 
 
-class SineCurrent(OnePort):
+class SineCurrent(_TimedSource):
     """Sine current source (MSL ``SineCurrent``)::
 
         i = offset + (if time < startTime then 0
@@ -448,11 +444,6 @@ class SineCurrent(OnePort):
     phase = Parameter(0.0, unit="rad", doc="Phase of sine wave")
     f = Parameter(1.0, unit="Hz", min=0.0, doc="Frequency of sine wave")
     offset = Parameter(0.0, unit="A", doc="Current offset")
-    startTime = Parameter(0.0, unit="s", doc="Time offset")
-
-    def __init__(self, **modifiers):
-        super().__init__(**modifiers)
-        self.time_event(self.startTime)
 
     def equations(self):
         yield from super().equations()

@@ -63,7 +63,6 @@ class CompiledModel:
         self.inputs = [flat.variables[i].name for i in sys_.inputs]
         free = [p for p in flat.parameters if p.binding is None]
         bound = [p for p in flat.parameters if p.binding is not None]
-        self._all_parameters = flat.parameters
         self.parameter_mode = parameters
         self.parameters = [p.name for p in free] if parameters == "symbolic" else []
         self.parameter_defaults = np.array([p.value for p in free], dtype=float)
@@ -122,8 +121,7 @@ class CompiledModel:
         self.output_index = {n: i for i, n in enumerate(out_names)}
         self.output_function = ca.Function("outputs", args, [_vcat(y_e)], names, ["y"])
         self.initial_function = ca.Function("initial", args, [_vcat(init_e)], names, ["r"])
-        ev_args = [p]
-        self.event_function = ca.Function("events", ev_args, [_vcat(ev_e)], ["p"], ["t_events"])
+        self.event_function = ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"])
         self._param_check = None
         self.build_times = times or BuildTimes()
         self.build_times.casadi = _clock.perf_counter() - t0

@@ -440,25 +440,27 @@ def der(expr):
     expr = ca.SX(expr)
     if expr.is_symbolic() and expr.numel() == 1 and expr.element_hash() in ctx.symbol_to_variable:
         return ctx.make_derivative(expr)
-    out = []
-    for k in range(expr.numel()):
-        e = expr[k]
-        syms = ca.symvar(e)
-        if not syms:
-            out.append(ca.SX(0))
-            continue
-        ders = []
-        for s in syms:
-            h = s.element_hash()
-            if h == time.element_hash():
-                ders.append(ca.SX(1))
-            elif h in ctx.symbol_to_variable:
-                rec = ctx.symbol_to_variable[h]
-                ders.append(ca.SX(0) if rec.is_parameter else ctx.make_derivative(s))
-            else:
-                raise DeclarationError(f"der(): symbol {s} does not belong to the model")
-        out.append(ca.jtimes(e, ca.vertcat(*syms), ca.vertcat(*ders)))
+
+    def derivative_of(s):
+        rec = ctx.symbol_to_variable.get(s.element_hash())
+        if rec is None:
+            raise DeclarationError(f"der(): symbol {s} does not belong to the model")
+        return ca.SX(0) if rec.is_parameter else ctx.make_derivative(s)
+
+    out = [time_derivative(expr[k], derivative_of) for k in range(expr.numel())]
     return ca.reshape(ca.vertcat(*out), *expr.shape)
+
+
+def time_derivative(expr: ca.SX, derivative_of) -> ca.SX:
+    """d/dt of a scalar expression by the chain rule: ``derivative_of(symbol)`` gives each
+    symbol's time derivative (time itself counts 1). Shared by :func:`der` and by index
+    reduction, which differentiates whole equations."""
+    syms = ca.symvar(expr)
+    if not syms:
+        return ca.SX(0)
+    ders = [ca.SX(1) if s.element_hash() == time.element_hash() else derivative_of(s)
+            for s in syms]
+    return ca.jtimes(expr, ca.vertcat(*syms), ca.vertcat(*ders))
 
 
 # --------------------------------------------------------------------------------------
@@ -493,11 +495,17 @@ class Model:
         load = Inertia(J=2.0, w=Fixed(0.0))
     """
 
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        object.__setattr__(obj, "_order", next(_declaration_counter))
+        # Kept so a class-level sub-component template can be re-created for every instance.
+        object.__setattr__(obj, "_ctor_args", (args, dict(kwargs)))
+        return obj
+
     def __init__(self, **modifiers):
         object.__setattr__(self, "_name", "")
         object.__setattr__(self, "_parent", None)
         object.__setattr__(self, "_members", {})
-        object.__setattr__(self, "_init_kwargs", dict(modifiers))
         object.__setattr__(self, "_time_events", [])
         remaining = dict(modifiers)
         for key, decl in self._class_declarations():
@@ -625,20 +633,4 @@ class Model:
 
 
 def _order_of(member) -> int:
-    if isinstance(member, Model):
-        return member.__dict__.get("_order", 0)
     return member._order
-
-
-_original_model_new = object.__new__
-
-
-def _model_new(cls, *args, **kwargs):
-    obj = _original_model_new(cls)
-    object.__setattr__(obj, "_order", next(_declaration_counter))
-    # Kept so a class-level sub-component template can be re-created for every instance.
-    object.__setattr__(obj, "_ctor_args", (args, dict(kwargs)))
-    return obj
-
-
-Model.__new__ = staticmethod(_model_new)  # type: ignore[assignment]

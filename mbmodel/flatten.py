@@ -436,19 +436,9 @@ class _Flattener:
             graph.add_edge(a, b, weight=1, kind="connection", owner=comp)
         for r in roots:
             graph.add_edge(super_root, r, weight=-2, kind="root", owner=None)
-        chosen = set()
-        for comp_nodes in nx.connected_components(graph.subgraph([n for n in graph if n != super_root])):
-            if any(r in comp_nodes for r in roots):
-                continue
-            cands = sorted(((p, i) for i, (v, p) in enumerate(potential) if v in comp_nodes))
-            if not cands:
-                names = sorted(v.path for v in comp_nodes)
-                raise BalanceError(
-                    f"the orientation of {', '.join(names[:6])} is not determined: no root "
-                    f"(world/fixed frame) and no potential root is connected to it; connect it "
-                    f"to a root")
-            var = potential[cands[0][1]][0]
-            chosen.add(id(var))
+        chosen = _choose_potential_roots(graph.subgraph([n for n in graph if n != super_root]),
+                                         roots, potential)
+        for var in chosen:
             graph.add_edge(super_root, var, weight=-1, kind="root", owner=None)
         tree_edges = set()
         for u, v, key, data in nx.minimum_spanning_edges(graph, algorithm="kruskal", keys=True,
@@ -457,10 +447,8 @@ class _Flattener:
             tree_edges.add((id(data["owner"]), id(v), id(u), key))
         for u, v, key, data in graph.edges(keys=True, data=True):
             in_tree = (id(data["owner"]), id(u), id(v), key) in tree_edges
-            if data["kind"] == "root" and not in_tree:
-                raise BalanceError(f"roots joined rigidly: '{v.path}' is connected to another "
-                                   f"root through joints/rigid parts only; remove one root or "
-                                   f"insert a joint")
+            # Root edges (weight < 0) always enter the tree first; a connection that joins
+            # two rooted trees closes a loop and gives a residue like any other loop.
             if data["kind"] == "branch" and not in_tree:
                 raise BalanceError(
                     f"{_where(data['owner'])}: the rigid branch '{u.path}' -> '{v.path}' closes "
@@ -473,7 +461,7 @@ class _Flattener:
                 else:
                     self._emit(u.residue(u.symbol, v.symbol), data["owner"],
                                f"loop residue {u.path} ~ {v.path}", "residue")
-        return chosen
+        return {id(var) for var in chosen}
 
     # -- balance ------------------------------------------------------------------------------
     def check_balance(self):
@@ -482,11 +470,13 @@ class _Flattener:
         if n_eq == n_unknown:
             return
         lines = []
+        by_origin: dict[str, list[FlatEquation]] = {}
+        for e in self.equations:
+            by_origin.setdefault(e.origin, []).append(e)
         for comp in self.components:
             diff = self._local_imbalance(comp)
             if diff:
-                eqs = [e for e in self.equations if e.origin == comp.path]
-                sample = "; ".join(e.description for e in eqs[:6])
+                sample = "; ".join(e.description for e in by_origin.get(comp.path, [])[:6])
                 lines.append(f"  {_where(comp)}: {diff:+d} equations "
                              f"({'surplus' if diff > 0 else 'missing'}); its equations: "
                              f"{sample or 'none'}")
@@ -516,7 +506,7 @@ class _Flattener:
                     if v.kind == "flow":
                         own_flows += size
             elif isinstance(m, Model):
-                for key2, m2 in m._members.items():
+                for m2 in m._members.values():
                     if isinstance(m2, Connector):
                         handed += sum(v.shape[0] * v.shape[1] for v in m2._variables.values()
                                       if v.kind == "flow")
@@ -600,29 +590,27 @@ def flatten(model: Model) -> FlatModel:
     # Roots must be known before equations run (components may ask is_root()); the tree
     # itself needs the connect statements, which equations() yields. Potential-root choice
     # depends only on roles and the connection structure, so it is decided in two steps.
-    chosen_roots: set[int] = set()
+    var_by_hash = {v.symbol[0].element_hash(): v for _, _, v in fl.overdetermined}
+    root_ids = {id(r) for r in roots}
+    early_choice: set[int] | None = None  # decided on the first is_root() question
 
     def is_root(symbol):
-        var = fl._overdetermined(None, symbol, {v.symbol[0].element_hash(): v
-                                                for _, _, v in fl.overdetermined})
-        return any(var is r for r in roots) or id(var) in chosen_roots
+        nonlocal early_choice
+        var = fl._overdetermined(None, symbol, var_by_hash)
+        if id(var) in root_ids:
+            return True
+        if early_choice is None:
+            early_choice = _choose_roots_early(fl, roots, potential, branches)
+        return id(var) in early_choice
 
-    fl_pending = {"chosen": None}
-
-    def deferred_is_root(symbol):
-        if fl_pending["chosen"] is None:
-            fl_pending["chosen"] = _choose_roots_early(fl, roots, potential, branches)
-            chosen_roots.update(fl_pending["chosen"])
-        return is_root(symbol)
-
-    fl.collect_equations(deferred_is_root)
+    fl.collect_equations(is_root)
     # After equations(): components may declare events there as well as in __init__.
     fl.time_events = [at for comp in fl.components for at in comp._time_events]
     graph = fl.build_connection_graph()
     optional = fl.connection_equations(graph)
     if fl.overdetermined:
         chosen = fl.spanning_tree(roots, potential, branches, optional)
-        if fl_pending["chosen"] is not None and chosen != fl_pending["chosen"]:
+        if early_choice is not None and chosen != early_choice:
             raise DeclarationError("internal: potential-root choice changed after equations ran")
     fl.unconnected(graph)
     fl.check_balance()
@@ -648,14 +636,29 @@ def _choose_roots_early(fl, roots, potential, branches):
                 for key, var in c1._variables.items():
                     if var.kind == "overdetermined" and key in c2._variables:
                         graph.add_edge(var, c2._variables[key])
-    chosen = set()
-    for comp_nodes in nx.connected_components(graph):
-        if any(r in comp_nodes for r in roots):
-            continue
-        cands = sorted((p, i) for i, (v, p) in enumerate(potential) if v in comp_nodes)
-        if cands:
-            chosen.add(id(potential[cands[0][1]][0]))
-    return chosen
+    return {id(var) for var in _choose_potential_roots(graph, roots, potential)}
+
+
+def _choose_potential_roots(graph, roots, potential):
+    """In every connected part of the orientation graph without a definite root, the
+    potential root with the lowest (priority, declaration order) becomes the root. A part
+    with neither is an error. Linear in the graph size."""
+    parts = list(nx.connected_components(graph))
+    part_of = {var: k for k, nodes in enumerate(parts) for var in nodes}
+    rooted = {part_of[r] for r in roots}
+    best: dict[int, tuple] = {}
+    for i, (var, priority) in enumerate(potential):
+        k = part_of[var]
+        if k not in rooted and (k not in best or (priority, i) < best[k][0]):
+            best[k] = ((priority, i), var)
+    for k, nodes in enumerate(parts):
+        if k not in rooted and k not in best:
+            names = sorted(v.path for v in nodes)
+            raise BalanceError(
+                f"the orientation of {', '.join(names[:6])} is not determined: no root "
+                f"(world/fixed frame) and no potential root is connected to it; connect it "
+                f"to a root")
+    return [var for _, var in sorted(best.values(), key=lambda item: item[0][1])]
 
 
 def _preview_connects(comp):

@@ -72,14 +72,12 @@ def _augment(start_eq, incidence, candidates_ok, var_match, eq_match, visited_va
     return False
 
 
-def maximum_matching(incidence, n_vars, candidates_ok=lambda v: True, var_order=None):
-    """Maximum matching of equations to variables.
-
-    ``var_order`` (optional, a list per equation) gives the order in which to try variables;
-    by default the incidence order. Returns ``(eq_match, var_match)`` lists with
-    ``UNMATCHED`` for unmatched entries.
+def maximum_matching(incidence, n_vars, candidates_ok=lambda v: True):
+    """Maximum matching of equations to variables, trying each equation's variables in
+    incidence order. Returns ``(eq_match, var_match)`` lists with ``UNMATCHED`` for
+    unmatched entries.
     """
-    inc = var_order if var_order is not None else incidence
+    inc = incidence
     n_eqs = len(inc)
     var_match = [UNMATCHED] * n_vars
     eq_match = [UNMATCHED] * n_eqs

@@ -57,21 +57,19 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     eq_m, var_m = graph.maximum_matching(inc, n_x)
     over = [k for k, m in enumerate(eq_m) if m == graph.UNMATCHED]
     if over:
+        others = [labels[k] for k, m in enumerate(eq_m) if m != graph.UNMATCHED]
         raise InitializationError(
             "the initial conditions over-determine the model: "
             + "; ".join(labels[k] for k in over[:8])
-            + (" cannot be met independently of " +
-               "; ".join(labels[k] for k in range(len(conds)) if k not in over)[:400]
-               if len(conds) > len(over) else "")
+            + (" cannot be met independently of " + "; ".join(others[:8]) if others else "")
             + ". Make one of these start values a guess (fixed=False) instead.")
     free_states = [i for i in range(n_x) if var_m[i] == graph.UNMATCHED]
     extra, extra_labels = [], []
     if steady_state:
         # Steady state fills the states left free by the fixed conditions.
         st_inc = _incidence(ca.vertcat(*steady), X) if steady else []
-        cand = [k for k in range(n_x)]
-        m_eq, m_var = graph.maximum_matching([[v for v in st_inc[k] if v in free_states]
-                                              for k in cand], n_x)
+        free = set(free_states)
+        m_eq, _ = graph.maximum_matching([[v for v in vs if v in free] for vs in st_inc], n_x)
         used = set()
         for k, v in enumerate(m_eq):
             if v != graph.UNMATCHED:
@@ -92,7 +90,7 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     if residual.numel() != n_x + n_z:
         raise InitializationError(
             f"initialization has {residual.numel()} equations for {n_x + n_z} unknowns")
-    w0 = np.concatenate([x_start, _z_guess(cm, x_start)])
+    w0 = np.concatenate([x_start, cm.z_start])
     # Start guesses: states with a fixed start are set directly.
     if n_x + n_z == 0:
         return np.zeros(0), np.zeros(0)
@@ -136,10 +134,6 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
 def _first_line(exc) -> str:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     return lines[-1][:200] if lines else type(exc).__name__
-
-
-def _z_guess(cm, x):
-    return cm.z_start.copy()
 
 
 def _incidence(vec, X):

@@ -87,7 +87,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         tout = list(grid[inside])
         if not tout or tout[-1] < b:
             tout.append(b)
-        u_seg = u_of(0.5 * (a + b)) if np.isfinite(a) else u_of(b)
+        u_seg = u_of(0.5 * (a + b))  # inputs are constant between events
         if n_x == 0:
             # Purely algebraic: solve g = 0 at each output time, continuing from the last z.
             xs = np.zeros((0, len(tout)))

@@ -13,7 +13,7 @@ import casadi as ca
 
 from . import graph
 from .alias import AliasResult, eliminate_aliases
-from .core import time as TIME
+from .core import time_derivative
 from .errors import DeclarationError, StructuralSingularityError
 from .flatten import FlatModel
 
@@ -64,9 +64,7 @@ class SortedSystem:
     dummy_derivatives: list[int]
     removed_alias_equations: int
     start: list[float]
-    fixed: list[bool]
     flat_index: dict[str, int]
-    computed: set[int] = field(default_factory=set)  # variables some kept block computes
 
 
 def incidence_lists(exprs: ca.SX, syms: ca.SX) -> list[list[int]]:
@@ -258,21 +256,18 @@ class _Analysis:
         self.symbols_all = symbols
         self.equations_all = equations
         self.inc_all = red.incidence
-        state_syms_hash = {symbols[v].element_hash() for v in states}
         blocks, sequence, algebraic, residuals = self.solve_blocks(
-            blocks_eqs, eq_match, state_syms_hash, descriptions, origins, names)
+            blocks_eqs, eq_match, descriptions, origins, names)
         residual_descriptions = [f"'{descriptions[e]}' (from {origins[e] or 'the model'})"
                                  for b in blocks for e in b.residuals]
         alias_named = {}
         for a, (rep, sign, off) in self.alias.items():
             alias_named[self.names[a]] = (self.names[rep] if rep is not None else None, sign, off)
         start = [0.0] * n_all
-        fixed = [False] * n_all
         for v in range(min(n, n_all)):
             g = ids[v]
             if g < len(self.flat.variables):
                 start[v] = self.flat.variables[g].start
-                fixed[v] = self.flat.variables[g].fixed
         return SortedSystem(
             names=names, symbols=symbols, equations=equations, equation_origins=origins,
             states=states, state_derivatives=[red.var_diff[v] for v in states],
@@ -281,8 +276,7 @@ class _Analysis:
             alias=alias_named, inputs=self.input_ids, n_differentiated_equations=len(red.new_eqs),
             dummy_derivatives=sorted(dummies),
             removed_alias_equations=len(self.aliases.removed_equations), start=start,
-            fixed=fixed, flat_index={nm: i for i, nm in enumerate(names)},
-            computed={v for b in blocks for v in b.variables} | set(states))
+            flat_index={nm: i for i, nm in enumerate(names)})
 
     def needed_blocks(self, blocks_eqs, eq_match, red, states, outputs, names):
         """Keep only the blocks that the state derivatives and the requested outputs depend
@@ -321,25 +315,18 @@ class _Analysis:
 
     def time_derivative(self, expr, symbols, sym_index, var_diff, param_hashes, input_hashes,
                         description):
-        syms = ca.symvar(expr)
-        ders = []
-        for s in syms:
+        def derivative_of(s):
             h = s.element_hash()
-            if h == TIME.element_hash():
-                ders.append(ca.SX(1))
-            elif h in param_hashes:
-                ders.append(ca.SX(0))
-            elif h in input_hashes:
+            if h in param_hashes:
+                return ca.SX(0)
+            if h in input_hashes:
                 raise StructuralSingularityError(
                     f"index reduction must differentiate '{description}', which contains the "
                     f"external input '{input_hashes[h]}'; inputs cannot be differentiated — "
                     f"drive the model through a smooth source or a filter instead")
-            else:
-                v = sym_index[h]
-                ders.append(symbols[var_diff[v]])
-        if not syms:
-            return ca.SX(0)
-        return ca.jtimes(expr, ca.vertcat(*syms), ca.vertcat(*ders))
+            return symbols[var_diff[sym_index[h]]]
+
+        return time_derivative(expr, derivative_of)
 
     def singular_error(self, exc, names):
         eqs = [e for e in exc.equations if e < len(self.descriptions)]
@@ -354,7 +341,7 @@ class _Analysis:
             "replace one of the conflicting components.")
 
     # ---- block solution ---------------------------------------------------------------------
-    def solve_blocks(self, blocks_eqs, eq_match, state_hashes, descriptions, origins, names):
+    def solve_blocks(self, blocks_eqs, eq_match, descriptions, origins, names):
         symbols, equations = self.symbols_all, self.equations_all
         param_hashes = {p.symbol.element_hash() for p in self.flat.parameters}
         sequence, algebraic, residuals, blocks = [], [], [], []
