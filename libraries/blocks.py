@@ -55,7 +55,7 @@ __all__ = [
     # partial interfaces
     "SO", "SISO", "SI2SO",
     # sources
-    "Constant", "Step", "Ramp", "Sine", "Cosine", "ContinuousClock",
+    "Constant", "Step", "Ramp", "Sine", "Cosine", "ContinuousClock", "KinematicPTP",
     # math
     "Gain", "Add", "Add3", "Feedback", "Product", "Division", "Abs",
     # continuous
@@ -248,6 +248,129 @@ class ContinuousClock(SO):
     def equations(self):
         yield self.y == self.offset + if_else(mb.time < self.startTime, 0,
                                               mb.time - self.startTime)
+
+
+class KinematicPTP(Model):
+    """Point-to-point reference motion of ``n`` axes with a synchronized trapezoidal
+    velocity profile (MSL ``Blocks.Sources.KinematicPTP2``, without ``moving``).
+
+    Structural option ``n`` (number of axes, default 1); parameters (vectors of size ``n``;
+    a scalar is broadcast): ``q_begin``, ``q_end``, ``qd_max > 0``, ``qdd_max > 0``, and the
+    scalar ``start_time``. Outputs ``q``, ``qd = der(q)``, ``qdd = der(qd)`` (size ``n``).
+
+    All axes move along one path ``q = q_begin + dq*s(t)``, ``s`` going from 0 to 1, scaled
+    so that the slowest axis reaches its velocity or acceleration limit::
+
+        dq      = q_end - q_begin
+        sd_max  = 1/max(|dq_i/qd_max_i|)          sdd_max = 1/max(|dq_i/qdd_max_i|)
+        Ta1     = sqrt(1/sdd_max)                  Ta2     = sd_max/sdd_max
+        if Ta2 >= Ta1 (no constant-speed phase):   Ta = Ta1, Tv = Ta1,       Te = 2*Ta1
+        else:                                      Ta = Ta2, Tv = 1/sd_max,  Te = Tv + Ta2
+
+        tau = time - start_time
+        s   = 0                          sd = 0             sdd = 0         tau < 0
+        s   = sdd_max*tau^2/2            sd = sdd_max*tau   sdd = sdd_max   0 <= tau < Ta
+        s   = sdd_max*Ta*(tau - Ta/2)    sd = sdd_max*Ta    sdd = 0         Ta <= tau < Tv
+        s   = 1 - sdd_max*(Te - tau)^2/2 sd = sdd_max*(Te - tau)
+                                                            sdd = -sdd_max  Tv <= tau < Te
+        s   = 1                          sd = 0             sdd = 0         tau >= Te
+
+        q = q_begin + dq*s,   qd = dq*sd,   qdd = dq*sdd
+
+    ``Ta`` ends the acceleration phase (``min(Ta1, Ta2)``), ``Tv`` the constant-speed
+    phase; the motion ends at ``start_time + Te``. ``sdd_max*Ta*Tv = 1``, so ``s`` is
+    continuous with ``s(Te) = 1``, and ``sd``/``sdd`` are the exact derivatives of ``s``.
+
+    ``q`` is a closed-form function of ``time`` (nested ``if_else``, no state), so index
+    reduction can differentiate it twice, e.g. when it drives a rotational
+    :class:`~mbmodel.libraries.rotational.Position` source with ``exact=True``. The
+    durations are casadi expressions of the parameters, which may therefore stay symbolic
+    (changeable between runs). ``start_time`` and the phase switches ``start_time + Ta``,
+    ``start_time + Tv``, ``start_time + Te`` are time events. If no axis moves
+    (``max(|dq_i/qd_max_i|)`` or ``max(|dq_i/qdd_max_i|)`` at most ``10*eps``) the output
+    stays at ``q_begin`` with ``qd = qdd = 0`` and all durations are 0 (the divisions are
+    guarded by ``max(..., 10*eps)``).
+
+    Example (two axes)::
+
+        class Motion(mb.Model):
+            ptp = blocks.KinematicPTP(n=2, q_begin=[0.0, 1.0], q_end=[2.0, 0.0],
+                                      qd_max=[1.0, 3.0], qdd_max=[2.0, 2.0])
+
+        res = mb.simulate(Motion(), t_end=3.0)
+        print(res["ptp.q[0]"][-1], res["ptp.q[1]"][-1])   # -> 2.0 0.0
+
+    (axis 0 limits the path: ``Ta = 0.5``, ``Tv = 2``, ``Te = 2.5``).
+    """
+
+    start_time = Parameter(0.0, unit="s", doc="time instant at which the movement starts")
+
+    #: Motion below this (as max |dq/qd_max| or max |dq/qdd_max|) counts as none (MSL eps).
+    EPS = 10 * np.finfo(float).eps
+
+    def __init__(self, *, n: int = 1, q_begin=0.0, q_end=1.0, qd_max=1.0, qdd_max=1.0,
+                 **modifiers):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise DeclarationError(f"KinematicPTP: n must be a positive integer, not {n!r}")
+        super().__init__(**modifiers)
+        self.n = int(n)
+        shape = (self.n, 1)
+
+        def vector(value):
+            if isinstance(value, ca.SX) and value.numel() == 1 and self.n > 1:
+                return ca.repmat(value, self.n, 1)
+            return value
+
+        self.q_begin = Parameter(vector(q_begin), shape=shape, doc="start position")
+        self.q_end = Parameter(vector(q_end), shape=shape, doc="end position")
+        self.qd_max = Parameter(vector(qd_max), shape=shape, min=SMALL,
+                                doc="maximum velocities der(q) (> 0)")
+        self.qdd_max = Parameter(vector(qdd_max), shape=shape, min=SMALL,
+                                 doc="maximum accelerations der(qd) (> 0)")
+        self.q = Output(shape=shape, doc="reference position")
+        self.qd = Output(shape=shape, doc="reference velocity der(q)")
+        self.qdd = Output(shape=shape, doc="reference acceleration der(qd)")
+        _, ta, tv, te, _ = self._timing()
+        for at in (0, ta, tv, te):
+            self.time_event(self.start_time + at)
+
+    def _timing(self):
+        """(moving, Ta, Tv, Te, sdd_max) as expressions of the current parameter symbols."""
+        dq = self.q_end - self.q_begin
+        sd_inv = ca.mmax(ca.fabs(dq / self.qd_max))
+        sdd_inv = ca.mmax(ca.fabs(dq / self.qdd_max))
+        moving = ca.logic_and(sd_inv > self.EPS, sdd_inv > self.EPS)
+        sd_max = 1 / fmax(sd_inv, self.EPS)
+        sdd_max = 1 / fmax(sdd_inv, self.EPS)
+        ta1 = ca.sqrt(1 / sdd_max)
+        ta2 = sd_max / sdd_max
+        no_cruise = ta2 >= ta1
+        ta = if_else(moving, if_else(no_cruise, ta1, ta2), 0)
+        tv = if_else(moving, if_else(no_cruise, ta1, 1 / sd_max), 0)
+        return moving, ta, tv, tv + ta, sdd_max
+
+    def equations(self):
+        moving, ta, tv, te, sdd_max = self._timing()
+        t, t0 = mb.time, self.start_time
+        tau = t - t0
+        # The phases switch at exactly the declared event times (same expressions).
+        in_acc, in_cruise, in_dec = t < t0 + ta, t < t0 + tv, t < t0 + te
+        s = if_else(t < t0, 0,
+            if_else(in_acc, sdd_max / 2 * tau**2,
+            if_else(in_cruise, sdd_max * ta * (tau - ta / 2),
+            if_else(in_dec, 1 - sdd_max / 2 * (te - tau)**2, 1))))
+        sd = if_else(t < t0, 0,
+             if_else(in_acc, sdd_max * tau,
+             if_else(in_cruise, sdd_max * ta,
+             if_else(in_dec, sdd_max * (te - tau), 0))))
+        sdd = if_else(t < t0, 0,
+              if_else(in_acc, sdd_max,
+              if_else(in_cruise, 0,
+              if_else(in_dec, -sdd_max, 0))))
+        dq = self.q_end - self.q_begin
+        yield self.q == self.q_begin + dq * if_else(moving, s, 0)
+        yield self.qd == dq * if_else(moving, sd, 0)
+        yield self.qdd == dq * if_else(moving, sdd, 0)
 
 
 # --------------------------------------------------------------------------------------

@@ -20,11 +20,12 @@ Example::
     print(result["capacitor.v"][-1])
 """
 
-from .core import (Branch, Connect, Connector, Fixed, Flow, Guess, Input, Model, Output,
+from .core import (ANALYSES, Branch, Connect, Connector, Derivative, Fixed, Flow, Guess, Input, Model, Output,
                    Overdetermined, Parameter, Potential, PotentialRoot, Root, Start, Variable,
                    connect, der, time)
 from .errors import (BalanceError, DeclarationError, InitializationError, InvalidConnectionError,
-                     ModelError, ParameterError, SimulationError, StructuralSingularityError)
+                     KinematicLoopError, ModelError, ParameterError, SimulationError,
+                     StructuralSingularityError)
 from . import functions
 from .flatten import FlatModel, flatten
 from .structure import SortedSystem, analyze
@@ -37,9 +38,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
-    "Overdetermined", "Root", "PotentialRoot", "Branch", "Start", "Fixed", "Guess", "der",
+    "Overdetermined", "Root", "PotentialRoot", "Branch", "Derivative", "ANALYSES", "Start",
+    "Fixed", "Guess", "der",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
-    "InitializationError", "SimulationError", "analyze", "SortedSystem", "compile",
+    "InitializationError", "SimulationError", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result",
 ]

@@ -255,10 +255,16 @@ def _vcat(items):
     return ca.vertcat(*items) if items else ca.SX(0, 1)
 
 
-def compile(model: Model, *, parameters: str = "symbolic",
+def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbolic",
             state_priority: dict[str, int] | None = None,
             outputs: list[str] | None = None) -> CompiledModel:
     """Flatten, analyse and compile ``model`` into a :class:`CompiledModel`.
+
+    ``analysis`` is what the model is compiled for: ``"forward"`` (dynamics: states and
+    their derivatives) or ``"inverse"`` (motion prescribed, forces computed). Components
+    may choose their formulation by it (``Model.analysis``); the multibody library uses
+    articulated-body quantities for the first and cut forces for the second, so the same
+    model yields the articulated-body algorithm or recursive Newton–Euler.
 
     ``parameters="constant"`` folds parameter values into the generated expressions (smaller
     code; changing them needs a recompile). ``outputs`` (variable names) limits the results
@@ -276,7 +282,7 @@ def compile(model: Model, *, parameters: str = "symbolic",
     gc.disable()
     try:
         t0 = _clock.perf_counter()
-        flat = flatten(model)
+        flat = flatten(model, analysis)
         t1 = _clock.perf_counter()
         system = analyze(flat, state_priority, outputs)
         t2 = _clock.perf_counter()

@@ -40,7 +40,7 @@ from .errors import DeclarationError, ParameterError
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
     "Start", "Fixed", "Guess", "der", "connect", "time", "Connect", "Overdetermined", "Root",
-    "PotentialRoot", "Branch",
+    "PotentialRoot", "Branch", "Derivative", "ANALYSES",
 ]
 
 _declaration_counter = itertools.count()
@@ -49,6 +49,11 @@ _declaration_counter = itertools.count()
 time = ca.SX.sym("time")
 
 STATE_SELECT = ("never", "avoid", "default", "prefer", "always")
+
+#: What a model is compiled for. Libraries may write different (equivalent) equations for
+#: each, e.g. a multibody library uses articulated-body quantities for "forward" dynamics
+#: and cut forces for "inverse" dynamics; connector variables may exist in one only.
+ANALYSES = ("forward", "inverse")
 
 
 def _shape_of(shape) -> tuple[int, int]:
@@ -195,7 +200,11 @@ class Variable(Declaration):
 
     ``start`` is a guess for initialization unless ``fixed=True`` makes it a hard initial
     condition. ``state_select`` ("never", "avoid", "default", "prefer", "always") tells state
-    selection which variables to prefer as states.
+    selection which variables to prefer as states. ``analysis="forward"`` (or ``"inverse"``)
+    makes the variable exist only when the model is compiled for that analysis (a
+    connector whose through variables differ between forward and inverse dynamics).
+    ``input_in="inverse"`` makes it an external input of the model compiled for that
+    analysis (a joint coordinate prescribed in inverse dynamics), named by its path.
 
     Example: ``w = Variable(start=0.0, fixed=True, unit="rad/s", state_select="prefer")``
     """
@@ -204,8 +213,14 @@ class Variable(Declaration):
 
     def __init__(self, start=0.0, *, fixed: bool = False, unit: str = "", min: float = -math.inf,
                  max: float = math.inf, nominal: float = 1.0, state_select: str = "default",
-                 shape=(), doc: str = ""):
+                 shape=(), analysis: str | None = None, input_in: str | None = None,
+                 doc: str = ""):
         super().__init__(doc=doc)
+        for what, value in (("analysis", analysis), ("input_in", input_in)):
+            if value is not None and value not in ANALYSES:
+                raise DeclarationError(f"{what} must be one of {ANALYSES} or None, not {value!r}")
+        self.analysis = analysis
+        self.input_in = input_in
         if state_select not in STATE_SELECT:
             raise DeclarationError(f"state_select must be one of {STATE_SELECT}, not {state_select!r}")
         self.start = start
@@ -417,15 +432,38 @@ class Branch:
         self.b = b
 
 
+class Derivative:
+    """Declares that ``derivative`` is the time derivative of ``variable`` (scalars or
+    equally sized vectors of variables or inputs). Yield it from ``equations()``.
+
+    Needed where a signal and its derivatives arrive side by side, e.g. a prescribed motion
+    given as position, velocity and acceleration inputs: index reduction then uses the
+    given derivative instead of trying to differentiate an input::
+
+        def equations(self):
+            yield mb.Derivative(self.u[0], self.u[1])
+            yield mb.Derivative(self.u[1], self.u[2])
+            yield self.flange.phi == self.u[0]
+    """
+
+    def __init__(self, variable, derivative):
+        self.variable = ca.SX(variable)
+        self.derivative = ca.SX(derivative)
+        if self.variable.shape != self.derivative.shape:
+            raise DeclarationError(f"Derivative({variable}, {derivative}): sizes differ")
+
+
 class _FlattenContext:
     """The symbol table in force while a model's equations are collected (see der())."""
 
     current = None
 
-    def __init__(self, symbol_to_variable: dict, make_derivative, is_root=None):
+    def __init__(self, symbol_to_variable: dict, make_derivative, is_root=None,
+                 analysis: str = "forward"):
         self.symbol_to_variable = symbol_to_variable
         self.make_derivative = make_derivative
         self.is_root = is_root
+        self.analysis = analysis
 
 
 def der(expr):
@@ -613,6 +651,13 @@ class Model:
         if ctx is None or ctx.is_root is None:
             raise DeclarationError("is_root() can only be used inside equations()")
         return ctx.is_root(symbol)
+
+    @property
+    def analysis(self) -> str:
+        """Inside ``equations()``: the analysis the model is being compiled for
+        (``"forward"`` or ``"inverse"``, see :func:`mbmodel.compile`)."""
+        ctx = _FlattenContext.current
+        return ctx.analysis if ctx is not None else "forward"
 
     # -- to be overridden -------------------------------------------------------------
     def connection_roles(self) -> Iterable:

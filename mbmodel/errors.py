@@ -36,3 +36,8 @@ class InitializationError(ModelError):
 
 class SimulationError(ModelError):
     """The integrator failed."""
+
+
+class KinematicLoopError(BalanceError):
+    """A connection closes a loop of an overdetermined connector that cannot handle loops
+    (e.g. a closed kinematic chain of multibody frames)."""

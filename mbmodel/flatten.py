@@ -23,7 +23,7 @@ import numpy as np
 from . import core
 from .core import (Branch, Connect, Connector, Model, Parameter, PotentialRoot, Root, Variable,
                    _FlattenContext)
-from .errors import BalanceError, DeclarationError, InvalidConnectionError
+from .errors import BalanceError, DeclarationError, InvalidConnectionError, KinematicLoopError
 
 
 @dataclass
@@ -111,7 +111,10 @@ def _describe(expr) -> str:
 
 
 class _Flattener:
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, analysis: str = "forward"):
+        if analysis not in core.ANALYSES:
+            raise DeclarationError(f"analysis must be one of {core.ANALYSES}, not {analysis!r}")
+        self.analysis = analysis
         if not isinstance(model, Model):
             raise DeclarationError(f"flatten() takes a Model instance, not {type(model).__name__}")
         self.root = model
@@ -128,6 +131,7 @@ class _Flattener:
         # Per-component bookkeeping for balance diagnostics.
         self.local_equations: dict[int, int] = {}
         self.declared_in: dict[int, Model] = {}
+        self.input_positions: set[int] = set()
 
     # -- collect declarations -----------------------------------------------------------
     def collect(self):
@@ -145,15 +149,23 @@ class _Flattener:
                 if isinstance(member, Parameter):
                     self._add_parameter(comp, member)
                 elif isinstance(member, Variable):
+                    if not self.active(member):
+                        continue
                     self._add_variable(comp, member, is_flow=False)
                     if member.kind in ("input", "output"):
                         self.signals.append((comp, member))
                 elif isinstance(member, Connector):
                     self.connectors.append((comp, member))
                     for var in member._variables.values():
+                        if not self.active(var):
+                            continue
                         self._add_variable(comp, var, is_flow=var.kind == "flow")
                         if var.kind == "overdetermined":
                             self.overdetermined.append((comp, member, var))
+
+    def active(self, var: Variable) -> bool:
+        """Whether the variable exists in the analysis being compiled."""
+        return var.analysis is None or var.analysis == self.analysis
 
     def _rename_symbols(self, order):
         """Give every symbol its full hierarchical name (messages and generated code read
@@ -196,9 +208,12 @@ class _Flattener:
     def _add_variable(self, comp, var: Variable, is_flow: bool):
         names = _element_names(var.path, var.shape)
         start = np.asarray(var.start, dtype=float).reshape(-1, order="F")
-        kind = "input" if (var.kind == "input" and comp is self.root) else "unknown"
+        external = (var.kind == "input" and comp is self.root) or var.input_in == self.analysis
+        kind = "input" if external else "unknown"
         for k, name in enumerate(names):
             sym = var.symbol[k]
+            if var.kind == "input" or external:
+                self.input_positions.add(len(self.variables))
             self.symbols[sym.element_hash()] = _Record(False, len(self.variables))
             self.declared_in[len(self.variables)] = comp
             self.variables.append(FlatVariable(
@@ -209,6 +224,8 @@ class _Flattener:
     def make_derivative(self, symbol):
         rec = self.symbols[symbol.element_hash()]
         var = self.variables[rec.position]
+        if var.derivative is not None:
+            return self.variables[var.derivative].symbol
         if var.kind == "input":
             raise DeclarationError(f"der({var.name}): the external input '{var.name}' cannot be "
                                    f"differentiated; filter it through a block with a state")
@@ -224,7 +241,7 @@ class _Flattener:
 
     # -- equations ------------------------------------------------------------------------
     def collect_equations(self, is_root):
-        ctx = _FlattenContext(self.symbols, self.make_derivative, is_root)
+        ctx = _FlattenContext(self.symbols, self.make_derivative, is_root, self.analysis)
         previous, _FlattenContext.current = _FlattenContext.current, ctx
         try:
             for comp in self.components:
@@ -233,6 +250,8 @@ class _Flattener:
                 for item in _iterate(comp.equations(), comp, "equations"):
                     if isinstance(item, Connect):
                         connects.append(item)
+                    elif isinstance(item, core.Derivative):
+                        self.declare_derivative(comp, item)
                     else:
                         self._add_equation(comp, item, self.equations, "model")
                 for item in _iterate(comp.initial_equations(), comp, "initial_equations"):
@@ -241,6 +260,24 @@ class _Flattener:
                 comp.__dict__["_connects"] = connects
         finally:
             _FlattenContext.current = previous
+
+    def declare_derivative(self, comp, item):
+        for k in range(item.variable.numel()):
+            recs = []
+            for sym in (item.variable[k], item.derivative[k]):
+                rec = self.symbols.get(sym.element_hash()) if sym.is_symbolic() else None
+                if rec is None or rec.is_parameter or rec.position not in self.input_positions:
+                    raise DeclarationError(f"{_where(comp)}: Derivative() relates Input "
+                                           f"signals of the model, not '{sym}'; for other "
+                                           f"variables write der(x) == y")
+                recs.append(rec)
+            var = self.variables[recs[0].position]
+            if var.derivative is not None and var.derivative != recs[1].position:
+                raise DeclarationError(
+                    f"{_where(comp)}: Derivative({var.name}, ...) comes after der({var.name}) "
+                    f"was used or another derivative was declared; declare it first, once")
+            var.derivative = recs[1].position
+            self.variables[recs[1].position].derivative_of = recs[0].position
 
     def _add_equation(self, comp, item, target, kind):
         if isinstance(item, bool):
@@ -263,6 +300,11 @@ class _Flattener:
     def _check_symbols(self, comp, residual, shown):
         for s in ca.symvar(residual):
             if s.element_hash() not in self.symbols:
+                if str(s).startswith(comp.path) or not comp.path:
+                    raise DeclarationError(
+                        f"{_where(comp)}: equation '{_describe(shown)}' uses '{s}', which does "
+                        f"not exist in the '{self.analysis}' analysis (declared with "
+                        f"analysis=...); test self.analysis before using it")
                 raise DeclarationError(
                     f"{_where(comp)}: equation '{_describe(shown)}' uses '{s}', which is not a "
                     f"variable or parameter of this model (a symbol of another model instance?)")
@@ -337,6 +379,8 @@ class _Flattener:
             first_item = nodes[0][0]
             if isinstance(first_item, Connector):
                 for key, var in first_item._variables.items():
+                    if not self.active(var):
+                        continue
                     if var.kind == "flow":
                         terms = [sym_of(item, key) * (1 if side == "inside" else -1)
                                  for item, side in nodes]
@@ -376,7 +420,7 @@ class _Flattener:
             if (conn, "inside") in graph:
                 continue
             for key, var in conn._variables.items():
-                if var.kind == "flow":
+                if var.kind == "flow" and self.active(var):
                     self._emit(var.symbol, comp._parent or comp,
                                f"{conn.path}.{key} = 0 (unconnected)", "unconnected flow")
         for comp, sig in self.signals:
@@ -458,6 +502,8 @@ class _Flattener:
                 if in_tree:
                     self._emit(u.symbol - v.symbol, data["owner"], f"{u.path} = {v.path}",
                                "connection")
+                elif u.residue is None:
+                    raise KinematicLoopError(_loop_message(graph, tree_edges, u, v, data["owner"]))
                 else:
                     self._emit(u.residue(u.symbol, v.symbol), data["owner"],
                                f"loop residue {u.path} ~ {v.path}", "residue")
@@ -495,10 +541,12 @@ class _Flattener:
         handed = 0
         for key, m in comp._members.items():
             if isinstance(m, Variable):
-                if m.kind != "input":
+                if m.kind != "input" and self.active(m) and m.input_in != self.analysis:
                     own_unknowns += m.shape[0] * m.shape[1]
             elif isinstance(m, Connector):
                 for v in m._variables.values():
+                    if not self.active(v):
+                        continue
                     size = v.shape[0] * v.shape[1]
                     if v.kind == "overdetermined":
                         return 0  # counted by residue rules; checked globally
@@ -509,13 +557,34 @@ class _Flattener:
                 for m2 in m._members.values():
                     if isinstance(m2, Connector):
                         handed += sum(v.shape[0] * v.shape[1] for v in m2._variables.values()
-                                      if v.kind == "flow")
+                                      if v.kind == "flow" and self.active(v))
                     elif isinstance(m2, Variable) and m2.kind == "input":
                         handed += m2.shape[0] * m2.shape[1]
         if comp is self.root:
             handed += own_flows
         have = self.local_equations.get(id(comp), 0)
         return have - (own_unknowns - own_flows + handed)
+
+
+def _loop_message(graph, tree_edges, u, v, owner) -> str:
+    """Name the components on the loop that the connection u–v closes."""
+    tree = nx.Graph()
+    for a, b, key, data in graph.edges(keys=True, data=True):
+        if "<root>" not in (a, b) and (id(data["owner"]), id(a), id(b), key) in tree_edges:
+            tree.add_edge(a, b)
+    try:
+        path = nx.shortest_path(tree, u, v)
+    except (nx.NetworkXNoPath, nx.NodeNotFound):
+        path = [u, v]  # the loop runs through the roots (two grounded paths)
+    members = []
+    for var in path:
+        comp_path = var.owner.owner.path if var.owner is not None and var.owner.owner else "?"
+        if comp_path not in members:
+            members.append(comp_path)
+    return (f"{_where(owner)}: connect({u.owner.path}, {v.owner.path}) closes a kinematic loop "
+            f"through {' -> '.join(members)}; closed loops are not supported by this connector "
+            f"type yet (remove one connection or replace a joint of the loop by a force "
+            f"element)")
 
 
 def _signal_declaration(comp, name):
@@ -576,15 +645,16 @@ def _iterate(items, comp, method):
         raise DeclarationError(f"{_where(comp)}: {method}() must return or yield items") from exc
 
 
-def flatten(model: Model) -> FlatModel:
-    """Flatten a model instance into a :class:`FlatModel`.
+def flatten(model: Model, analysis: str = "forward") -> FlatModel:
+    """Flatten a model instance into a :class:`FlatModel` for ``analysis`` ("forward" or
+    "inverse": which analysis-specific variables exist and what ``Model.analysis`` says).
 
     Example::
 
         flat = flatten(RCCircuit())
         print(len(flat.equations), [v.name for v in flat.variables][:5])
     """
-    fl = _Flattener(model)
+    fl = _Flattener(model, analysis)
     fl.collect()
     roots, potential, branches = fl.collect_roles()
     # Roots must be known before equations run (components may ask is_root()); the tree

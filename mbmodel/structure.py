@@ -118,9 +118,20 @@ class _Analysis:
                 alias[da] = (None, 1.0, 0.0)
             else:
                 if flat.variables[rep].kind == "input":
-                    raise DeclarationError(
-                        f"der({names[a]}) is the derivative of the external input "
-                        f"'{names[rep]}'; inputs cannot be differentiated")
+                    # A declared derivative of an input connected to the model's input: the
+                    # derivative signal's representative is the input's derivative.
+                    d_rep, d_sign, d_off = alias.get(da, (da, 1.0, 0.0))
+                    if sign != 1.0 or d_sign != 1.0 or d_off != 0.0 or d_rep is None or \
+                            flat.variables[d_rep].kind != "input":
+                        raise DeclarationError(
+                            f"der({names[a]}) is the derivative of the external input "
+                            f"'{names[rep]}'; inputs cannot be differentiated (unless their "
+                            f"derivatives are inputs too, declared with Derivative())")
+                    if var_diff[rep] not in (None, d_rep):
+                        raise DeclarationError(f"two different derivatives were declared for "
+                                               f"the input '{names[rep]}'")
+                    var_diff[rep] = d_rep
+                    continue
                 if var_diff[rep] is None:
                     sym = ca.SX.sym(f"der({names[rep]})")
                     var_diff[rep] = len(names)
@@ -209,6 +220,7 @@ class _Analysis:
         sym_index = {s.element_hash(): i for i, s in enumerate(symbols)}
         param_hashes = {p.symbol.element_hash() for p in self.flat.parameters}
         input_hashes = {self.symbols[i].element_hash(): self.names[i] for i in self.input_ids}
+        self.input_index = {self.symbols[i].element_hash(): i for i in self.input_ids}
         for e in red.new_eqs:
             src = red.eq_integral[e]
             equations.append(self.time_derivative(equations[src], symbols, sym_index,
@@ -320,6 +332,9 @@ class _Analysis:
             if h in param_hashes:
                 return ca.SX(0)
             if h in input_hashes:
+                declared = self.var_diff_all[self.input_index[h]]
+                if declared is not None:
+                    return self.symbols[declared]
                 raise StructuralSingularityError(
                     f"index reduction must differentiate '{description}', which contains the "
                     f"external input '{input_hashes[h]}'; inputs cannot be differentiated — "

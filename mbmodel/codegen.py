@@ -1,0 +1,209 @@
+"""Compile casadi Functions to C and load them back as fast native Functions.
+
+casadi evaluates an SX Function in its virtual machine, one instruction at a time. For a
+model that is simulated many times, generating C for the function and building it with
+the system C compiler makes each call markedly cheaper. Building takes a while, so the
+shared library is cached: its file name is the sha256 of the generated C text, the
+compiler and its flags. Running the same model again (in this process, a later one, or
+several at once) loads the existing library instead of compiling anew; a changed model
+produces different C and therefore a new library.
+
+Usage with a compiled model::
+
+    cm = mb.compile(model)
+    fast = compile_function(cm.ode)          # same signature as cm.ode
+    xdot = fast(x, z, u, p, t)
+
+The cache lives in ``$MBMODEL_CACHE`` if set, else ``~/.cache/mbmodel/codegen``. Deleting
+it is always safe. Without a working C compiler the original Function is returned (it
+still works, in casadi's virtual machine) and a :class:`CodegenWarning` says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+
+import casadi as ca
+
+__all__ = ["CodegenWarning", "compile_function", "default_cache_dir", "operation_counts"]
+
+# The generator's name prefixes every internal C symbol; keeping it fixed means the C text,
+# and so the cache key, depends only on the function being generated.
+_GENERATOR_NAME = "mbmodel_codegen"
+_MAX_STDERR_CHARS = 2000
+
+
+class CodegenWarning(UserWarning):
+    """Native code could not be built or loaded; casadi's virtual machine is used instead."""
+
+
+def default_cache_dir() -> Path:
+    """Directory holding generated libraries: ``$MBMODEL_CACHE`` or ``~/.cache/mbmodel/codegen``."""
+    env = os.environ.get("MBMODEL_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "mbmodel" / "codegen"
+
+
+def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=("-O1",),
+                     verbose: bool = False) -> ca.Function:
+    """Return ``fn`` compiled to native code, built once and then reused from a cache.
+
+    The result has the same inputs and outputs as ``fn``. ``compiler`` is a command such as
+    ``"gcc"`` or ``"ccache clang"``; by default ``$CC``, else ``cc`` or ``gcc`` on the PATH.
+    ``flags`` are passed to the compiler besides those needed for a shared library. If no
+    compiler is found or the build fails, a :class:`CodegenWarning` is emitted and ``fn``
+    itself is returned, so callers never have to handle a failure.
+
+    Example::
+
+        x, y = ca.SX.sym("x"), ca.SX.sym("y")
+        f = ca.Function("f", [x, y], [x * y + ca.sin(x)])
+        fast = compile_function(f)
+        fast(2.0, 3.0)   # DM(6.9093), evaluated in C
+    """
+    command = _compiler_command(compiler)
+    if command is None:
+        wanted = compiler or os.environ.get("CC") or "cc or gcc"
+        _fall_back(f"C compiler {wanted!r} not found", fn)
+        return fn
+    flags = tuple(flags)
+
+    source = _generate_c(fn)
+    key = hashlib.sha256("\0".join([source, *command, *flags]).encode()).hexdigest()
+    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    library = directory / f"{key}.so"
+
+    if library.exists():
+        if verbose:
+            print(f"mbmodel.codegen: reusing {library}")
+    else:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            _build_shared_library(source, library, command, flags, verbose)
+        except _BuildError as err:
+            _fall_back(err.reason, fn, details=err.compiler_output)
+            return fn
+        except OSError as err:
+            _fall_back(f"building {library} failed: {err}", fn)
+            return fn
+
+    try:
+        return ca.external(fn.name(), str(library))
+    except RuntimeError as err:
+        _fall_back(f"loading {library} failed: {_truncate(str(err))}", fn)
+        return fn
+
+
+# casadi op codes grouped by what they cost; OP_TWICE is generated as (2.*x).
+_MUL_OPS = {ca.OP_MUL, ca.OP_DIV, ca.OP_INV, ca.OP_SQ, ca.OP_TWICE}
+_ADD_OPS = {ca.OP_ADD, ca.OP_SUB, ca.OP_NEG}
+_NOT_ARITHMETIC = {ca.OP_CONST, ca.OP_INPUT, ca.OP_OUTPUT, ca.OP_PARAMETER, ca.OP_ASSIGN}
+
+
+def operation_counts(fn: ca.Function) -> dict:
+    """Count the arithmetic operations an SX Function performs per call.
+
+    ``mul`` counts multiplications, divisions, reciprocals, squares and doublings; ``add``
+    counts additions, subtractions and negations; ``other`` counts everything else that
+    computes (sin, sqrt, pow, comparisons, if_else, ...). ``total`` is ``mul + add``.
+    Loading inputs, constants and storing outputs are not counted.
+
+    Example::
+
+        x, y = ca.SX.sym("x"), ca.SX.sym("y")
+        f = ca.Function("f", [x, y], [x * y + ca.sin(x)])
+        operation_counts(f)   # {'mul': 1, 'add': 1, 'other': 1, 'total': 2}
+    """
+    if not fn.is_a("SXFunction"):
+        raise TypeError(f"operation_counts needs an SX Function, got {fn.class_name()} {fn.name()!r}")
+    mul = add = other = 0
+    for k in range(fn.n_instructions()):
+        op = fn.instruction_id(k)
+        if op in _MUL_OPS:
+            mul += 1
+        elif op in _ADD_OPS:
+            add += 1
+        elif op not in _NOT_ARITHMETIC:
+            other += 1
+    return {"mul": mul, "add": add, "other": other, "total": mul + add}
+
+
+class _BuildError(Exception):
+    def __init__(self, reason: str, compiler_output: str):
+        super().__init__(reason)
+        self.reason = reason
+        self.compiler_output = compiler_output
+
+
+def _compiler_command(compiler) -> list[str] | None:
+    """The compiler as an argument list with its executable resolved, or None if missing."""
+    if compiler is None:
+        compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+        if compiler is None:
+            return None
+    command = shlex.split(str(compiler)) if isinstance(compiler, str) else [str(c) for c in compiler]
+    if not command:
+        return None
+    executable = shutil.which(command[0])
+    if executable is None:
+        return None
+    return [executable, *command[1:]]
+
+
+def _generate_c(fn: ca.Function) -> str:
+    generator = ca.CodeGenerator(f"{_GENERATOR_NAME}.c", {"with_header": False})
+    generator.add(fn)
+    return generator.dump()
+
+
+def _build_shared_library(source: str, library: Path, command: list[str], flags: tuple,
+                          verbose: bool) -> None:
+    """Compile ``source`` into ``library``, which appears complete or not at all."""
+    directory = library.parent
+    # Unique temporary names let concurrent builders of the same key not clobber each
+    # other; os.replace then publishes whichever finishes first (both are identical).
+    fd, c_tmp = tempfile.mkstemp(prefix=library.stem + ".", suffix=".c", dir=directory)
+    so_fd, so_tmp = tempfile.mkstemp(prefix=library.stem + ".", suffix=".so.tmp", dir=directory)
+    os.close(so_fd)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(source)
+        args = [*command, *flags, "-shared", "-fPIC", "-o", so_tmp, c_tmp, "-lm"]
+        if verbose:
+            print("mbmodel.codegen:", " ".join(shlex.quote(a) for a in args))
+        proc = subprocess.run(args, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise _BuildError(
+                f"{command[0]} exited with status {proc.returncode} building {library}",
+                _truncate((proc.stderr or proc.stdout).strip()))
+        os.replace(so_tmp, library)
+        # Keep the source next to the library for inspection; not needed for loading.
+        os.replace(c_tmp, library.with_suffix(".c"))
+    finally:
+        for leftover in (c_tmp, so_tmp):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+
+
+def _truncate(text: str) -> str:
+    if len(text) <= _MAX_STDERR_CHARS:
+        return text
+    return text[:_MAX_STDERR_CHARS] + f"\n... ({len(text) - _MAX_STDERR_CHARS} more characters)"
+
+
+def _fall_back(reason: str, fn: ca.Function, details: str = "") -> None:
+    message = (f"{reason}; function {fn.name()!r} is evaluated in casadi's virtual machine "
+               "instead of compiled C")
+    if details:
+        message += f". Compiler output:\n{details}"
+    warnings.warn(message, CodegenWarning, stacklevel=3)
