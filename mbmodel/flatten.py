@@ -639,10 +639,13 @@ def _where(comp) -> str:
 
 
 def _iterate(items, comp, method):
+    if items is None:
+        return
     try:
-        yield from (items or ())
+        iterator = iter(items)
     except TypeError as exc:
         raise DeclarationError(f"{_where(comp)}: {method}() must return or yield items") from exc
+    yield from iterator
 
 
 def flatten(model: Model, analysis: str = "forward") -> FlatModel:

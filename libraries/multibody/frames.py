@@ -1,0 +1,152 @@
+"""The Frame connector and what multibody components share.
+
+A :class:`Frame` is a coordinate system fixed to a part. Across (potential) variables:
+
+* ``r_0`` — position of the origin, resolved in the world frame (m);
+* ``R`` — orientation ``T`` (3x3): ``T`` maps world coordinates to frame coordinates. It is
+  overdetermined (9 entries, 3 degrees of freedom): the connection graph equates it along a
+  spanning tree whose roots are the :class:`~.parts.World` and :class:`~.parts.Fixed` frames;
+  rigid parts and joints are branches of that tree;
+* ``v`` — spatial velocity ``[w; v]``: angular velocity and velocity of the origin, resolved
+  in the frame;
+* ``a`` — spatial acceleration ``[dw/dt; dv/dt]`` (derivatives of the components of ``v``,
+  resolved in the frame) *minus gravity*: the world's acceleration is ``[0; -g]``, so uniform
+  gravity acts on every body without a single extra operation per body. The classical
+  acceleration of the origin is ``a[3:] + w x v[3:] + T g``; sensors report it.
+
+Through (flow) variables depend on the analysis the model is compiled for
+(:func:`mbmodel.compile`):
+
+* ``analysis="inverse"``: ``f`` and ``t``, the cut force and torque acting on the component
+  at the frame, resolved in the frame (the MSL connector). Bodies state ``[t; f] = I a + b``
+  and joints pass forces to their parent: sorting gives recursive Newton–Euler.
+* ``analysis="forward"``: ``I`` (21 packed entries of a symmetric 6x6 matrix) and ``b``
+  (6): the force on the component is the affine law ``[t; f] = I a + b``. Summing ``I`` and
+  ``b`` in a connection accumulates articulated inertias; joints propagate them to the
+  parent: sorting gives the articulated-body algorithm, O(n) in the number of bodies.
+
+Sign convention: all flows are positive *into* the component (Modelica).
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+import mbmodel as mb
+from mbmodel import Branch, Connector, Flow, Overdetermined, Potential
+from mbmodel.errors import ParameterError
+
+from . import spatial as sp
+
+
+class Frame(Connector):
+    """Coordinate system fixed to a component (see the module documentation)."""
+
+    r_0 = Potential(shape=3, unit="m", doc="Position of the origin, resolved in world")
+    R = Overdetermined(residue=None, residue_size=3, shape=(3, 3), start=np.eye(3),
+                       doc="Orientation T: world coordinates -> frame coordinates")
+    v = Potential(shape=6, doc="Spatial velocity [w; v] resolved in the frame")
+    a = Potential(shape=6, doc="Spatial acceleration minus gravity, resolved in the frame")
+    f = Flow(shape=3, unit="N", analysis="inverse", doc="Cut force resolved in the frame")
+    t = Flow(shape=3, unit="N.m", analysis="inverse", doc="Cut torque resolved in the frame")
+    I = Flow(shape=21, analysis="forward",
+             doc="Articulated inertia of the affine cut force law (21 packed entries)")
+    b = Flow(shape=6, analysis="forward", doc="Bias of the affine cut force law [t; f]")
+
+
+def cut_force(frame) -> ca.SX:
+    """``[t; f]`` of a frame (inverse analysis)."""
+    return ca.vertcat(frame.t, frame.f)
+
+
+def world_of(component):
+    """The model's :class:`~.parts.World` (the unique one anywhere in the model), or the
+    default world (uniform gravity 9.81 m/s² along -y) if the model declares none."""
+    from .parts import World, DefaultWorld
+    top = component
+    while top._parent is not None:
+        top = top._parent
+    cached = top.__dict__.get("_multibody_world")
+    if cached is not None:
+        return cached
+    found, stack = [], [top]
+    while stack:
+        comp = stack.pop()
+        if isinstance(comp, World):
+            found.append(comp)
+        stack.extend(comp.components())
+    if len(found) > 1:
+        raise mb.DeclarationError(
+            f"the model has {len(found)} World components ({', '.join(w.path for w in found)}); "
+            f"declare exactly one (use Fixed for further ground points)")
+    world = found[0] if found else DefaultWorld()
+    top.__dict__["_multibody_world"] = world
+    return world
+
+
+def numeric_value(component, name):
+    """A parameter's numeric value, or None if it is bound to an expression."""
+    value = component.declaration(name).value
+    if isinstance(value, (ca.SX, ca.MX)):
+        return None
+    return np.asarray(value, dtype=float)
+
+
+def unit_axis(component, name="n"):
+    """The unit vector of an axis parameter; a zero-length numeric axis is an error."""
+    value = numeric_value(component, name)
+    if value is not None and not np.linalg.norm(value) > 1e-12:
+        raise ParameterError(
+            f"{type(component).__name__} '{component.path}': axis {name} = {value.ravel().tolist()} "
+            f"has zero length; give a direction such as (0, 0, 1)")
+    # Always symbolic: the axis stays a tunable parameter (it folds to constants when the
+    # model is compiled with parameters="constant").
+    n = sp.vec(getattr(component, name))
+    return n / ca.sqrt(n.T @ n)
+
+
+def rigid_kinematics(frame_a, frame_b, E=None, r=None):
+    """Equations of ``frame_b`` fixed to ``frame_a`` (rotation E, offset r resolved in a)."""
+    if r is None:
+        yield frame_b.r_0 == frame_a.r_0
+    else:
+        yield frame_b.r_0 == frame_a.r_0 + frame_a.R.T @ r
+    yield frame_b.R == (frame_a.R if E is None else E @ frame_a.R)
+    yield frame_b.v == sp.motion_to_child(frame_a.v, E, r)
+    yield frame_b.a == sp.motion_to_child(frame_a.a, E, r)
+
+
+def rigid_forces(component, frame_a, frame_b, E=None, r=None, inertia=None, bias=None):
+    """Flow equations of a rigid part from ``frame_a`` to ``frame_b`` (optionally with a body
+    of spatial inertia ``inertia`` and velocity-dependent force ``bias`` at frame_a)."""
+    if component.analysis == "forward":
+        A = -sp.unpack(frame_b.I)
+        I_a = sp.inertia_to_parent(A, E, r)
+        b_a = sp.force_to_parent(-frame_b.b, E, r)
+        if inertia is not None:
+            I_a = I_a + inertia
+            b_a = b_a + bias
+        yield frame_a.I == sp.pack(I_a)
+        yield frame_a.b == b_a
+    else:
+        F_a = -sp.force_to_parent(cut_force(frame_b), E, r)
+        if inertia is not None:
+            F_a = F_a + inertia @ frame_a.a + bias
+        yield cut_force(frame_a) == F_a
+
+
+def apply_force(component, frame, wrench):
+    """Flow equations of a frame through which the component exerts the spatial force
+    ``wrench = [t; f]`` (resolved in the frame) on what it is connected to."""
+    if component.analysis == "forward":
+        yield frame.I == ca.SX.zeros(21, 1)
+        yield frame.b == -wrench
+    else:
+        yield cut_force(frame) == -wrench
+
+
+def classical_acceleration(frame, world):
+    """Acceleration of the frame origin resolved in the frame (gravity added back)."""
+    w, v = frame.v[0:3], frame.v[3:6]
+    return frame.a[3:6] + sp.cross(w, v) + frame.R @ world.gravity_acceleration_world()

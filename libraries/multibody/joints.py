@@ -1,0 +1,251 @@
+"""Joints: Revolute, Prismatic, Spherical, Universal, FreeMotion.
+
+A joint relates frame_b to frame_a by a relative motion with k degrees of freedom: rotation
+``E(q)``, offset ``r(q)``, motion subspace ``Phi`` (6 x k, constant in frame_b
+coordinates), joint velocities ``qd`` and accelerations ``qdd``::
+
+    v_b = X v_a + Phi qd,    a_b = X a_a + Phi qdd + v_b x (Phi qd)
+
+Forces (the joint is massless):
+
+* inverse analysis: ``[t; f]_a = -X' [t; f]_b`` and the joint forces
+  ``tau = -Phi' [t; f]_b`` (the force the joint transmits to frame_b, projected on its
+  axes);
+* forward analysis: with ``A = -I_b`` and ``beta = -b_b`` (the subtree behind frame_b) the
+  articulated-body step gives ``qdd`` and the subtree seen from frame_a
+  (:func:`.spatial.articulated_step`). Only the joint's own k x k matrix
+  ``D = Phi' A Phi`` is ever factorised.
+
+Joint coordinates are the states by default (``state_select="prefer"``). In the inverse
+analysis the coordinates of joints without a driving flange are external inputs of the
+compiled model (named ``<joint>.phi``, ``<joint>.w``, ``<joint>.a`` ...): prescribed motion
+in, joint forces out. Joints with ``use_axis_flange=True`` take their motion from what
+drives the flange (e.g. a rotational Position source).
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+import mbmodel as mb
+from mbmodel import Branch, Model, Parameter, Variable, der
+from mbmodel.libraries import rotational, translational
+
+from . import spatial as sp
+from .frames import Frame, cut_force, unit_axis
+
+
+def joint_equations(joint, E, r, Phi, qd, qdd, tau):
+    """Kinematics and force equations shared by all joints (see the module docs)."""
+    fa, fb = joint.frame_a, joint.frame_b
+    vJ = Phi @ qd
+    if r is None:
+        yield fb.r_0 == fa.r_0
+    else:
+        yield fb.r_0 == fa.r_0 + fa.R.T @ r
+    yield fb.R == (fa.R if E is None else E @ fa.R)
+    v_b = sp.motion_to_child(fa.v, E, r) + vJ
+    yield fb.v == v_b
+    psi = sp.cross_motion(fb.v, vJ)
+    c = sp.motion_to_child(fa.a, E, r)
+    yield fb.a == c + Phi @ qdd + psi
+    if joint.analysis == "forward":
+        N, bias, qdd_expr = sp.articulated_step(-sp.unpack(fb.I), -fb.b, Phi, tau, psi, c)
+        yield qdd == qdd_expr
+        yield fa.I == sp.pack(sp.inertia_to_parent(N, E, r))
+        yield fa.b == sp.force_to_parent(bias, E, r)
+    else:
+        F_b = cut_force(fb)
+        yield cut_force(fa) == -sp.force_to_parent(F_b, E, r)
+        yield tau == -(Phi.T @ F_b)
+
+
+class _Joint(Model):
+    frame_a = Frame(doc="Frame on the parent side")
+    frame_b = Frame(doc="Frame moved by the joint")
+
+    def connection_roles(self):
+        yield Branch(self.frame_a.R, self.frame_b.R)
+
+    def _prescribe_unless(self, flange_used, names):
+        """Joint coordinates are inputs in the inverse analysis unless a flange drives them."""
+        if flange_used:
+            for name in names:
+                self.declaration(name).input_in = None
+
+
+class Revolute(_Joint):
+    """Rotation of frame_b about axis ``n`` (resolved in frame_a, equal in frame_b) by the
+    angle ``phi`` (MSL ``Joints.Revolute``).
+
+    ``E = n n' + (1 - n n') cos(phi) - n~ sin(phi)``, ``Phi = [n; 0]``, ``w = der(phi)``,
+    ``a = der(w)``; ``tau`` is the driving torque about ``n`` (from the axis flange if
+    ``use_axis_flange=True``, else zero in the forward analysis). The support flange is fixed
+    (its reaction torque goes to the world, as in the MSL).
+
+    Example::
+
+        joint = Revolute(n=[0, 0, 1], phi=mb.Fixed(0.3), w=mb.Fixed(0.0))
+    """
+
+    n = Parameter([0.0, 0.0, 1.0], shape=3, doc="Axis of rotation resolved in frame_a and frame_b")
+    phi = Variable(0.0, unit="rad", state_select="prefer", input_in="inverse",
+                   doc="Relative rotation angle from frame_a to frame_b")
+    w = Variable(0.0, unit="rad/s", state_select="prefer", input_in="inverse",
+                 doc="First derivative of phi")
+    a = Variable(0.0, unit="rad/s2", input_in="inverse", doc="Second derivative of phi")
+    tau = Variable(0.0, unit="N.m", doc="Driving torque in direction of the axis")
+
+    def __init__(self, use_axis_flange: bool = False, **modifiers):
+        super().__init__(**modifiers)
+        self.use_axis_flange = bool(use_axis_flange)
+        self._prescribe_unless(self.use_axis_flange, ("phi", "w", "a"))
+        if self.use_axis_flange:
+            self.axis = rotational.Flange(doc="Drives the joint (phi, tau)")
+            self.support = rotational.Flange(doc="Support of the drive, fixed")
+
+    def equations(self):
+        e = unit_axis(self)
+        Phi = ca.vertcat(e, ca.SX.zeros(3, 1))
+        yield from _coordinate_equations(self, self.phi, self.w, self.a, self.use_axis_flange)
+        if self.use_axis_flange:
+            yield self.axis.phi == self.phi
+            yield self.support.phi == 0
+            yield self.tau == self.axis.tau
+        elif self.analysis == "forward":
+            yield self.tau == 0
+        yield from joint_equations(self, sp.planar_rotation(e, self.phi), None, Phi,
+                                   self.w, self.a, self.tau)
+
+
+class Prismatic(_Joint):
+    """Translation of frame_b along axis ``n`` (resolved in frame_a) by ``s`` (MSL
+    ``Joints.Prismatic``): ``r = n s``, ``Phi = [0; n]``; ``f`` is the driving force along
+    ``n`` (from the axis flange of the translational library if ``use_axis_flange=True``).
+    """
+
+    n = Parameter([1.0, 0.0, 0.0], shape=3, doc="Axis of translation resolved in frame_a and frame_b")
+    s = Variable(0.0, unit="m", state_select="prefer", input_in="inverse",
+                 doc="Relative distance from frame_a to frame_b")
+    v = Variable(0.0, unit="m/s", state_select="prefer", input_in="inverse",
+                 doc="First derivative of s")
+    a = Variable(0.0, unit="m/s2", input_in="inverse", doc="Second derivative of s")
+    f = Variable(0.0, unit="N", doc="Driving force in direction of the axis")
+
+    def __init__(self, use_axis_flange: bool = False, **modifiers):
+        super().__init__(**modifiers)
+        self.use_axis_flange = bool(use_axis_flange)
+        self._prescribe_unless(self.use_axis_flange, ("s", "v", "a"))
+        if self.use_axis_flange:
+            self.axis = translational.Flange(doc="Drives the joint (s, f)")
+            self.support = translational.Flange(doc="Support of the drive, fixed")
+
+    def equations(self):
+        e = unit_axis(self)
+        Phi = ca.vertcat(ca.SX.zeros(3, 1), e)
+        yield from _coordinate_equations(self, self.s, self.v, self.a, self.use_axis_flange)
+        if self.use_axis_flange:
+            yield self.axis.s == self.s
+            yield self.support.s == 0
+            yield self.f == self.axis.f
+        elif self.analysis == "forward":
+            yield self.f == 0
+        yield from joint_equations(self, None, e * self.s, Phi, self.v, self.a, self.f)
+
+
+def _coordinate_equations(joint, q, qd, qdd, driven):
+    """``der(q) = qd``, ``der(qd) = qdd`` unless the inverse analysis prescribes them."""
+    if joint.analysis == "forward" or driven:
+        yield der(q) == qd
+        yield der(qd) == qdd
+
+
+class Spherical(_Joint):
+    """Three rotational degrees of freedom about the common origin of frame_a and frame_b
+    (MSL ``Joints.Spherical``). States: the quaternion ``Q = [q1, q2, q3, q4]`` of the
+    relative rotation (vector part first) and the relative angular velocity ``w_rel``
+    resolved in frame_b; ``der(Q) = Q_der(Q, w_rel)``, ``z_rel = der(w_rel)``,
+    ``Phi = [1; 0]`` (6 x 3). ``E(Q)`` is divided by ``|Q|²`` so norm drift cannot distort
+    the rotation. No driving torques (``tau = 0`` in the forward analysis).
+
+    Example::
+
+        ball = Spherical(Q=mb.Fixed(rotation_to_quaternion(E0)), w_rel=mb.Fixed([0, 0, 1]))
+    """
+
+    Q = Variable([0.0, 0.0, 0.0, 1.0], shape=4, state_select="prefer", input_in="inverse",
+                 doc="Quaternion of the rotation frame_a -> frame_b")
+    w_rel = Variable(0.0, shape=3, unit="rad/s", state_select="prefer", input_in="inverse",
+                     doc="Relative angular velocity resolved in frame_b")
+    z_rel = Variable(0.0, shape=3, unit="rad/s2", input_in="inverse",
+                     doc="Relative angular acceleration der(w_rel)")
+    tau = Variable(0.0, shape=3, unit="N.m", doc="Joint torque resolved in frame_b")
+
+    def equations(self):
+        Phi = ca.vertcat(ca.SX.eye(3), ca.SX.zeros(3, 3))
+        if self.analysis == "forward":
+            yield der(self.Q) == sp.quaternion_derivative(self.Q, self.w_rel)
+            yield der(self.w_rel) == self.z_rel
+            yield self.tau == ca.SX.zeros(3, 1)
+        yield from joint_equations(self, sp.quaternion_rotation(self.Q), None, Phi,
+                                   self.w_rel, self.z_rel, self.tau)
+
+
+class FreeMotion(_Joint):
+    """Six degrees of freedom of frame_b relative to frame_a (MSL ``Joints.FreeMotion``).
+
+    States: position ``r_rel`` of frame_b's origin resolved in frame_a, the quaternion ``Q``
+    of the relative rotation, and the relative velocities ``w_rel`` (angular) and ``v_rel``
+    (of the origin), both resolved in frame_b: ``der(r_rel) = E' v_rel``,
+    ``der(Q) = Q_der(Q, w_rel)``, ``Phi = 1`` (6 x 6). The orientation is never described by
+    rotation-matrix states. Put it between the world and a free body.
+
+    Example::
+
+        free = FreeMotion(r_rel=mb.Fixed([0, 1, 0]), v_rel=mb.Fixed([1, 0, 0]))
+    """
+
+    r_rel = Variable(0.0, shape=3, unit="m", state_select="prefer", input_in="inverse",
+                     doc="Position of frame_b's origin from frame_a, resolved in frame_a")
+    Q = Variable([0.0, 0.0, 0.0, 1.0], shape=4, state_select="prefer", input_in="inverse",
+                 doc="Quaternion of the rotation frame_a -> frame_b")
+    w_rel = Variable(0.0, shape=3, unit="rad/s", state_select="prefer", input_in="inverse",
+                     doc="Relative angular velocity resolved in frame_b")
+    v_rel = Variable(0.0, shape=3, unit="m/s", state_select="prefer", input_in="inverse",
+                     doc="Relative velocity of frame_b's origin resolved in frame_b")
+    z_rel = Variable(0.0, shape=3, unit="rad/s2", input_in="inverse", doc="der(w_rel)")
+    a_rel = Variable(0.0, shape=3, unit="m/s2", input_in="inverse", doc="der(v_rel)")
+    tau = Variable(0.0, shape=6, doc="Joint force [torque; force] resolved in frame_b")
+
+    def equations(self):
+        E = sp.quaternion_rotation(self.Q)
+        if self.analysis == "forward":
+            yield der(self.r_rel) == E.T @ self.v_rel
+            yield der(self.Q) == sp.quaternion_derivative(self.Q, self.w_rel)
+            yield der(self.w_rel) == self.z_rel
+            yield der(self.v_rel) == self.a_rel
+            yield self.tau == ca.SX.zeros(6, 1)
+        qd = ca.vertcat(self.w_rel, self.v_rel)
+        qdd = ca.vertcat(self.z_rel, self.a_rel)
+        yield from joint_equations(self, E, sp.vec(self.r_rel), ca.SX.eye(6), qd, qdd, self.tau)
+
+
+class Universal(Model):
+    """Two revolute joints in series with axes ``n_a`` (in frame_a) and ``n_b`` (in
+    frame_b), intersecting at the common origin (MSL ``Joints.Universal``). Coordinates
+    ``revolute_a.phi`` and ``revolute_b.phi``.
+    """
+
+    frame_a = Frame()
+    frame_b = Frame()
+
+    def __init__(self, n_a=(1.0, 0.0, 0.0), n_b=(0.0, 1.0, 0.0), **modifiers):
+        super().__init__(**modifiers)
+        self.revolute_a = Revolute(n=list(n_a))
+        self.revolute_b = Revolute(n=list(n_b))
+
+    def equations(self):
+        yield mb.connect(self.frame_a, self.revolute_a.frame_a)
+        yield mb.connect(self.revolute_a.frame_b, self.revolute_b.frame_a)
+        yield mb.connect(self.revolute_b.frame_b, self.frame_b)

@@ -1,0 +1,372 @@
+"""World, fixed frames, rigid connections and bodies.
+
+Every body states Newton–Euler at its frame_a as a spatial law: the force on the body is
+``I a + b`` with the spatial inertia ``I`` (mass, centre of mass, inertia) and the
+gyroscopic term ``b = v x* (I v)``. Uniform gravity needs no term (the world frame
+accelerates upwards, see :mod:`.frames`); point gravity adds the attraction at the centre of
+mass.
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+import mbmodel as mb
+from mbmodel import Branch, Model, Parameter, Root
+from mbmodel.errors import ParameterError
+
+from . import spatial as sp
+from .frames import (Frame, apply_force, numeric_value, rigid_forces, rigid_kinematics,
+                     world_of)
+
+GRAVITY_TYPES = ("uniform", "point", "none")
+
+
+class _Gravity:
+    """What bodies and fixed frames ask of a world."""
+
+    gravity_type = "uniform"
+
+    def gravity_acceleration_world(self):
+        """Uniform gravity vector in world coordinates (zero for point or no gravity)."""
+        if self.gravity_type != "uniform":
+            return ca.SX.zeros(3, 1)
+        n = sp.vec(self.n)
+        return self.g * n / ca.sqrt(n.T @ n)
+
+    def root_acceleration(self):
+        """Spatial acceleration of a frame at rest in the world: ``[0; -g]``."""
+        return ca.vertcat(ca.SX.zeros(3, 1), -self.gravity_acceleration_world())
+
+    def point_gravity(self, r):
+        """Gravity acceleration at world position r (point gravity only)."""
+        return -self.mue * r / ca.power(ca.sqrt(r.T @ r), 3)
+
+
+class World(_Gravity, Model):
+    """The inertial frame and the gravity field (MSL ``MultiBody.World``).
+
+    ``gravity_type``: ``"uniform"`` (acceleration ``g`` along ``n``), ``"point"``
+    (``-mue r/|r|^3`` towards the origin) or ``"none"``. frame_b is the root of the
+    orientation graph: ``r_0 = 0``, ``T = identity``, ``v = 0``, ``a = [0; -g]``.
+    Declare one World per model; without one, bodies fall with 9.81 m/s² along -y.
+
+    Example::
+
+        world = World(g=9.81, n=[0, 0, -1])
+    """
+
+    g = Parameter(9.81, unit="m/s2", min=0.0, doc="Gravity constant")
+    n = Parameter([0.0, -1.0, 0.0], shape=3, doc="Direction of gravity (uniform field)")
+    mue = Parameter(3.986004418e14, unit="m3/s2", min=0.0,
+                    doc="Gravity field constant (point gravity)")
+    frame_b = Frame()
+
+    def __init__(self, gravity_type: str = "uniform", **modifiers):
+        super().__init__(**modifiers)
+        if gravity_type not in GRAVITY_TYPES:
+            raise mb.DeclarationError(f"World: gravity_type must be one of {GRAVITY_TYPES}")
+        self.gravity_type = gravity_type
+
+    def connection_roles(self):
+        yield Root(self.frame_b.R)
+
+    def equations(self):
+        f = self.frame_b
+        if self.gravity_type == "uniform" and not self.n_is_valid():
+            raise ParameterError(f"World '{self.path}': gravity direction n has zero length")
+        yield f.r_0 == ca.SX.zeros(3, 1)
+        yield f.R == ca.SX.eye(3)
+        yield f.v == ca.SX.zeros(6, 1)
+        yield f.a == self.root_acceleration()
+
+    def n_is_valid(self):
+        value = numeric_value(self, "n")
+        return value is None or np.linalg.norm(value) > 1e-12
+
+
+class DefaultWorld(_Gravity):
+    """Gravity of a model that declares no World: 9.81 m/s² along -y."""
+
+    def __init__(self):
+        self.g = 9.81
+        self.n = [0.0, -1.0, 0.0]
+        self.mue = 3.986004418e14
+
+
+class Fixed(Model):
+    """A frame fixed in the world at position ``r`` (world coordinates); a root of the
+    orientation graph like the world frame (MSL ``Parts.Fixed``)."""
+
+    r = Parameter([0.0, 0.0, 0.0], shape=3, unit="m", doc="Position in world")
+    frame_b = Frame()
+
+    def connection_roles(self):
+        yield Root(self.frame_b.R)
+
+    def equations(self):
+        f = self.frame_b
+        yield f.r_0 == sp.vec(self.r)
+        yield f.R == ca.SX.eye(3)
+        yield f.v == ca.SX.zeros(6, 1)
+        yield f.a == world_of(self).root_acceleration()
+
+
+class FixedTranslation(Model):
+    """frame_b fixed to frame_a at offset ``r`` (resolved in frame_a); massless.
+
+    Equations: ``r_0b = r_0a + T_a' r``, ``T_b = T_a``, ``v_b = X v_a``, ``a_b = X a_a`` and
+    the cut force passed through (``f_a = -X' f_b``, or ``I_a = X' A X``, ``b_a = X' beta``
+    with ``A = -I_b``, ``beta = -b_b`` in the forward analysis).
+    """
+
+    r = Parameter([0.0, 0.0, 0.0], shape=3, unit="m",
+                  doc="Vector from frame_a to frame_b resolved in frame_a")
+    frame_a = Frame()
+    frame_b = Frame()
+
+    def connection_roles(self):
+        yield Branch(self.frame_a.R, self.frame_b.R)
+
+    def equations(self):
+        r = sp.vec(self.r)
+        yield from rigid_kinematics(self.frame_a, self.frame_b, None, r)
+        yield from rigid_forces(self, self.frame_a, self.frame_b, None, r)
+
+
+class FixedRotation(Model):
+    """frame_b translated by ``r`` and rotated by ``angle`` (rad) about axis ``n`` relative
+    to frame_a (both resolved in frame_a); massless (MSL ``Parts.FixedRotation``, angle in
+    radians)."""
+
+    r = Parameter([0.0, 0.0, 0.0], shape=3, unit="m",
+                  doc="Vector from frame_a to frame_b resolved in frame_a")
+    n = Parameter([0.0, 0.0, 1.0], shape=3, doc="Axis of rotation (resolved in frame_a)")
+    angle = Parameter(0.0, unit="rad", doc="Rotation angle of frame_b about n")
+    frame_a = Frame()
+    frame_b = Frame()
+
+    def connection_roles(self):
+        yield Branch(self.frame_a.R, self.frame_b.R)
+
+    def equations(self):
+        from .frames import unit_axis
+        E = sp.planar_rotation(unit_axis(self), self.angle)
+        r = sp.vec(self.r)
+        yield from rigid_kinematics(self.frame_a, self.frame_b, E, r)
+        yield from rigid_forces(self, self.frame_a, self.frame_b, E, r)
+
+
+def _check_inertia(component, m, I_c):
+    """A numeric inertia must be positive semi-definite and satisfy the triangle
+    inequality of its principal moments (otherwise no mass distribution has it)."""
+    if m is None or I_c is None:
+        return
+    where = f"{type(component).__name__} '{component.path}'"
+    if not np.all(np.isfinite(I_c)):
+        raise ParameterError(f"{where}: inertia contains non-finite values")
+    if not np.allclose(I_c, I_c.T, atol=1e-12 * max(1.0, np.abs(I_c).max())):
+        raise ParameterError(f"{where}: inertia tensor is not symmetric")
+    moments = np.linalg.eigvalsh(I_c)
+    scale = max(1e-300, np.abs(moments).max())
+    if moments[0] < -1e-9 * scale:
+        raise ParameterError(
+            f"{where}: inertia tensor is not positive semi-definite (principal moments "
+            f"{moments.round(6).tolist()}); check the signs of I_21, I_31, I_32")
+    a, b, c = moments
+    if a + b < c * (1 - 1e-9) - 1e-12 * scale:
+        raise ParameterError(
+            f"{where}: principal moments {moments.round(6).tolist()} violate the triangle "
+            f"inequality (I1 + I2 >= I3); no mass distribution has this inertia")
+
+
+class _RigidBody(Model):
+    """A body at frame_a; subclasses say what its mass properties are."""
+
+    frame_a = Frame()
+
+    def mass_properties(self):
+        raise NotImplementedError
+
+    def body_terms(self, frame):
+        """Spatial inertia and velocity-dependent force of the body at ``frame``."""
+        m, c, I_c = self.mass_properties()
+        inertia = sp.body_inertia(m, c, I_c)
+        bias = sp.cross_force(frame.v, inertia @ frame.v)
+        world = world_of(self)
+        if world.gravity_type == "point":
+            F = m * (frame.R @ world.point_gravity(frame.r_0 + frame.R.T @ c))
+            bias = bias - ca.vertcat(sp.cross(c, F), F)
+        return inertia, bias
+
+    def equations(self):
+        inertia, bias = self.body_terms(self.frame_a)
+        f = self.frame_a
+        if self.analysis == "forward":
+            yield f.I == sp.pack(inertia)
+            yield f.b == bias
+        else:
+            yield ca.vertcat(f.t, f.f) == inertia @ f.a + bias
+
+
+class Body(_RigidBody):
+    """Rigid body with mass ``m``, centre of mass ``r_CM`` and inertia about it (MSL
+    ``Parts.Body``; entries resolved in frame_a).
+
+    Equations (force on the body at frame_a, spatial inertia ``I`` at frame_a)::
+
+        [t; f] = I a + v x* (I v)                      (analysis "inverse")
+        frame_a.I = I,  frame_a.b = v x* (I v)         (analysis "forward")
+
+    with ``I = [I_c - m c~c~, m c~; -m c~, m 1]``, ``c = r_CM``. Point gravity adds
+    ``-[c x F; F]``, ``F = m T g(r_0 + T' c)``. A negative mass, a non-positive-definite
+    inertia or one violating the triangle inequality is a ParameterError.
+
+    Example::
+
+        body = Body(m=2.0, r_CM=[0.5, 0, 0], I_11=0.01, I_22=0.1, I_33=0.1)
+    """
+
+    m = Parameter(1.0, unit="kg", min=0.0, doc="Mass")
+    r_CM = Parameter([0.0, 0.0, 0.0], shape=3, unit="m",
+                     doc="Centre of mass from frame_a, resolved in frame_a")
+    I_11 = Parameter(0.001, unit="kg.m2", doc="Inertia about the centre of mass, entry (1,1)")
+    I_22 = Parameter(0.001, unit="kg.m2", doc="Inertia entry (2,2)")
+    I_33 = Parameter(0.001, unit="kg.m2", doc="Inertia entry (3,3)")
+    I_21 = Parameter(0.0, unit="kg.m2", doc="Inertia entry (2,1)")
+    I_31 = Parameter(0.0, unit="kg.m2", doc="Inertia entry (3,1)")
+    I_32 = Parameter(0.0, unit="kg.m2", doc="Inertia entry (3,2)")
+
+    _INERTIA_NAMES = (("I_11", "I_21", "I_31"), ("I_21", "I_22", "I_32"), ("I_31", "I_32", "I_33"))
+
+    def mass_properties(self):
+        """(m, r_CM, inertia about the CM) as SX expressions of the parameters, after
+        checking numeric values."""
+        I_c = ca.vertcat(*[ca.horzcat(*[getattr(self, n) for n in row])
+                           for row in self._INERTIA_NAMES])
+        values = [numeric_value(self, n) for row in self._INERTIA_NAMES for n in row]
+        if all(v is not None for v in values):
+            _check_inertia(self, numeric_value(self, "m"),
+                           np.array([float(np.ravel(v)[0]) for v in values]).reshape(3, 3))
+        return self.m, sp.vec(self.r_CM), I_c
+
+
+class _Shape:
+    """Mix-in: frame_b rigidly attached to the body's frame_a at offset ``r``."""
+
+    r = Parameter([0.0, 0.0, 0.0], shape=3, unit="m",
+                  doc="Vector from frame_a to frame_b resolved in frame_a")
+    frame_b = Frame()
+
+    def connection_roles(self):
+        yield Branch(self.frame_a.R, self.frame_b.R)
+
+    def equations(self):
+        r = sp.vec(self.r)
+        inertia, bias = self.body_terms(self.frame_a)
+        yield from rigid_kinematics(self.frame_a, self.frame_b, None, r)
+        yield from rigid_forces(self, self.frame_a, self.frame_b, None, r, inertia, bias)
+
+
+class BodyShape(_Shape, Body):
+    """A body at frame_a rigidly attached to frame_b at offset ``r`` (MSL
+    ``Parts.BodyShape``): a :class:`FixedTranslation` and a :class:`Body` in one component
+    (the node sum happens inside, which keeps generated code and compile time small).
+
+    Example::
+
+        link = BodyShape(r=[0, 0.65, 0], r_CM=[0.172, 0.205, 0], m=56.5, I_11=2.58)
+    """
+
+
+def _orthonormal_basis(length_direction, width_direction):
+    """Columns: unit length direction, unit width direction made orthogonal, their cross
+    product (numeric; geometry directions are structural)."""
+    e1 = np.asarray(length_direction, dtype=float)
+    if np.linalg.norm(e1) < 1e-12:
+        raise ParameterError("length direction has zero length")
+    e1 = e1 / np.linalg.norm(e1)
+    w = np.asarray(width_direction, dtype=float)
+    e2 = w - e1 * (e1 @ w)
+    if np.linalg.norm(e2) < 1e-9:
+        # width direction parallel to the length direction: pick any orthogonal one
+        e2 = np.cross(e1, [1.0, 0.0, 0.0] if abs(e1[0]) < 0.9 else [0.0, 1.0, 0.0])
+    e2 = e2 / np.linalg.norm(e2)
+    return np.column_stack([e1, e2, np.cross(e1, e2)])
+
+
+class BodyBox(_Shape, _RigidBody):
+    """A box of ``length = |r|`` along ``r`` (from frame_a to frame_b), ``width`` along
+    ``width_direction`` and ``height``, with an optional hollow core (``inner_width``,
+    ``inner_height``); mass and inertia from the geometry and ``density`` (MSL
+    ``Parts.BodyBox``; default width |r|/20, steel 7700 kg/m³).
+
+    The box's principal inertias about its centre (``r/2``) are
+    ``m/12 (w²+h²)``, ``m/12 (l²+h²)``, ``m/12 (l²+w²)`` minus the same of the core.
+
+    Example::
+
+        link = BodyBox(r=[0.5, 0, 0], width=0.06)
+    """
+
+    width = Parameter(-1.0, unit="m", doc="Width (default: length/20)")
+    height = Parameter(-1.0, unit="m", doc="Height (default: width)")
+    inner_width = Parameter(0.0, unit="m", min=0.0, doc="Width of the hollow core")
+    inner_height = Parameter(0.0, unit="m", min=0.0, doc="Height of the hollow core")
+    density = Parameter(7700.0, unit="kg/m3", min=0.0, doc="Density (steel)")
+
+    def __init__(self, width_direction=(0.0, 1.0, 0.0), **modifiers):
+        super().__init__(**modifiers)
+        self.width_direction = tuple(float(x) for x in width_direction)
+
+    def mass_properties(self):
+        r = sp.vec(self.r)
+        length = ca.sqrt(r.T @ r)
+        width = ca.if_else(self.width < 0, length / 20, self.width)
+        height = ca.if_else(self.height < 0, width, self.height)
+        wi, hi = self.inner_width, self.inner_height
+        m_out = self.density * length * width * height
+        m_in = self.density * length * wi * hi
+        m = m_out - m_in
+        principal = [(m_out * (width ** 2 + height ** 2) - m_in * (wi ** 2 + hi ** 2)) / 12,
+                     (m_out * (length ** 2 + height ** 2) - m_in * (length ** 2 + hi ** 2)) / 12,
+                     (m_out * (length ** 2 + width ** 2) - m_in * (length ** 2 + wi ** 2)) / 12]
+        return m, r / 2, _rotate_principal(self, principal)
+
+
+class BodyCylinder(_Shape, _RigidBody):
+    """A cylinder of ``length = |r|`` along ``r`` with ``diameter`` and optional
+    ``inner_diameter`` (a tube); mass and inertia from geometry and ``density`` (MSL
+    ``Parts.BodyCylinder``; default diameter |r|/5, steel).
+
+    Inertia about the centre: axial ``m (d² + d_i²)/8``, transverse
+    ``m (l² + 3 (d² + d_i²)/4)/12``.
+    """
+
+    diameter = Parameter(-1.0, unit="m", doc="Outer diameter (default: length/5)")
+    inner_diameter = Parameter(0.0, unit="m", min=0.0, doc="Inner diameter")
+    density = Parameter(7700.0, unit="kg/m3", min=0.0, doc="Density (steel)")
+
+    def mass_properties(self):
+        r = sp.vec(self.r)
+        length = ca.sqrt(r.T @ r)
+        d = ca.if_else(self.diameter < 0, length / 5, self.diameter)
+        di = self.inner_diameter
+        m = self.density * np.pi * length * (d ** 2 - di ** 2) / 4
+        axial = m * (d ** 2 + di ** 2) / 8
+        transverse = m * (length ** 2 + 3 * (d ** 2 + di ** 2) / 4) / 12
+        return m, r / 2, _rotate_principal(self, [axial, transverse, transverse])
+
+
+def _rotate_principal(body, principal):
+    r = numeric_value(body, "r")
+    if r is None:
+        raise ParameterError(f"{type(body).__name__} '{body.path}': r must be numeric (it "
+                             f"sets the direction of the shape)")
+    if np.linalg.norm(r) < 1e-12:
+        raise ParameterError(f"{type(body).__name__} '{body.path}': r has zero length, so the "
+                             f"shape has no length direction")
+    basis = _orthonormal_basis(r.ravel(), getattr(body, "width_direction", (0.0, 1.0, 0.0)))
+    B = ca.DM(basis)
+    return B @ ca.diag(ca.vertcat(*principal)) @ B.T

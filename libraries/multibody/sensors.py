@@ -1,0 +1,88 @@
+"""Sensors: absolute and relative kinematics, cut force and torque. Kinematic sensors exert
+no force; the cut sensor is a rigid, zero-length connection that reports what it passes."""
+
+from __future__ import annotations
+
+import casadi as ca
+
+from mbmodel import Branch, Model, Output
+
+from . import spatial as sp
+from .frames import (Frame, apply_force, classical_acceleration, cut_force, rigid_forces,
+                     rigid_kinematics, world_of)
+
+
+def _no_force(component, frame):
+    yield from apply_force(component, frame, ca.SX.zeros(6, 1))
+
+
+class AbsoluteSensor(Model):
+    """Absolute kinematics of frame_a: position ``r`` and velocity ``v`` of the origin and
+    its acceleration ``a`` (gravity excluded, i.e. d²r/dt²), all resolved in the world;
+    angular velocity ``w`` and acceleration ``z`` resolved in frame_a."""
+
+    frame_a = Frame()
+    r = Output(shape=3, unit="m", doc="Position of the origin (world)")
+    v = Output(shape=3, unit="m/s", doc="Velocity of the origin (world)")
+    a = Output(shape=3, unit="m/s2", doc="Acceleration of the origin (world)")
+    w = Output(shape=3, unit="rad/s", doc="Angular velocity (frame_a)")
+    z = Output(shape=3, unit="rad/s2", doc="Angular acceleration (frame_a)")
+
+    def equations(self):
+        f = self.frame_a
+        yield from _no_force(self, f)
+        yield self.r == f.r_0
+        yield self.v == f.R.T @ f.v[3:6]
+        yield self.a == f.R.T @ classical_acceleration(f, world_of(self))
+        yield self.w == f.v[0:3]
+        yield self.z == f.a[0:3]
+
+
+class RelativeSensor(Model):
+    """Relative kinematics of frame_b with respect to frame_a, resolved in frame_a:
+    position ``r_rel`` and its derivative ``v_rel`` (seen from frame_a), relative angular
+    velocity ``w_rel``."""
+
+    frame_a = Frame()
+    frame_b = Frame()
+    r_rel = Output(shape=3, unit="m", doc="Position of frame_b's origin from frame_a's")
+    v_rel = Output(shape=3, unit="m/s", doc="der(r_rel)")
+    w_rel = Output(shape=3, unit="rad/s", doc="Angular velocity of frame_b relative to frame_a")
+
+    def equations(self):
+        fa, fb = self.frame_a, self.frame_b
+        yield from _no_force(self, fa)
+        yield from _no_force(self, fb)
+        d_world = fb.r_0 - fa.r_0
+        yield self.r_rel == fa.R @ d_world
+        # Velocities of the two origins in world coordinates, seen from the rotating frame_a.
+        vb_world = fb.R.T @ fb.v[3:6]
+        va_world = fa.R.T @ fa.v[3:6]
+        wa = fa.v[0:3]
+        yield self.v_rel == fa.R @ (vb_world - va_world) - sp.cross(wa, self.r_rel)
+        yield self.w_rel == fa.R @ (fb.R.T @ fb.v[0:3]) - wa
+
+
+class CutForceAndTorque(Model):
+    """Cut force and torque transmitted from frame_a to frame_b (a rigid, zero-length
+    connection), resolved in frame_a: ``force`` and ``torque`` act on what is connected to
+    frame_b (MSL ``Sensors.CutForceAndTorque``)."""
+
+    frame_a = Frame()
+    frame_b = Frame()
+    force = Output(shape=3, unit="N")
+    torque = Output(shape=3, unit="N.m")
+
+    def connection_roles(self):
+        yield Branch(self.frame_a.R, self.frame_b.R)
+
+    def equations(self):
+        fa = self.frame_a
+        yield from rigid_kinematics(fa, self.frame_b)
+        yield from rigid_forces(self, fa, self.frame_b)
+        if self.analysis == "forward":
+            F = sp.unpack(fa.I) @ fa.a + fa.b
+        else:
+            F = cut_force(fa)
+        yield self.torque == F[0:3]
+        yield self.force == F[3:6]
