@@ -115,7 +115,9 @@ class CompiledModel:
         ev_e = piggy[n_x + n_g + n_y + n_i:]
         args = [x, z, u, p, TIME]
         names = ["x", "z", "u", "p", "t"]
-        self.ode = ca.Function("ode", args, [_vcat(xdot_e)], names, ["xdot"])
+        # Common subexpressions left by local equations (e.g. the same product in two
+        # components) are merged once here; cheap (linear) and it shrinks generated code.
+        self.ode = ca.Function("ode", args, [ca.cse(_vcat(xdot_e))], names, ["xdot"])
         self.alg = ca.Function("alg", args, [_vcat(g_e)], names, ["g"])
         self.output_names = out_names
         self.output_index = {n: i for i, n in enumerate(out_names)}

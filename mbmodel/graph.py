@@ -81,15 +81,34 @@ def maximum_matching(incidence, n_vars, candidates_ok=lambda v: True):
     n_eqs = len(inc)
     var_match = [UNMATCHED] * n_vars
     eq_match = [UNMATCHED] * n_eqs
+    # Greedy start that gives each equation its free variable used by the fewest equations
+    # (a variable only one equation can take should go to it): far fewer augmenting
+    # searches on the long coupled chains of multibody models.
+    degree = [0] * n_vars
+    for vs in inc:
+        for v in vs:
+            degree[v] += 1
     for e in range(n_eqs):
+        best = UNMATCHED
         for v in inc[e]:
-            if candidates_ok(v) and var_match[v] == UNMATCHED:
-                var_match[v] = e
-                eq_match[e] = v
-                break
-    for e in range(n_eqs):
-        if eq_match[e] == UNMATCHED:
-            _augment(e, inc, candidates_ok, var_match, eq_match, set())
+            if var_match[v] == UNMATCHED and candidates_ok(v) and \
+                    (best == UNMATCHED or degree[v] < degree[best]):
+                best = v
+        if best != UNMATCHED:
+            var_match[best] = e
+            eq_match[e] = best
+    # Phases share one visited set (Pothen–Fan): each phase is linear in the graph size. A
+    # search that fails within a phase may have been blocked by a stale visit, so phases
+    # repeat until one augments nothing; in that phase the matching never changed, so the
+    # shared visits were exact and the matching is maximum.
+    pending = [e for e in range(n_eqs) if eq_match[e] == UNMATCHED]
+    while pending:
+        visited: set[int] = set()
+        still = [e for e in pending
+                 if not _augment(e, inc, candidates_ok, var_match, eq_match, visited)]
+        if len(still) == len(pending):
+            break
+        pending = still
     return eq_match, var_match
 
 

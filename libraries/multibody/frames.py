@@ -117,9 +117,11 @@ def rigid_kinematics(frame_a, frame_b, E=None, r=None):
     yield frame_b.a == sp.motion_to_child(frame_a.a, E, r)
 
 
-def rigid_forces(component, frame_a, frame_b, E=None, r=None, inertia=None, bias=None):
-    """Flow equations of a rigid part from ``frame_a`` to ``frame_b`` (optionally with a body
-    of spatial inertia ``inertia`` and velocity-dependent force ``bias`` at frame_a)."""
+def rigid_forces(component, frame_a, frame_b, E=None, r=None, inertia=None, bias=None,
+                 body_force=None):
+    """Flow equations of a rigid part from ``frame_a`` to ``frame_b``, optionally with a body
+    at frame_a: its spatial ``inertia`` and velocity-dependent force ``bias`` (forward
+    analysis) or its force ``body_force = I a + b`` (inverse analysis)."""
     if component.analysis == "forward":
         A = -sp.unpack(frame_b.I)
         I_a = sp.inertia_to_parent(A, E, r)
@@ -131,8 +133,8 @@ def rigid_forces(component, frame_a, frame_b, E=None, r=None, inertia=None, bias
         yield frame_a.b == b_a
     else:
         F_a = -sp.force_to_parent(cut_force(frame_b), E, r)
-        if inertia is not None:
-            F_a = F_a + inertia @ frame_a.a + bias
+        if body_force is not None:
+            F_a = F_a + body_force
         yield cut_force(frame_a) == F_a
 
 

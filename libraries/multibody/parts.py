@@ -158,7 +158,7 @@ class FixedRotation(Model):
         yield from rigid_forces(self, self.frame_a, self.frame_b, E, r)
 
 
-def _check_inertia(component, m, I_c):
+def _check_inertia(component, m, I_c, triangle=True):
     """A numeric inertia must be positive semi-definite and satisfy the triangle
     inequality of its principal moments (otherwise no mass distribution has it)."""
     if m is None or I_c is None:
@@ -175,10 +175,11 @@ def _check_inertia(component, m, I_c):
             f"{where}: inertia tensor is not positive semi-definite (principal moments "
             f"{moments.round(6).tolist()}); check the signs of I_21, I_31, I_32")
     a, b, c = moments
-    if a + b < c * (1 - 1e-9) - 1e-12 * scale:
+    if triangle and a + b < c * (1 - 1e-9) - 1e-12 * scale:
         raise ParameterError(
             f"{where}: principal moments {moments.round(6).tolist()} violate the triangle "
-            f"inequality (I1 + I2 >= I3); no mass distribution has this inertia")
+            f"inequality (I1 + I2 >= I3); no mass distribution has this inertia (pass "
+            f"check_triangle=False to accept lumped data that is non-physical on purpose)")
 
 
 class _RigidBody(Model):
@@ -190,24 +191,47 @@ class _RigidBody(Model):
         raise NotImplementedError
 
     def body_terms(self, frame):
-        """Spatial inertia and velocity-dependent force of the body at ``frame``."""
+        """Spatial inertia ``I`` of the body at ``frame`` and the velocity-dependent force
+        ``b = v x* (I v)``, written about the centre of mass (fewer operations than the
+        spatial product): ``b_f = m w x v_c``, ``b_t = w x (I_c w) + c x b_f`` with the
+        centre-of-mass velocity ``v_c = v + w x c``."""
         m, c, I_c = self.mass_properties()
         inertia = sp.body_inertia(m, c, I_c)
-        bias = sp.cross_force(frame.v, inertia @ frame.v)
+        w, u = frame.v[0:3], frame.v[3:6]
+        v_c = u + sp.cross(w, c)
+        b_f = m * sp.cross(w, v_c)
+        b_t = sp.cross(w, I_c @ w) + sp.cross(c, b_f)
+        bias = ca.vertcat(b_t, b_f)
         world = world_of(self)
         if world.gravity_type == "point":
             F = m * (frame.R @ world.point_gravity(frame.r_0 + frame.R.T @ c))
             bias = bias - ca.vertcat(sp.cross(c, F), F)
         return inertia, bias
 
+    def body_force(self, frame):
+        """``I a + b`` about the centre of mass: ``f = m (a_v + z x c + w x v_c)``,
+        ``t = I_c z + w x (I_c w) + c x f`` (inverse analysis)."""
+        m, c, I_c = self.mass_properties()
+        w, u = frame.v[0:3], frame.v[3:6]
+        z, a_v = frame.a[0:3], frame.a[3:6]
+        v_c = u + sp.cross(w, c)
+        f = m * (a_v + sp.cross(z, c) + sp.cross(w, v_c))
+        t = I_c @ z + sp.cross(w, I_c @ w) + sp.cross(c, f)
+        force = ca.vertcat(t, f)
+        world = world_of(self)
+        if world.gravity_type == "point":
+            F = m * (frame.R @ world.point_gravity(frame.r_0 + frame.R.T @ c))
+            force = force - ca.vertcat(sp.cross(c, F), F)
+        return force
+
     def equations(self):
-        inertia, bias = self.body_terms(self.frame_a)
         f = self.frame_a
         if self.analysis == "forward":
+            inertia, bias = self.body_terms(f)
             yield f.I == sp.pack(inertia)
             yield f.b == bias
         else:
-            yield ca.vertcat(f.t, f.f) == inertia @ f.a + bias
+            yield ca.vertcat(f.t, f.f) == self.body_force(f)
 
 
 class Body(_RigidBody):
@@ -221,7 +245,9 @@ class Body(_RigidBody):
 
     with ``I = [I_c - m c~c~, m c~; -m c~, m 1]``, ``c = r_CM``. Point gravity adds
     ``-[c x F; F]``, ``F = m T g(r_0 + T' c)``. A negative mass, a non-positive-definite
-    inertia or one violating the triangle inequality is a ParameterError.
+    inertia or one violating the triangle inequality is a ParameterError
+    (``check_triangle=False`` accepts lumped data that violates it on purpose, like the
+    Manutec r3's link 1).
 
     Example::
 
@@ -240,6 +266,10 @@ class Body(_RigidBody):
 
     _INERTIA_NAMES = (("I_11", "I_21", "I_31"), ("I_21", "I_22", "I_32"), ("I_31", "I_32", "I_33"))
 
+    def __init__(self, check_triangle: bool = True, **modifiers):
+        super().__init__(**modifiers)
+        self.check_triangle = bool(check_triangle)
+
     def mass_properties(self):
         """(m, r_CM, inertia about the CM) as SX expressions of the parameters, after
         checking numeric values."""
@@ -248,7 +278,8 @@ class Body(_RigidBody):
         values = [numeric_value(self, n) for row in self._INERTIA_NAMES for n in row]
         if all(v is not None for v in values):
             _check_inertia(self, numeric_value(self, "m"),
-                           np.array([float(np.ravel(v)[0]) for v in values]).reshape(3, 3))
+                           np.array([float(np.ravel(v)[0]) for v in values]).reshape(3, 3),
+                           self.check_triangle)
         return self.m, sp.vec(self.r_CM), I_c
 
 
@@ -264,9 +295,13 @@ class _Shape:
 
     def equations(self):
         r = sp.vec(self.r)
-        inertia, bias = self.body_terms(self.frame_a)
         yield from rigid_kinematics(self.frame_a, self.frame_b, None, r)
-        yield from rigid_forces(self, self.frame_a, self.frame_b, None, r, inertia, bias)
+        if self.analysis == "forward":
+            inertia, bias = self.body_terms(self.frame_a)
+            yield from rigid_forces(self, self.frame_a, self.frame_b, None, r, inertia, bias)
+        else:
+            yield from rigid_forces(self, self.frame_a, self.frame_b, None, r,
+                                    body_force=self.body_force(self.frame_a))
 
 
 class BodyShape(_Shape, Body):
