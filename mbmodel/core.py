@@ -180,18 +180,22 @@ class Parameter(Declaration):
             arr = _as_array(value, self.shape, f"parameter '{self.path}'")
         except (TypeError, ValueError) as exc:
             raise ParameterError(f"parameter '{self.path}': value {value!r} is not numeric") from exc
-        check_parameter_value(self.path, arr, self.min, self.max)
+        owner = self.owner
+        where = (f"{type(owner).__name__}.{self.name}" if owner is not None and not self.owner.path
+                 else self.path)
+        check_parameter_value(where, arr, self.min, self.max)
         self.value = arr
 
 
 def check_parameter_value(path: str, arr, lo, hi):
     """Raise :class:`ParameterError` unless every entry of ``arr`` is finite and in bounds."""
     arr = np.asarray(arr, dtype=float)
+    shown = arr.ravel()[0] if arr.size == 1 else arr.ravel().tolist()
     if not np.all(np.isfinite(arr)):
-        raise ParameterError(f"parameter '{path}' = {arr.tolist()} is not finite; "
+        raise ParameterError(f"parameter '{path}' = {shown} is not finite; "
                              f"give it a finite value")
     if np.any(arr < lo) or np.any(arr > hi):
-        raise ParameterError(f"parameter '{path}' = {arr.tolist()} is outside its bounds "
+        raise ParameterError(f"parameter '{path}' = {shown} is outside its bounds "
                              f"[{lo}, {hi}]; choose a value within them")
 
 

@@ -503,7 +503,8 @@ class _Flattener:
                     self._emit(u.symbol - v.symbol, data["owner"], f"{u.path} = {v.path}",
                                "connection")
                 elif u.residue is None:
-                    raise KinematicLoopError(_loop_message(graph, tree_edges, u, v, data["owner"]))
+                    raise KinematicLoopError(_loop_message(graph, tree_edges, u, v, data["owner"],
+                                                           roots + chosen))
                 else:
                     self._emit(u.residue(u.symbol, v.symbol), data["owner"],
                                f"loop residue {u.path} ~ {v.path}", "residue")
@@ -566,16 +567,27 @@ class _Flattener:
         return have - (own_unknowns - own_flows + handed)
 
 
-def _loop_message(graph, tree_edges, u, v, owner) -> str:
+def _loop_message(graph, tree_edges, u, v, owner, roots) -> str:
     """Name the components on the loop that the connection u–v closes."""
     tree = nx.Graph()
+    tree.add_nodes_from([u, v])
     for a, b, key, data in graph.edges(keys=True, data=True):
         if "<root>" not in (a, b) and (id(data["owner"]), id(a), id(b), key) in tree_edges:
             tree.add_edge(a, b)
     try:
         path = nx.shortest_path(tree, u, v)
-    except (nx.NetworkXNoPath, nx.NodeNotFound):
-        path = [u, v]  # the loop runs through the roots (two grounded paths)
+    except nx.NetworkXNoPath:
+        # u and v hang on different roots: the connection joins two roots.
+        def root_of(x):
+            part = nx.node_connected_component(tree, x)
+            return next((r for r in roots if r in part), None)
+        ru, rv = root_of(u), root_of(v)
+        names = [r.owner.path if r is not None else "?" for r in (ru, rv)]
+        return (f"{_where(owner)}: connect({u.owner.path}, {v.owner.path}) joins two roots "
+                f"rigidly: '{names[0]}' and '{names[1]}' both fix the orientation (e.g. a World "
+                f"and a Fixed frame connected through rigid parts); remove one root or put a "
+                f"joint between them — the closed chain is a kinematic loop, not supported "
+                f"by this connector type yet")
     members = []
     for var in path:
         comp_path = var.owner.owner.path if var.owner is not None and var.owner.owner else "?"

@@ -115,7 +115,7 @@ def test_two_voltage_sources_in_parallel_are_structurally_singular():
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_non_finite_parameter_is_rejected(bad):
-    with pytest.raises(mb.ParameterError, match="'R' = .* is not finite"):
+    with pytest.raises(mb.ParameterError, match="'Resistor.R' = .* is not finite"):
         el.Resistor(R=bad)
 
 

@@ -8,11 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = ["rc_circuit", "rlc_circuit", "cauer_filter", "dc_motor_drive",
-           "cartesian_pendulum"]
+           "cartesian_pendulum", "double_pendulum", "robot_r3"]
 
 
 def load(name):
@@ -112,6 +113,223 @@ def test_cartesian_pendulum(results):
     assert out["period"] == pytest.approx(out["period_exact"], rel=1e-6)
     assert out["y0"] == pytest.approx(-math.cos(math.radians(30)), abs=1e-10)
     assert out["F0"] == pytest.approx(9.81 * math.cos(math.radians(30)), rel=1e-9)
+
+
+# -- multibody examples: physics checked against an independent Pinocchio model -----------
+
+def _main_quiet(name, out_dir):
+    """main(plot=False) of an example, its printout swallowed."""
+    import contextlib
+    import io
+    with contextlib.redirect_stdout(io.StringIO()):
+        return load(name).main(plot=False, out_dir=str(out_dir))
+
+
+@pytest.fixture(scope="module")
+def double_pendulum(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("double_pendulum")
+    out = _main_quiet("double_pendulum", out_dir)
+    assert not list(out_dir.iterdir())  # plot=False writes nothing
+    return out
+
+
+@pytest.fixture(scope="module")
+def robot_r3(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("robot_r3")
+    out = _main_quiet("robot_r3", out_dir)
+    assert not list(out_dir.iterdir())
+    return out
+
+
+def test_double_pendulum_energy(double_pendulum):
+    out = double_pendulum
+    assert sorted(out["states"]) == ["revolute1.phi", "revolute1.w", "revolute2.phi",
+                                     "revolute2.w"]
+    assert out["box_mass"] == pytest.approx(7700 * 0.5 * 0.06 * 0.06)
+    # Starts horizontal at rest (zero potential at y = 0), so E(0) = 0.
+    assert out["energy_start"] == pytest.approx(0.0, abs=1e-12)
+    # The damper only takes energy out: E never increases ...
+    assert out["max_energy_increase"] <= 1e-8
+    assert np.all(np.diff(out["energy"]) <= 1e-8)
+    # ... and what it loses is exactly what the damper dissipates (integral of d*w1^2).
+    lost = out["energy_start"] - out["energy_final"]
+    assert lost > 1.0
+    assert out["dissipated"] == pytest.approx(lost, rel=1e-4)
+    assert out["max_balance_error"] < 1e-4
+    # The joint torque is the damper's braking torque -d*w1.
+    assert out["joint1_torque_residual"] < 1e-9
+    # Final state finite and plausible: energy above the hanging-down minimum -2 m g l.
+    e_min = -2 * out["box_mass"] * 9.81 * 0.5
+    assert e_min < out["energy_final"] < 0
+    for key in ("phi1_final", "phi2_final", "w1_final", "w2_final"):
+        assert math.isfinite(out[key])
+    assert abs(out["phi1_final"]) < 2 * math.pi and abs(out["phi2_final"]) < 2 * math.pi
+    assert abs(out["w1_final"]) < 20 and abs(out["w2_final"]) < 20
+
+
+def _rz_box_pendulum():
+    """The double pendulum as a Pinocchio model (boxes 0.5 x 0.06 x 0.06 m, steel)."""
+    pin = pytest.importorskip("pinocchio")
+    length, width, rho = 0.5, 0.06, 7700.0
+    m = rho * length * width * width
+    inertia = np.diag([m / 12 * 2 * width ** 2, m / 12 * (length ** 2 + width ** 2),
+                       m / 12 * (length ** 2 + width ** 2)])
+    model = pin.Model()
+    model.gravity = pin.Motion(np.array([0.0, -9.81, 0.0]), np.zeros(3))
+    parent = 0
+    for k, offset in enumerate(([0.0, 0.0, 0.0], [length, 0.0, 0.0])):
+        parent = model.addJoint(parent, pin.JointModelRZ(),
+                                pin.SE3(np.eye(3), np.array(offset)), f"revolute{k + 1}")
+        model.appendBodyToJoint(parent, pin.Inertia(m, np.array([length / 2, 0.0, 0.0]),
+                                                    inertia), pin.SE3.Identity())
+    return pin, model
+
+
+def test_double_pendulum_matches_pinocchio(double_pendulum):
+    """The trajectory equals Pinocchio's ABA with the damper torque -d*w1, integrated by
+    scipy."""
+    from scipy.integrate import solve_ivp
+    pin, model = _rz_box_pendulum()
+    data = model.createData()
+    out = double_pendulum
+
+    def rhs(t, y):
+        tau = np.array([-0.1 * y[2], 0.0])
+        return np.concatenate([y[2:], pin.aba(model, data, y[:2], y[2:], tau)])
+
+    sol = solve_ivp(rhs, (0.0, 3.0), np.zeros(4), method="DOP853", rtol=1e-11, atol=1e-12,
+                    t_eval=out["t"])
+    assert np.abs(sol.y[0] - out["phi1"]).max() < 1e-4
+    assert np.abs(sol.y[1] - out["phi2"]).max() < 1e-4
+    assert np.abs(sol.y[2] - out["w1"]).max() < 1e-4
+    assert np.abs(sol.y[3] - out["w2"]).max() < 1e-4
+
+
+def _r3_pinocchio():
+    """The Manutec r3 chain (data of robot_r3.md, typed again here) as a Pinocchio model
+    with gravity 9.81 along -y; b0 is fixed to the world and carries nothing dynamic."""
+    pin = pytest.importorskip("pinocchio")
+
+    def inertia(diag=(0.001, 0.001, 0.001), i21=0.0):
+        I = np.diag(diag)
+        I[0, 1] = I[1, 0] = i21
+        return I
+
+    joints = [(pin.JointModelRY(), [0, 0.351, 0]), (pin.JointModelRX(), [0, 0.324, 0.3]),
+              (pin.JointModelRX(), [0, 0.65, 0]), (pin.JointModelRY(), [0, 0.414, -0.155]),
+              (pin.JointModelRX(), [0, 0.186, 0]), (pin.JointModelRY(), [0, 0.125, 0])]
+    bodies = [(1.0, [0, 0, 0], inertia((0.001, 1.16, 0.001))),
+              (56.5, [0.172, 0.205, 0], inertia((2.58, 0.64, 2.73), -0.46)),
+              (26.4, [0.064, -0.034, 0], inertia((0.279, 0.245, 0.413), -0.070)),
+              (28.7, [0, 0, 0], inertia((1.67, 0.081, 1.67))),
+              (5.2, [0, 0, 0], inertia((1.25, 0.81, 1.53))),
+              (0.5, [0.05, 0.05, 0.05], inertia())]
+    model = pin.Model()
+    model.gravity = pin.Motion(np.array([0.0, -9.81, 0.0]), np.zeros(3))
+    parent = 0
+    for k, ((joint, r), (m, c, I)) in enumerate(zip(joints, bodies)):
+        parent = model.addJoint(parent, joint, pin.SE3(np.eye(3), np.array(r, float)),
+                                f"r{k + 1}")
+        model.appendBodyToJoint(parent, pin.Inertia(m, np.array(c, float), I),
+                                pin.SE3.Identity())
+    # the load (15 kg at (0.1, 0.25, 0.1)) on b6.frame_b = r6.frame_b
+    model.appendBodyToJoint(parent, pin.Inertia(15.0, np.array([0.1, 0.25, 0.1]), inertia()),
+                            pin.SE3.Identity())
+    return pin, model
+
+
+def test_robot_r3_start_and_reference(robot_r3):
+    out = robot_r3
+    assert out["states"] == [f"r{i}.{v}" for i in range(1, 7) for v in ("phi", "w")]
+    assert sorted(out["inputs"]) == sorted(f"r{i}.{v}" for i in range(1, 7)
+                                           for v in ("phi", "w", "a"))
+    assert not out["inverse_states"] and not out["inverse_algebraic"]
+    start = np.radians([-60, 20, 90, 0, -110, 0])
+    end = np.radians([60, -70, -35, 45, 110, 45])
+    assert np.allclose(out["q_start"], start)
+    assert np.allclose(out["q_fall"][0], start) and np.allclose(out["w_fall"][0], 0.0)
+    assert np.allclose(out["q_ref"][0], start) and np.allclose(out["q_ref"][-1], end)
+    assert np.allclose(out["qd_ref"][0], 0.0) and np.allclose(out["qd_ref"][-1], 0.0)
+    assert out["t_end_motion"] == pytest.approx(1.356, abs=2e-3)   # robot_r3.md
+    assert np.all(np.abs(out["qd_ref"]) <= np.array([3, 1.5, 5, 3.1, 3.1, 4.1]) + 1e-9)
+    assert np.all(np.abs(out["qdd_ref"]) <= np.array([15, 15, 15, 60, 60, 60]) + 1e-9)
+
+
+def test_robot_r3_static_torques_match_pinocchio(robot_r3):
+    """At rest in the start pose the inverse model gives Pinocchio's gravity torques; at
+    t = 0 of the reference (speed 0, acceleration already on) it gives RNEA(q0, 0, qdd(0))."""
+    pin, model = _r3_pinocchio()
+    data = model.createData()
+    out = robot_r3
+    q0 = out["q_start"]
+    gravity = pin.computeGeneralizedGravity(model, data, q0)
+    assert np.allclose(out["tau_hold"], gravity, rtol=1e-9, atol=1e-9)
+    assert np.allclose(out["tau_hold"], pin.rnea(model, data, q0, np.zeros(6), np.zeros(6)),
+                       rtol=1e-9, atol=1e-9)
+    assert np.abs(gravity[[1, 2]]).min() > 100   # the shoulder and elbow carry the arm
+    tau0 = pin.rnea(model, data, q0, np.zeros(6), out["qdd_ref"][0])
+    assert np.allclose(out["tau"][0], tau0, rtol=1e-9, atol=1e-8)
+
+
+def test_robot_r3_inverse_matches_pinocchio(robot_r3):
+    """Joint torques along the whole reference motion equal Pinocchio's RNEA."""
+    pin, model = _r3_pinocchio()
+    data = model.createData()
+    out = robot_r3
+    expected = np.array([pin.rnea(model, data, q, qd, qdd) for q, qd, qdd in
+                         zip(out["q_ref"], out["qd_ref"], out["qdd_ref"])])
+    assert np.allclose(out["tau"], expected, rtol=1e-9, atol=1e-8)
+    assert np.allclose(out["tau_peak"], np.abs(expected).max(axis=0), rtol=1e-9)
+    # After the motion the torques hold the end pose: gravity torques there.
+    end_gravity = pin.computeGeneralizedGravity(model, data, out["q_ref"][-1])
+    assert np.allclose(out["tau"][-1], end_gravity, rtol=1e-9, atol=1e-8)
+
+
+def test_robot_r3_fall_matches_pinocchio(robot_r3):
+    """Initial accelerations of the fall equal Pinocchio's ABA at the start pose, and the
+    0.5 s fall equals ABA integrated by scipy."""
+    from scipy.integrate import solve_ivp
+    pin, model = _r3_pinocchio()
+    data = model.createData()
+    out = robot_r3
+    q0 = out["q_start"]
+    qdd0 = pin.aba(model, data, q0, np.zeros(6), np.zeros(6))
+    assert np.allclose(out["qdd_start"], qdd0, rtol=1e-9, atol=1e-9)
+    assert np.abs(qdd0).max() > 1.0   # it does fall
+
+    def rhs(t, y):
+        return np.concatenate([y[6:], pin.aba(model, data, y[:6], y[6:], np.zeros(6))])
+
+    sol = solve_ivp(rhs, (0.0, 0.5), np.concatenate([q0, np.zeros(6)]), method="DOP853",
+                    rtol=1e-11, atol=1e-12, t_eval=out["t_fall"])
+    assert np.abs(sol.y[:6].T - out["q_fall"]).max() < 1e-5
+    assert np.abs(sol.y[6:].T - out["w_fall"]).max() < 1e-5
+    assert np.all(np.isfinite(out["q_fall_final"]))
+
+
+def test_robot_r3_class_importable_by_path():
+    """R3Mechanics loads from the file path without running anything and compiles for both
+    analyses (defaults: load 15 kg at (0.1, 0.25, 0.1))."""
+    import mbmodel as mb
+    spec = importlib.util.spec_from_file_location("robot_r3_by_path",
+                                                  EXAMPLES / "robot_r3.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cm = mb.compile(module.R3Mechanics(), analysis="inverse")
+    assert len(cm.inputs) == 18 and not cm.states
+    assert {"mLoad", "rLoad[0]", "rLoad[1]", "rLoad[2]"} <= set(cm.parameters)
+    # At rest in the zero pose (all frames aligned with the world) the load's centre is
+    # 0.1 - 0.155 = -0.055 m in z from the (x) axes of r2 and r3 and 0.1 m from that of r5:
+    # its weight adds 15 * 9.81 * lever to those; r1, r4, r6 (vertical axes) carry none.
+    idx = [cm.output_index[f"r{i}.tau"] for i in range(1, 7)]
+
+    def torques(params):
+        y = cm.output_function([], [], np.zeros(18), cm.parameter_vector(params), 0.0)
+        return np.array(y).reshape(-1)[idx]
+
+    delta = torques(None) - torques({"mLoad": 0.0})
+    lever = np.array([0.0, 0.055, 0.055, 0.0, 0.1, 0.0])
+    assert np.allclose(np.abs(delta), 15 * 9.81 * lever, atol=1e-9)
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

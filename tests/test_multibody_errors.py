@@ -1,0 +1,259 @@
+"""Multibody modelling mistakes: each gets a named, specific error that points at the
+component (or connection) at fault."""
+
+from __future__ import annotations
+
+import pytest
+
+import mbmodel as mb
+from mbmodel.libraries import multibody as mbl
+
+
+def _pendulum(joint=None, **body):
+    """World - joint - body (the body's keyword arguments are passed through)."""
+
+    class Pendulum(mb.Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.world = mbl.World()
+            self.joint = joint if joint is not None else mbl.Revolute(n=[0, 0, 1])
+            self.body = mbl.Body(**body)
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.joint.frame_a)
+            yield mb.connect(self.joint.frame_b, self.body.frame_a)
+
+    return Pendulum()
+
+
+ANALYSES = ["forward", "inverse"]
+
+
+# --- orientation graph: unconnected frames, missing roots, loops --------------------------
+
+class UnconnectedBody(mb.Model):
+    world = mbl.World()
+    joint = mbl.Revolute()
+    body = mbl.Body(m=1.0)
+    loose = mbl.Body(m=2.0)
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.joint.frame_a)
+        yield mb.connect(self.joint.frame_b, self.body.frame_a)
+
+
+@pytest.mark.parametrize("analysis", ANALYSES)
+def test_unconnected_body_frame_is_a_balance_error_naming_the_frame(analysis):
+    with pytest.raises(mb.BalanceError) as info:
+        mb.compile(UnconnectedBody(), analysis=analysis)
+    msg = str(info.value)
+    assert "loose.frame_a" in msg
+    assert "body.frame_a" not in msg and "joint.frame" not in msg  # only the culprit
+    assert "root" in msg and "not determined" in msg
+
+
+class Rootless(mb.Model):
+    """A joint and a body hanging in nothing: no World, no Fixed."""
+
+    joint = mbl.Revolute()
+    body = mbl.BodyShape(r=[1, 0, 0], m=1.0)
+
+    def equations(self):
+        yield mb.connect(self.joint.frame_b, self.body.frame_a)
+
+
+def test_mechanism_without_world_or_fixed_root_is_a_balance_error():
+    with pytest.raises(mb.BalanceError) as info:
+        mb.compile(Rootless())
+    msg = str(info.value)
+    for frame in ("joint.frame_a", "joint.frame_b", "body.frame_a"):
+        assert frame in msg
+    assert "root" in msg and "world/fixed" in msg
+
+
+class TwoRootsJoined(mb.Model):
+    """World and a Fixed frame rigidly connected by a FixedTranslation."""
+
+    world = mbl.World()
+    fixed = mbl.Fixed(r=[1.0, 0.0, 0.0])
+    rod = mbl.FixedTranslation(r=[1.0, 0.0, 0.0])
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.rod.frame_a)
+        yield mb.connect(self.rod.frame_b, self.fixed.frame_b)
+
+
+@pytest.mark.parametrize("analysis", ANALYSES)
+def test_two_roots_joined_rigidly_is_a_balance_error(analysis):
+    with pytest.raises(mb.BalanceError) as info:
+        mb.compile(TwoRootsJoined(), analysis=analysis)
+    msg = str(info.value)
+    assert "fixed" in msg and "rod" in msg
+    assert "connect(" in msg
+
+
+def test_two_roots_joined_message_names_both_roots():
+    with pytest.raises(mb.BalanceError) as info:
+        mb.compile(TwoRootsJoined())
+    msg = str(info.value)
+    assert "world" in msg and "fixed" in msg and "two roots" in msg
+
+
+class FourBar(mb.Model):
+    """world - j1 - crank - j2 - coupler - j3 - back to the world frame (a closed loop)."""
+
+    world = mbl.World()
+    j1 = mbl.Revolute(n=[0, 0, 1])
+    crank = mbl.BodyShape(r=[1, 0, 0], r_CM=[0.5, 0, 0], m=1.0)
+    j2 = mbl.Revolute(n=[0, 0, 1])
+    coupler = mbl.BodyShape(r=[0, -1, 0], r_CM=[0, -0.5, 0], m=1.0)
+    j3 = mbl.Revolute(n=[0, 0, 1])
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.j1.frame_a)
+        yield mb.connect(self.j1.frame_b, self.crank.frame_a)
+        yield mb.connect(self.crank.frame_b, self.j2.frame_a)
+        yield mb.connect(self.j2.frame_b, self.coupler.frame_a)
+        yield mb.connect(self.coupler.frame_b, self.j3.frame_a)
+        yield mb.connect(self.j3.frame_b, self.world.frame_b)
+
+
+@pytest.mark.parametrize("analysis", ANALYSES)
+def test_closed_kinematic_loop_names_the_loop(analysis):
+    with pytest.raises(mb.KinematicLoopError) as info:
+        mb.compile(FourBar(), analysis=analysis)
+    assert isinstance(info.value, mb.BalanceError)
+    msg = str(info.value)
+    assert "kinematic loop" in msg
+    for part in ("world", "j1", "crank", "j2", "coupler", "j3"):
+        assert part in msg, part
+
+
+# --- parameters -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("joint_type", [mbl.Revolute, mbl.Prismatic])
+def test_zero_length_joint_axis_names_the_joint(joint_type):
+    with pytest.raises(mb.ParameterError) as info:
+        mb.compile(_pendulum(joint=joint_type(n=[0.0, 0.0, 0.0])))
+    msg = str(info.value)
+    assert f"{joint_type.__name__} 'joint'" in msg
+    assert "zero length" in msg and "axis" in msg
+
+
+def test_zero_length_fixed_rotation_axis():
+    class Model(mb.Model):
+        world = mbl.World()
+        tilt = mbl.FixedRotation(n=[0.0, 0.0, 0.0], angle=0.3)
+        body = mbl.Body()
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.tilt.frame_a)
+            yield mb.connect(self.tilt.frame_b, self.body.frame_a)
+
+    with pytest.raises(mb.ParameterError, match=r"FixedRotation 'tilt'.*zero length"):
+        mb.compile(Model())
+
+
+def test_inertia_that_is_not_positive_definite():
+    # principal moments -1, 1, 3
+    with pytest.raises(mb.ParameterError) as info:
+        mb.compile(_pendulum(m=1.0, I_11=1.0, I_22=1.0, I_33=1.0, I_21=2.0))
+    msg = str(info.value)
+    assert "Body 'body'" in msg and "positive semi-definite" in msg
+
+
+def test_negative_principal_moment():
+    with pytest.raises(mb.ParameterError, match=r"Body 'body'.*positive semi-definite"):
+        mb.compile(_pendulum(m=1.0, I_11=-0.1, I_22=1.0, I_33=1.0))
+
+
+def test_inertia_violating_the_triangle_inequality():
+    with pytest.raises(mb.ParameterError) as info:
+        mb.compile(_pendulum(m=1.0, I_11=1.0, I_22=1.0, I_33=3.0))
+    msg = str(info.value)
+    assert "Body 'body'" in msg and "triangle inequality" in msg
+
+
+def test_inertia_of_body_shape_is_checked_too():
+    class Model(mb.Model):
+        world = mbl.World()
+        joint = mbl.Revolute()
+        link = mbl.BodyShape(r=[1, 0, 0], m=1.0, I_11=3.0, I_22=1.0, I_33=1.0)
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.joint.frame_a)
+            yield mb.connect(self.joint.frame_b, self.link.frame_a)
+
+    with pytest.raises(mb.ParameterError, match=r"BodyShape 'link'.*triangle"):
+        mb.compile(Model())
+
+
+def test_physical_inertia_is_accepted():
+    # the boundary of the triangle inequality (a thin rod/plate) is physical
+    mb.compile(_pendulum(m=1.0, I_11=1.0, I_22=1.0, I_33=2.0))
+
+
+def test_negative_mass_at_declaration():
+    # checked when the body is declared (its place in a model is not known yet)
+    with pytest.raises(mb.ParameterError) as info:
+        mbl.Body(m=-1.0)
+    msg = str(info.value)
+    assert "Body.m" in msg and "-1" in msg and "bounds" in msg
+
+
+def test_negative_mass_as_a_run_time_parameter_names_the_body():
+    cm = mb.compile(_pendulum(m=1.0, r_CM=[1.0, 0.0, 0.0]))
+    with pytest.raises(mb.ParameterError) as info:
+        cm.simulate(0.1, params={"body.m": -1.0})
+    msg = str(info.value)
+    assert "body.m" in msg and "-1" in msg
+
+
+def test_zero_length_world_gravity_direction():
+    class Model(mb.Model):
+        world = mbl.World(n=[0.0, 0.0, 0.0])
+        body = mbl.Body()
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.body.frame_a)
+
+    with pytest.raises(mb.ParameterError, match=r"World 'world'.*zero length"):
+        mb.compile(Model())
+
+
+def test_zero_length_body_box():
+    class Model(mb.Model):
+        world = mbl.World()
+        box = mbl.BodyBox(r=[0.0, 0.0, 0.0])
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.box.frame_a)
+
+    with pytest.raises(mb.ParameterError, match=r"BodyBox 'box'.*zero length"):
+        mb.compile(Model())
+
+
+# --- declarations -------------------------------------------------------------------------
+
+class TwoWorlds(mb.Model):
+    world = mbl.World()
+    world2 = mbl.World()
+    body = mbl.Body()
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.body.frame_a)
+
+
+def test_two_worlds_is_a_declaration_error():
+    with pytest.raises(mb.DeclarationError) as info:
+        mb.compile(TwoWorlds())
+    msg = str(info.value)
+    assert "2 World components" in msg
+    assert "world" in msg and "world2" in msg and "Fixed" in msg
+
+
+def test_unknown_gravity_type_and_resolve_in():
+    with pytest.raises(mb.DeclarationError, match="gravity_type"):
+        mbl.World(gravity_type="radial")
+    with pytest.raises(mb.DeclarationError, match="resolve_in"):
+        mbl.WorldForce(resolve_in="frame_a")

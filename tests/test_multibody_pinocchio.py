@@ -1,0 +1,166 @@
+"""Multibody dynamics against Pinocchio on random trees of 30+ bodies.
+
+Each tree is built twice by ``mb_trees`` (as an mbmodel model and as a Pinocchio model with
+the same kinematics and inertias). We compare
+
+(a) forward accelerations with nonzero joint torques against ``pinocchio.aba``,
+(b) inverse-dynamics joint forces against ``pinocchio.rnea``,
+(c) the joint-space mass matrix, assembled column by column from our inverse model
+    (``M[:, i] = ID(q, 0, e_i) - ID(q, 0, 0)``), against ``pinocchio.crba``,
+(d) the round trip ``tau = ID(q, qd, FD(q, qd, tau))`` using only our two compiled models.
+
+Tolerance: ``1e-9 * max(1, max |reference|)`` (absolute for values of order one, relative to
+the largest entry otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+pin = pytest.importorskip("pinocchio")
+
+import mbmodel as mb  # noqa: E402
+from mb_trees import (TreeModel, acceleration_names, force_names, mbmodel_values,  # noqa: E402
+                      pinocchio_model, random_state, random_tree)
+
+N_BODIES = 32
+N_STATES = 3
+TOL = 1e-9
+
+CASES = {
+    "chain": dict(seed=11, chain=True),
+    "tree": dict(seed=12, chain=False),
+    "floating_spherical": dict(seed=13, chain=False, spherical=True, floating=True),
+}
+
+
+def depth_first(spec):
+    """The same tree with bodies renumbered in depth-first order. ``random_tree`` attaches
+    each body to any earlier one, so subtrees are not contiguous; Pinocchio's ``crba``
+    assumes they are (its ``nvSubtree`` blocks), and returns a wrong mass matrix otherwise
+    (``aba`` and ``rnea`` follow parent pointers and do not care)."""
+    children = {i: [] for i in range(-1, len(spec))}
+    for i, s in enumerate(spec):
+        children[s["parent"]].append(i)
+    order, stack = [], list(reversed(children[-1]))
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(reversed(children[i]))
+    new = {old: k for k, old in enumerate(order)}
+    return [dict(spec[old], parent=-1 if spec[old]["parent"] < 0 else new[spec[old]["parent"]])
+            for old in order]
+
+
+def _close(actual, reference, tol=TOL):
+    actual, reference = np.asarray(actual, float), np.asarray(reference, float)
+    scale = max(1.0, float(np.abs(reference).max()))
+    err = float(np.abs(actual - reference).max())
+    assert err <= tol * scale, f"max error {err:.3e} > {tol:.0e} * {scale:.3e}"
+
+
+class Setup:
+    """One tree: spec, Pinocchio model, our forward (actuated) and inverse models, states."""
+
+    def __init__(self, name, seed, chain=False, spherical=False, floating=False):
+        rng = np.random.default_rng(seed)
+        self.name = name
+        self.spec = depth_first(random_tree(N_BODIES, rng, chain=chain,
+                                            spherical=spherical, floating=floating))
+        self.pm = pinocchio_model(self.spec)
+        self.pd = self.pm.createData()
+        self.fd = mb.compile(TreeModel(self.spec, actuated=True))
+        self.id = mb.compile(TreeModel(self.spec), analysis="inverse")
+        self.acc_idx = [self.fd.output_index[n] for n in acceleration_names(self.spec)]
+        self.force_idx = [self.id.output_index[n] for n in force_names(self.spec)]
+        # Pinocchio velocity index of each actuated joint's input u<i>
+        self.u_vidx = {f"u{j}": self.pm.joints[j + 1].idx_v for j, s in enumerate(self.spec)
+                       if s["kind"] in ("revolute", "prismatic")}
+        self.states = [random_state(self.spec, self.pm, rng) for _ in range(N_STATES)]
+
+    # --- our models as functions of Pinocchio-ordered vectors ---------------------------
+    def forward(self, q, v, tau):
+        vals = mbmodel_values(self.spec, self.pm, q, v)
+        x = np.array([vals[s] for s in self.fd.states])
+        u = np.array([tau[self.u_vidx[name]] for name in self.fd.inputs])
+        y = np.array(self.fd.output_function(x, [], u, self.fd.parameter_defaults, 0.0)).ravel()
+        return y[self.acc_idx]
+
+    def inverse(self, q, v, a):
+        vals = mbmodel_values(self.spec, self.pm, q, v, a)
+        u = np.array([vals[s] for s in self.id.inputs])
+        y = np.array(self.id.output_function([], [], u, self.id.parameter_defaults, 0.0)).ravel()
+        return y[self.force_idx]
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def setup(request):
+    return Setup(request.param, **CASES[request.param])
+
+
+def test_trees_have_the_requested_structure(setup):
+    kinds = [s["kind"] for s in setup.spec]
+    assert len(kinds) >= 30
+    assert "revolute" in kinds and "prismatic" in kinds
+    if setup.name == "floating_spherical":
+        assert kinds[0] == "free" and "spherical" in kinds
+    if setup.name == "chain":
+        assert all(s["parent"] == i - 1 for i, s in enumerate(setup.spec))
+    assert all(s["parent"] < i for i, s in enumerate(setup.spec))
+    if setup.name == "tree":
+        # branched: some body has two children
+        parents = [s["parent"] for s in setup.spec]
+        assert max(parents.count(p) for p in set(parents)) >= 2
+    # every state and input of our models is covered by the Pinocchio mapping
+    q, v, a, _ = setup.states[0]
+    vals = mbmodel_values(setup.spec, setup.pm, q, v, a)
+    assert set(setup.fd.states) <= set(vals)
+    assert set(setup.id.inputs) == set(vals)
+    assert set(setup.fd.inputs) == set(setup.u_vidx)
+    assert setup.pm.nv == len(acceleration_names(setup.spec))
+
+
+def test_forward_dynamics_matches_aba(setup):
+    for q, v, _, tau in setup.states:
+        assert np.abs(tau).max() > 0.1
+        ref = pin.aba(setup.pm, setup.pd, q, v, tau)
+        _close(setup.forward(q, v, tau), ref)
+
+
+def test_forward_dynamics_without_torque_matches_aba(setup):
+    q, v, _, tau = setup.states[0]
+    zero = np.zeros_like(tau)
+    _close(setup.forward(q, v, zero), pin.aba(setup.pm, setup.pd, q, v, zero))
+
+
+def test_inverse_dynamics_matches_rnea(setup):
+    for q, v, a, _ in setup.states:
+        ref = pin.rnea(setup.pm, setup.pd, q, v, a)
+        _close(setup.inverse(q, v, a), ref)
+
+
+def test_mass_matrix_from_inverse_model_matches_crba(setup):
+    nv = setup.pm.nv
+    for q, _, _, _ in setup.states[:2]:
+        zero = np.zeros(nv)
+        g = setup.inverse(q, zero, zero)
+        M = np.column_stack([setup.inverse(q, zero, np.eye(nv)[i]) - g for i in range(nv)])
+        Mp = np.array(pin.crba(setup.pm, setup.pd, q))
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        _close(M, Mp)
+        assert np.allclose(M, M.T, atol=TOL * np.abs(Mp).max())
+        assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0
+        # and the zero-acceleration part is the generalized gravity force
+        _close(g, pin.computeGeneralizedGravity(setup.pm, setup.pd, q))
+
+
+def test_round_trip_inverse_of_forward_is_identity(setup):
+    for q, v, _, tau in setup.states:
+        qdd = setup.forward(q, v, tau)
+        _close(setup.inverse(q, v, qdd), tau)
