@@ -47,48 +47,13 @@ import numpy as np
 
 import mbmodel as mb
 from mbmodel.codegen import compile_function, operation_counts
-from mbmodel.libraries import multibody as mbl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-AXES = ([0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0])
-LINK = np.array([0.0, 0.3, 0.1])
-INERTIA = np.diag([0.02, 0.01, 0.02])
-MASS = 1.0
-
-
-class RevoluteChain(mb.Model):
-    """world -> joint0 -> link0 -> joint1 -> link1 ... (n revolutes)."""
-
-    def __init__(self, n, **modifiers):
-        super().__init__(**modifiers)
-        self.n = n
-        self.world = mbl.World(n=[0.0, 0.0, -1.0])
-        for i in range(n):
-            self.add(f"joint{i}", mbl.Revolute(n=AXES[i % 3]))
-            self.add(f"link{i}", mbl.BodyShape(r=list(LINK), r_CM=list(LINK / 2), m=MASS,
-                                               I_11=INERTIA[0, 0], I_22=INERTIA[1, 1],
-                                               I_33=INERTIA[2, 2]))
-
-    def equations(self):
-        prev = self.world.frame_b
-        for i in range(self.n):
-            joint, link = getattr(self, f"joint{i}"), getattr(self, f"link{i}")
-            yield mb.connect(prev, joint.frame_a)
-            yield mb.connect(joint.frame_b, link.frame_a)
-            prev = link.frame_b
-
-
-def pinocchio_chain(n):
-    import pinocchio as pin
-    model = pin.Model()
-    parent = 0
-    joints = (pin.JointModelRZ, pin.JointModelRY, pin.JointModelRX)
-    for i in range(n):
-        placement = pin.SE3(np.eye(3), LINK if i > 0 else np.zeros(3))
-        parent = model.addJoint(parent, joints[i % 3](), placement, f"j{i}")
-        model.appendBodyToJoint(parent, pin.Inertia(MASS, LINK / 2, INERTIA), pin.SE3.Identity())
-    return model
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+# The test suite's model builders: the same mechanisms as mbmodel models and Pinocchio models.
+import mb_trees  # noqa: E402
+from mb_trees import RevoluteChain, pinocchio_chain  # noqa: E402
 
 
 def load_r3():
@@ -97,12 +62,6 @@ def load_r3():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.R3Mechanics
-
-
-def load_tree_helpers():
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
-    import mb_trees  # the test suite's random-tree generator (same model for Pinocchio)
-    return mb_trees
 
 
 # -- measurements ---------------------------------------------------------------------------
@@ -216,7 +175,7 @@ def main(argv=None):
         print_row(rows[-1])
     tree_row = None
     if not args.quick:
-        trees = load_tree_helpers()
+        trees = mb_trees
         spec = trees.random_tree(100, np.random.default_rng(100))
         tree_row = measure("tree", lambda: trees.TreeModel(spec), 100,
                            trees.pinocchio_model(spec), 200)

@@ -74,19 +74,6 @@ def measured_period(t, x):
     return 2.0 * (tz[-1] - tz[0]) / (len(tz) - 1)
 
 
-def print_table(header, rows, left=(0,)):
-    """Print rows (tuples of strings) as an aligned table; columns in ``left`` are
-    left-aligned, the others right-aligned."""
-    widths = [max(len(str(r[k])) for r in [header] + rows) for k in range(len(header))]
-
-    def fmt(cells):
-        return "  ".join(f"{str(c):<{w}}" if k in left else f"{str(c):>{w}}"
-                         for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print(fmt(header))
-    print("-" * len(fmt(header)))
-    for r in rows:
-        print(fmt(r))
 
 
 def main(plot=True, out_dir="."):
@@ -129,7 +116,7 @@ def main(plot=True, out_dir="."):
         ("max |x^2 + y^2 - L^2| [m2]", f"{max_constraint:.1e}", "0", ""),
         ("max |E - E0| / (m g L (1 - cos theta0))", f"{drift:.1e}", "0", ""),
     ]
-    print_table(("quantity", "simulated", "exact", "rel. error"), rows)
+    print(mb.format_table(("quantity", "simulated", "exact", "rel. error"), rows))
 
     if plot:
         os.makedirs(out_dir, exist_ok=True)

@@ -121,19 +121,6 @@ def _describe(name):
             else f"current of inductor {element}")
 
 
-def print_table(header, rows, left=(0,)):
-    """Print rows (tuples of strings) as an aligned table; columns in ``left`` are
-    left-aligned, the others right-aligned."""
-    widths = [max(len(str(r[k])) for r in [header] + rows) for k in range(len(header))]
-
-    def fmt(cells):
-        return "  ".join(f"{str(c):<{w}}" if k in left else f"{str(c):>{w}}"
-                         for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print(fmt(header))
-    print("-" * len(fmt(header)))
-    for r in rows:
-        print(fmt(r))
 
 
 def main(plot=True, out_dir="."):
@@ -188,7 +175,7 @@ def main(plot=True, out_dir="."):
         ("max loop residual [V]", f"{loop_residual:.1e}", "0",
          "v_C2 - (v_C1 - v_C3), v_C4 - (v_C3 - v_C5)"),
     ]
-    print_table(("quantity", "mbmodel", "exact", "note"), rows, left=(0, 3))
+    print(mb.format_table(("quantity", "mbmodel", "exact", "note"), rows, left=(0, 3)))
 
     if plot:
         os.makedirs(out_dir, exist_ok=True)

@@ -135,19 +135,6 @@ def settling_time(t, y, target, band, t_from, t_to=np.inf):
     return float(ts[outside[-1] + 1] - t_from)
 
 
-def print_table(header, rows, left=(0,)):
-    """Print rows (tuples of strings) as an aligned table; columns in ``left`` are
-    left-aligned, the others right-aligned."""
-    widths = [max(len(str(r[k])) for r in [header] + rows) for k in range(len(header))]
-
-    def fmt(cells):
-        return "  ".join(f"{str(c):<{w}}" if k in left else f"{str(c):>{w}}"
-                         for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print(fmt(header))
-    print("-" * len(fmt(header)))
-    for r in rows:
-        print(fmt(r))
 
 
 def main(plot=True, out_dir="."):
@@ -223,7 +210,7 @@ def main(plot=True, out_dir="."):
          f"at t = {out['t_dip']:.4f} s"),
         ("recovery time to +-1 % [s]", f"{recovery:.4f}", "", f"after t = {T_LOAD} s"),
     ]
-    print_table(("quantity", "simulated", "expected", "note"), rows, left=(0, 3))
+    print(mb.format_table(("quantity", "simulated", "expected", "note"), rows, left=(0, 3)))
 
     if plot:
         os.makedirs(out_dir, exist_ok=True)

@@ -88,19 +88,6 @@ def mechanical_energy(phi1, phi2, w1, w2, length=LENGTH, g=G):
     return T + V, T, V
 
 
-def print_table(header, rows, left=(0,)):
-    """Print rows (tuples of strings) as an aligned table; columns in ``left`` are
-    left-aligned, the others right-aligned."""
-    widths = [max(len(str(r[k])) for r in [header] + rows) for k in range(len(header))]
-
-    def fmt(cells):
-        return "  ".join(f"{str(c):<{w}}" if k in left else f"{str(c):>{w}}"
-                         for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print(fmt(header))
-    print("-" * len(fmt(header)))
-    for r in rows:
-        print(fmt(r))
 
 
 def main(plot=True, out_dir="."):
@@ -157,7 +144,7 @@ def main(plot=True, out_dir="."):
         ("revolute2", f"{phi2[-1]:.6f}", f"{np.degrees(phi2[-1]):.3f}", f"{w2[-1]:.6f}"),
     ]
     print(f"final state at t = {T_END} s:")
-    print_table(("joint", "phi [rad]", "phi [deg]", "w [rad/s]"), rows)
+    print(mb.format_table(("joint", "phi [rad]", "phi [deg]", "w [rad/s]"), rows))
     print()
     rows = [
         ("mechanical energy at t = 0 [J]", f"{E[0]:.6f}", ""),
@@ -170,7 +157,7 @@ def main(plot=True, out_dir="."):
         ("largest increase of E between points [J]", f"{out['max_energy_increase']:.2e}",
          "monotone if 0"),
     ]
-    print_table(("energy", "value", "note"), rows, left=(0, 2))
+    print(mb.format_table(("energy", "value", "note"), rows, left=(0, 2)))
 
     if plot:
         os.makedirs(out_dir, exist_ok=True)

@@ -47,19 +47,6 @@ def analytic_vc(t):
     return V * (1.0 - np.exp(-np.asarray(t) / TAU))
 
 
-def print_table(header, rows, left=(0,)):
-    """Print rows (tuples of strings) as an aligned table; columns in ``left`` are
-    left-aligned, the others right-aligned."""
-    widths = [max(len(str(r[k])) for r in [header] + rows) for k in range(len(header))]
-
-    def fmt(cells):
-        return "  ".join(f"{str(c):<{w}}" if k in left else f"{str(c):>{w}}"
-                         for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print(fmt(header))
-    print("-" * len(fmt(header)))
-    for r in rows:
-        print(fmt(r))
 
 
 def main(plot=True, out_dir="."):
@@ -94,7 +81,7 @@ def main(plot=True, out_dir="."):
     i_tau, i_exact = float(res["resistor.i"][100]), V / R * math.exp(-1.0)
     rows.append(("i(1 tau) [A]", f"{i_tau:.10f}", f"{i_exact:.10f}",
                  f"{abs(i_tau - i_exact) / i_exact:.1e}"))
-    print_table(("quantity", "simulated", "analytic", "rel. error"), rows)
+    print(mb.format_table(("quantity", "simulated", "analytic", "rel. error"), rows))
     print(f"\nmax |v_C - v_C,exact| / V over the run: {max_err:.1e}")
 
     if plot:

@@ -83,19 +83,6 @@ def measure_oscillation(t, e):
     return omega_d, -slope, tp, ep
 
 
-def print_table(header, rows, left=(0,)):
-    """Print rows (tuples of strings) as an aligned table; columns in ``left`` are
-    left-aligned, the others right-aligned."""
-    widths = [max(len(str(r[k])) for r in [header] + rows) for k in range(len(header))]
-
-    def fmt(cells):
-        return "  ".join(f"{str(c):<{w}}" if k in left else f"{str(c):>{w}}"
-                         for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print(fmt(header))
-    print("-" * len(fmt(header)))
-    for r in rows:
-        print(fmt(r))
 
 
 def main(plot=True, out_dir="."):
@@ -134,8 +121,8 @@ def main(plot=True, out_dir="."):
          f"{abs(overshoot - overshoot_exact) / overshoot_exact:.1e}",
          "exp(-pi*zeta/sqrt(1-zeta^2))"),
     ]
-    print_table(("quantity", "measured", "analytic", "rel. error", "formula"), rows,
-                left=(0, 4))
+    print(mb.format_table(("quantity", "measured", "analytic", "rel. error", "formula"), rows,
+                left=(0, 4)))
     print(f"\nmax |v_C - v_C,exact| over the run: {max_dev:.1e} V")
 
     if plot:

@@ -187,19 +187,6 @@ def inverse_inputs(q, qd, qdd):
     return u
 
 
-def print_table(header, rows, left=(0,)):
-    """Print rows (tuples of strings) as an aligned table; columns in ``left`` are
-    left-aligned, the others right-aligned."""
-    widths = [max(len(str(r[k])) for r in [header] + rows) for k in range(len(header))]
-
-    def fmt(cells):
-        return "  ".join(f"{str(c):<{w}}" if k in left else f"{str(c):>{w}}"
-                         for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print(fmt(header))
-    print("-" * len(fmt(header)))
-    for r in rows:
-        print(fmt(r))
 
 
 def main(plot=True, out_dir="."):
@@ -269,15 +256,15 @@ def main(plot=True, out_dir="."):
     print(f"(a) fall under gravity from rest, final state at t = {T_FALL} s:")
     rows = [(j, f"{np.degrees(q0[k]):.1f}", f"{np.degrees(q_fall[-1, k]):.3f}",
              f"{w_fall[-1, k]:.4f}", f"{a_fall[0, k]:.4f}") for k, j in enumerate(JOINTS)]
-    print_table(("joint", "start [deg]", "final [deg]", "final w [rad/s]",
-                 "a(0) [rad/s2]"), rows)
+    print(mb.format_table(("joint", "start [deg]", "final [deg]", "final w [rad/s]",
+                 "a(0) [rad/s2]"), rows))
     print()
     print(f"(b) joint torques along the PTP reference motion (0 ... {T_REF} s, motion ends "
           f"at {t_end_motion:.3f} s):")
     rows = [(j, f"{tau_peak[k]:.2f}", f"{t_ref[k_peak[k]]:.3f}", f"{tau_hold[k]:.3f}",
              f"{tau[-1, k]:.3f}") for k, j in enumerate(JOINTS)]
-    print_table(("axis", "peak |tau| [N.m]", "at t [s]", "hold start pose [N.m]",
-                 f"tau({T_REF:g} s) [N.m]"), rows)
+    print(mb.format_table(("axis", "peak |tau| [N.m]", "at t [s]", "hold start pose [N.m]",
+                 f"tau({T_REF:g} s) [N.m]"), rows))
 
     if plot:
         os.makedirs(out_dir, exist_ok=True)

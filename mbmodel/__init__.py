@@ -31,7 +31,7 @@ from .flatten import FlatModel, flatten
 from .structure import SortedSystem, analyze
 from .compiler import BuildTimes, CompiledModel, compile
 from .initialization import initialize
-from .result import Result
+from .result import Result, format_table
 from .simulate import simulate
 
 __version__ = "0.1.0"
@@ -43,5 +43,5 @@ __all__ = [
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
     "InitializationError", "SimulationError", "KinematicLoopError", "analyze", "SortedSystem", "compile",
-    "CompiledModel", "BuildTimes", "initialize", "simulate", "Result",
+    "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
 ]

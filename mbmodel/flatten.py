@@ -132,6 +132,7 @@ class _Flattener:
         self.local_equations: dict[int, int] = {}
         self.declared_in: dict[int, Model] = {}
         self.input_positions: set[int] = set()
+        self.inactive: dict[int, Variable] = {}  # symbol hash -> variable of another analysis
 
     # -- collect declarations -----------------------------------------------------------
     def collect(self):
@@ -150,6 +151,7 @@ class _Flattener:
                     self._add_parameter(comp, member)
                 elif isinstance(member, Variable):
                     if not self.active(member):
+                        self._note_inactive(member)
                         continue
                     self._add_variable(comp, member, is_flow=False)
                     if member.kind in ("input", "output"):
@@ -158,6 +160,7 @@ class _Flattener:
                     self.connectors.append((comp, member))
                     for var in member._variables.values():
                         if not self.active(var):
+                            self._note_inactive(var)
                             continue
                         self._add_variable(comp, var, is_flow=var.kind == "flow")
                         if var.kind == "overdetermined":
@@ -166,6 +169,10 @@ class _Flattener:
     def active(self, var: Variable) -> bool:
         """Whether the variable exists in the analysis being compiled."""
         return var.analysis is None or var.analysis == self.analysis
+
+    def _note_inactive(self, var: Variable):
+        for k in range(var.symbol.numel()):
+            self.inactive[var.symbol[k].element_hash()] = var
 
     def _rename_symbols(self, order):
         """Give every symbol its full hierarchical name (messages and generated code read
@@ -224,9 +231,7 @@ class _Flattener:
     def make_derivative(self, symbol):
         rec = self.symbols[symbol.element_hash()]
         var = self.variables[rec.position]
-        if var.derivative is not None:
-            return self.variables[var.derivative].symbol
-        if var.kind == "input":
+        if var.kind == "input" and var.derivative is None:
             raise DeclarationError(f"der({var.name}): the external input '{var.name}' cannot be "
                                    f"differentiated; filter it through a block with a state")
         if var.derivative is None:
@@ -300,11 +305,12 @@ class _Flattener:
     def _check_symbols(self, comp, residual, shown):
         for s in ca.symvar(residual):
             if s.element_hash() not in self.symbols:
-                if str(s).startswith(comp.path) or not comp.path:
+                other = self.inactive.get(s.element_hash())
+                if other is not None:
                     raise DeclarationError(
-                        f"{_where(comp)}: equation '{_describe(shown)}' uses '{s}', which does "
-                        f"not exist in the '{self.analysis}' analysis (declared with "
-                        f"analysis=...); test self.analysis before using it")
+                        f"{_where(comp)}: equation '{_describe(shown)}' uses '{other.path}', "
+                        f"which exists only in the '{other.analysis}' analysis, not in "
+                        f"'{self.analysis}'; test self.analysis before using it")
                 raise DeclarationError(
                     f"{_where(comp)}: equation '{_describe(shown)}' uses '{s}', which is not a "
                     f"variable or parameter of this model (a symbol of another model instance?)")

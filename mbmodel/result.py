@@ -95,3 +95,21 @@ class Result:
             fig.savefig(file, dpi=110)
             plt.close(fig)
         return fig
+
+
+def format_table(header, rows, left=(0,)) -> str:
+    """Rows of cells as an aligned text table (columns in ``left`` left-aligned, the others
+    right-aligned), with a rule under the header.
+
+    Example::
+
+        print(mb.format_table(("joint", "phi [rad]"), [("r1", "0.31"), ("r2", "-1.20")]))
+    """
+    widths = [max(len(str(r[k])) for r in [header, *rows]) for k in range(len(header))]
+
+    def line(cells):
+        return "  ".join(f"{str(c):<{w}}" if k in left else f"{str(c):>{w}}"
+                         for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    head = line(header)
+    return "\n".join([head, "-" * len(head), *(line(r) for r in rows)])

@@ -104,6 +104,21 @@ class _Analysis:
         names = [v.name for v in flat.variables]
         symbols = [v.symbol for v in flat.variables]
         var_diff = [v.derivative for v in flat.variables]
+        def input_rep(v):
+            """The external input that v is (an alias with sign 1 and no offset), or None."""
+            rep, sign, off = alias.get(v, (v, 1.0, 0.0))
+            ok = rep is not None and sign == 1.0 and off == 0.0 and flat.variables[rep].kind == "input"
+            return rep if ok else None
+
+        # Declared derivatives of signals connected to an external input (Derivative()) become
+        # that input's derivative, before any other alias asks for it.
+        for a, (rep, _, _) in alias.items():
+            da = var_diff[a]
+            if da is not None and rep is not None and input_rep(a) == rep and input_rep(da) is not None:
+                if var_diff[rep] not in (None, input_rep(da)):
+                    raise DeclarationError(f"two different derivatives were declared for the "
+                                           f"input '{names[rep]}'")
+                var_diff[rep] = input_rep(da)
         # Derivatives of aliased variables are aliases of the representative's derivative.
         k = 0
         order = sorted(alias)
@@ -118,21 +133,14 @@ class _Analysis:
                 alias[da] = (None, 1.0, 0.0)
             else:
                 if flat.variables[rep].kind == "input":
-                    # A declared derivative of an input connected to the model's input: the
-                    # derivative signal's representative is the input's derivative.
-                    d_rep, d_sign, d_off = alias.get(da, (da, 1.0, 0.0))
-                    if sign != 1.0 or d_sign != 1.0 or d_off != 0.0 or d_rep is None or \
-                            flat.variables[d_rep].kind != "input":
+                    if input_rep(da) is not None:
+                        continue  # a declared derivative, handled above
+                    if var_diff[rep] is None:
                         raise DeclarationError(
                             f"der({names[a]}) is the derivative of the external input "
                             f"'{names[rep]}'; inputs cannot be differentiated (unless their "
                             f"derivatives are inputs too, declared with Derivative())")
-                    if var_diff[rep] not in (None, d_rep):
-                        raise DeclarationError(f"two different derivatives were declared for "
-                                               f"the input '{names[rep]}'")
-                    var_diff[rep] = d_rep
-                    continue
-                if var_diff[rep] is None:
+                elif var_diff[rep] is None:
                     sym = ca.SX.sym(f"der({names[rep]})")
                     var_diff[rep] = len(names)
                     names.append(f"der({names[rep]})")

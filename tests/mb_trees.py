@@ -196,3 +196,46 @@ def force_names(spec):
         else:
             names += [f"{name}.tau[{k}]" for k in (3, 4, 5, 0, 1, 2)]
     return names
+
+
+# -- serial revolute chain (benchmark and drive-train tests) --------------------------------
+
+AXES = ([0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0])
+LINK = np.array([0.0, 0.3, 0.1])
+INERTIA = np.diag([0.02, 0.01, 0.02])
+MASS = 1.0
+
+
+class RevoluteChain(mb.Model):
+    """world -> joint0 -> link0 -> joint1 -> link1 ... (n revolutes; axes cycle z, y, x;
+    links of offset LINK with the centre of mass half way)."""
+
+    def __init__(self, n, **modifiers):
+        super().__init__(**modifiers)
+        self.n = n
+        self.world = mbl.World(n=[0.0, 0.0, -1.0])
+        for i in range(n):
+            self.add(f"joint{i}", mbl.Revolute(n=AXES[i % 3]))
+            self.add(f"link{i}", mbl.BodyShape(r=list(LINK), r_CM=list(LINK / 2), m=MASS,
+                                               I_11=INERTIA[0, 0], I_22=INERTIA[1, 1],
+                                               I_33=INERTIA[2, 2]))
+
+    def equations(self):
+        prev = self.world.frame_b
+        for i in range(self.n):
+            joint, link = getattr(self, f"joint{i}"), getattr(self, f"link{i}")
+            yield mb.connect(prev, joint.frame_a)
+            yield mb.connect(joint.frame_b, link.frame_a)
+            prev = link.frame_b
+
+
+def pinocchio_chain(n):
+    import pinocchio as pin
+    model = pin.Model()
+    parent = 0
+    joints = (pin.JointModelRZ, pin.JointModelRY, pin.JointModelRX)
+    for i in range(n):
+        placement = pin.SE3(np.eye(3), LINK if i > 0 else np.zeros(3))
+        parent = model.addJoint(parent, joints[i % 3](), placement, f"j{i}")
+        model.appendBodyToJoint(parent, pin.Inertia(MASS, LINK / 2, INERTIA), pin.SE3.Identity())
+    return model

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import mbmodel as mb
-from mbmodel import (Branch, Connector, Fixed, Flow, Guess, Input, Model, Overdetermined,
-                     Parameter, Potential, PotentialRoot, Root, Variable, connect, der)
+from mbmodel import (Branch, Connector, Fixed, Flow, Input, Model, Overdetermined,
+                     Parameter, PotentialRoot, Root, Variable, connect, der)
 from mbmodel.libraries import blocks
 from mbmodel.libraries import electrical as el
 from mbmodel.libraries import rotational as rot
@@ -438,3 +438,75 @@ def test_connection_set_with_thousands_of_members():
 
     res = mb.simulate(Parallel(1500), 1.0, n_points=2)
     assert np.isclose(res.final("source.i"), -2.0, rtol=1e-9)  # 1500 x (2 V / 1500 Ohm)
+
+
+# -- analyses and declared input derivatives ------------------------------------------------
+
+from mbmodel.libraries import rotational as _rot  # noqa: E402
+
+
+class _Move(Model):
+    """Prescribed flange motion from inputs u = [phi, w, a] (their derivatives declared)."""
+
+    flange = _rot.Flange()
+    u = Input(shape=3)
+
+    def equations(self):
+        yield mb.Derivative(self.u[0], self.u[1])
+        yield mb.Derivative(self.u[1], self.u[2])
+        yield self.flange.phi == self.u[0]
+
+
+class _MovedInertia(Model):
+    u = Input(shape=3)
+    move = _Move()
+    load = _rot.Inertia(J=2.0)
+
+    def equations(self):
+        yield mb.connect(self.u, self.move.u)
+        yield mb.connect(self.move.flange, self.load.flange_a)
+
+
+def test_declared_input_derivatives_replace_differentiation():
+    cm = mb.compile(_MovedInertia())
+    assert cm.states == [] and len(cm.inputs) == 3
+    u = [0.3, -1.5, 4.0]
+    y = np.array(cm.output_function([], [], u, cm.parameter_defaults, 0.0)).ravel()
+    get = lambda name: y[cm.output_index[name]]  # noqa: E731
+    assert get("load.w") == pytest.approx(-1.5, abs=1e-14)
+    assert get("load.a") == pytest.approx(4.0, abs=1e-14)
+    # Newton: the source applies J*a to the load
+    assert get("load.flange_a.tau") == pytest.approx(2.0 * 4.0, abs=1e-13)
+
+
+def test_derivative_of_a_plain_variable_is_refused():
+    class Bad(Model):
+        x = mb.Variable()
+        y = mb.Variable()
+
+        def equations(self):
+            yield mb.Derivative(self.x, self.y)
+            yield self.x == 1
+            yield self.y == 0
+
+    with pytest.raises(mb.DeclarationError, match="Input"):
+        mb.compile(Bad())
+
+
+class _SplitPin(Connector):
+    e = mb.Potential()
+    q = Flow(analysis="inverse")
+    r = Flow(analysis="forward")
+
+
+class _UsesInverseFlow(Model):
+    pin = _SplitPin()
+
+    def equations(self):
+        yield self.pin.e == 1.0
+        yield self.pin.q == 0.0  # exists only in the inverse analysis
+
+
+def test_variable_of_another_analysis_is_named():
+    with pytest.raises(mb.DeclarationError, match=r"pin\.q.*only in the 'inverse' analysis"):
+        mb.compile(_UsesInverseFlow())

@@ -2,9 +2,6 @@
 on every joint of a chain must act as the reflected inertia J·ratio² (Pinocchio's
 ``armature``)."""
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
@@ -12,8 +9,7 @@ import mbmodel as mb
 from mbmodel.libraries import multibody as mbl, rotational as rot
 
 pin = pytest.importorskip("pinocchio")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-from multibody_dynamics import AXES, INERTIA, LINK, MASS, pinocchio_chain  # noqa: E402
+from mb_trees import AXES, INERTIA, LINK, MASS, pinocchio_chain  # noqa: E402
 
 J_MOTOR, RATIO = 0.5, 10.0
 

@@ -34,7 +34,7 @@ import casadi as ca
 import numpy as np
 
 import mbmodel as mb
-from mbmodel import Branch, Connector, Flow, Overdetermined, Potential
+from mbmodel import Connector, Flow, Overdetermined, Potential
 from mbmodel.errors import ParameterError
 
 from . import spatial as sp
@@ -117,24 +117,22 @@ def rigid_kinematics(frame_a, frame_b, E=None, r=None):
     yield frame_b.a == sp.motion_to_child(frame_a.a, E, r)
 
 
-def rigid_forces(component, frame_a, frame_b, E=None, r=None, inertia=None, bias=None,
-                 body_force=None):
-    """Flow equations of a rigid part from ``frame_a`` to ``frame_b``, optionally with a body
-    at frame_a: its spatial ``inertia`` and velocity-dependent force ``bias`` (forward
-    analysis) or its force ``body_force = I a + b`` (inverse analysis)."""
+def rigid_forces(component, frame_a, frame_b, E=None, r=None, body=None):
+    """Flow equations of a rigid part from ``frame_a`` to ``frame_b``, optionally carrying
+    ``body`` (a rigid body at frame_a: its ``body_terms`` in the forward analysis, its
+    ``body_force`` in the inverse one)."""
     if component.analysis == "forward":
-        A = -sp.unpack(frame_b.I)
-        I_a = sp.inertia_to_parent(A, E, r)
+        I_a = sp.inertia_to_parent(-sp.unpack(frame_b.I), E, r)
         b_a = sp.force_to_parent(-frame_b.b, E, r)
-        if inertia is not None:
-            I_a = I_a + inertia
-            b_a = b_a + bias
+        if body is not None:
+            inertia, bias = body.body_terms(frame_a)
+            I_a, b_a = I_a + inertia, b_a + bias
         yield frame_a.I == sp.pack(I_a)
         yield frame_a.b == b_a
     else:
         F_a = -sp.force_to_parent(cut_force(frame_b), E, r)
-        if body_force is not None:
-            F_a = F_a + body_force
+        if body is not None:
+            F_a = F_a + body.body_force(frame_a)
         yield cut_force(frame_a) == F_a
 
 

@@ -26,7 +26,6 @@ drives the flange (e.g. a rotational Position source).
 from __future__ import annotations
 
 import casadi as ca
-import numpy as np
 
 import mbmodel as mb
 from mbmodel import Branch, Model, Parameter, Variable, der
@@ -68,14 +67,46 @@ class _Joint(Model):
     def connection_roles(self):
         yield Branch(self.frame_a.R, self.frame_b.R)
 
-    def _prescribe_unless(self, flange_used, names):
-        """Joint coordinates are inputs in the inverse analysis unless a flange drives them."""
-        if flange_used:
-            for name in names:
+
+class _AxisJoint(_Joint):
+    """One degree of freedom along or about the axis ``n``, optionally driven through a 1-D
+    flange. Subclasses name their coordinate, its derivatives and the driving force
+    (``coordinates``), the flange library and its across/through names, and the motion."""
+
+    coordinates: tuple[str, str, str, str]
+    flange_library = None
+    flange_names: tuple[str, str]
+
+    def __init__(self, use_axis_flange: bool = False, **modifiers):
+        super().__init__(**modifiers)
+        self.use_axis_flange = bool(use_axis_flange)
+        if self.use_axis_flange:
+            # The flange drives the motion, so it is not an input of the inverse analysis.
+            for name in self.coordinates[:3]:
                 self.declaration(name).input_in = None
+            self.axis = self.flange_library.Flange(doc="Drives the joint")
+            self.support = self.flange_library.Flange(doc="Support of the drive, fixed")
+
+    def motion(self, e, q):
+        """(E, r, Phi) of the joint for the unit axis e and coordinate q."""
+        raise NotImplementedError
+
+    def equations(self):
+        q, qd, qdd, force = (getattr(self, name) for name in self.coordinates)
+        across, through = self.flange_names
+        e = unit_axis(self)
+        yield from _coordinate_equations(self, q, qd, qdd, self.use_axis_flange)
+        if self.use_axis_flange:
+            yield getattr(self.axis, across) == q
+            yield getattr(self.support, across) == 0
+            yield force == getattr(self.axis, through)
+        elif self.analysis == "forward":
+            yield force == 0
+        E, r, Phi = self.motion(e, q)
+        yield from joint_equations(self, E, r, Phi, qd, qdd, force)
 
 
-class Revolute(_Joint):
+class Revolute(_AxisJoint):
     """Rotation of frame_b about axis ``n`` (resolved in frame_a, equal in frame_b) by the
     angle ``phi`` (MSL ``Joints.Revolute``).
 
@@ -97,29 +128,15 @@ class Revolute(_Joint):
     a = Variable(0.0, unit="rad/s2", input_in="inverse", doc="Second derivative of phi")
     tau = Variable(0.0, unit="N.m", doc="Driving torque in direction of the axis")
 
-    def __init__(self, use_axis_flange: bool = False, **modifiers):
-        super().__init__(**modifiers)
-        self.use_axis_flange = bool(use_axis_flange)
-        self._prescribe_unless(self.use_axis_flange, ("phi", "w", "a"))
-        if self.use_axis_flange:
-            self.axis = rotational.Flange(doc="Drives the joint (phi, tau)")
-            self.support = rotational.Flange(doc="Support of the drive, fixed")
+    coordinates = ("phi", "w", "a", "tau")
+    flange_library = rotational
+    flange_names = ("phi", "tau")
 
-    def equations(self):
-        e = unit_axis(self)
-        Phi = ca.vertcat(e, ca.SX.zeros(3, 1))
-        yield from _coordinate_equations(self, self.phi, self.w, self.a, self.use_axis_flange)
-        if self.use_axis_flange:
-            yield self.axis.phi == self.phi
-            yield self.support.phi == 0
-            yield self.tau == self.axis.tau
-        elif self.analysis == "forward":
-            yield self.tau == 0
-        yield from joint_equations(self, sp.planar_rotation(e, self.phi), None, Phi,
-                                   self.w, self.a, self.tau)
+    def motion(self, e, q):
+        return sp.planar_rotation(e, q), None, ca.vertcat(e, ca.SX.zeros(3, 1))
 
 
-class Prismatic(_Joint):
+class Prismatic(_AxisJoint):
     """Translation of frame_b along axis ``n`` (resolved in frame_a) by ``s`` (MSL
     ``Joints.Prismatic``): ``r = n s``, ``Phi = [0; n]``; ``f`` is the driving force along
     ``n`` (from the axis flange of the translational library if ``use_axis_flange=True``).
@@ -133,25 +150,12 @@ class Prismatic(_Joint):
     a = Variable(0.0, unit="m/s2", input_in="inverse", doc="Second derivative of s")
     f = Variable(0.0, unit="N", doc="Driving force in direction of the axis")
 
-    def __init__(self, use_axis_flange: bool = False, **modifiers):
-        super().__init__(**modifiers)
-        self.use_axis_flange = bool(use_axis_flange)
-        self._prescribe_unless(self.use_axis_flange, ("s", "v", "a"))
-        if self.use_axis_flange:
-            self.axis = translational.Flange(doc="Drives the joint (s, f)")
-            self.support = translational.Flange(doc="Support of the drive, fixed")
+    coordinates = ("s", "v", "a", "f")
+    flange_library = translational
+    flange_names = ("s", "f")
 
-    def equations(self):
-        e = unit_axis(self)
-        Phi = ca.vertcat(ca.SX.zeros(3, 1), e)
-        yield from _coordinate_equations(self, self.s, self.v, self.a, self.use_axis_flange)
-        if self.use_axis_flange:
-            yield self.axis.s == self.s
-            yield self.support.s == 0
-            yield self.f == self.axis.f
-        elif self.analysis == "forward":
-            yield self.f == 0
-        yield from joint_equations(self, None, e * self.s, Phi, self.v, self.a, self.f)
+    def motion(self, e, q):
+        return None, e * q, ca.vertcat(ca.SX.zeros(3, 1), e)
 
 
 def _coordinate_equations(joint, q, qd, qdd, driven):
@@ -171,7 +175,8 @@ class Spherical(_Joint):
 
     Example::
 
-        ball = Spherical(Q=mb.Fixed(rotation_to_quaternion(E0)), w_rel=mb.Fixed([0, 0, 1]))
+        ball = Spherical(Q=mb.Fixed(spatial.rotation_to_quaternion(E0)),
+                         w_rel=mb.Fixed([0, 0, 1]))
     """
 
     Q = Variable([0.0, 0.0, 0.0, 1.0], shape=4, state_select="prefer", input_in="inverse",

@@ -17,8 +17,8 @@ from mbmodel import Branch, Model, Parameter, Root
 from mbmodel.errors import ParameterError
 
 from . import spatial as sp
-from .frames import (Frame, apply_force, numeric_value, rigid_forces, rigid_kinematics,
-                     world_of)
+from .frames import (Frame, cut_force, numeric_value, rigid_forces, rigid_kinematics,
+                     unit_axis, world_of)
 
 GRAVITY_TYPES = ("uniform", "point", "none")
 
@@ -151,7 +151,6 @@ class FixedRotation(Model):
         yield Branch(self.frame_a.R, self.frame_b.R)
 
     def equations(self):
-        from .frames import unit_axis
         E = sp.planar_rotation(unit_axis(self), self.angle)
         r = sp.vec(self.r)
         yield from rigid_kinematics(self.frame_a, self.frame_b, E, r)
@@ -196,17 +195,10 @@ class _RigidBody(Model):
         spatial product): ``b_f = m w x v_c``, ``b_t = w x (I_c w) + c x b_f`` with the
         centre-of-mass velocity ``v_c = v + w x c``."""
         m, c, I_c = self.mass_properties()
-        inertia = sp.body_inertia(m, c, I_c)
         w, u = frame.v[0:3], frame.v[3:6]
-        v_c = u + sp.cross(w, c)
-        b_f = m * sp.cross(w, v_c)
+        b_f = m * sp.cross(w, u + sp.cross(w, c))
         b_t = sp.cross(w, I_c @ w) + sp.cross(c, b_f)
-        bias = ca.vertcat(b_t, b_f)
-        world = world_of(self)
-        if world.gravity_type == "point":
-            F = m * (frame.R @ world.point_gravity(frame.r_0 + frame.R.T @ c))
-            bias = bias - ca.vertcat(sp.cross(c, F), F)
-        return inertia, bias
+        return sp.body_inertia(m, c, I_c), ca.vertcat(b_t, b_f) - self._point_gravity(frame, m, c)
 
     def body_force(self, frame):
         """``I a + b`` about the centre of mass: ``f = m (a_v + z x c + w x v_c)``,
@@ -214,15 +206,18 @@ class _RigidBody(Model):
         m, c, I_c = self.mass_properties()
         w, u = frame.v[0:3], frame.v[3:6]
         z, a_v = frame.a[0:3], frame.a[3:6]
-        v_c = u + sp.cross(w, c)
-        f = m * (a_v + sp.cross(z, c) + sp.cross(w, v_c))
+        f = m * (a_v + sp.cross(z, c) + sp.cross(w, u + sp.cross(w, c)))
         t = I_c @ z + sp.cross(w, I_c @ w) + sp.cross(c, f)
-        force = ca.vertcat(t, f)
+        return ca.vertcat(t, f) - self._point_gravity(frame, m, c)
+
+    def _point_gravity(self, frame, m, c):
+        """Wrench of point gravity at ``frame`` (zero for uniform gravity, which the world's
+        acceleration already carries)."""
         world = world_of(self)
-        if world.gravity_type == "point":
-            F = m * (frame.R @ world.point_gravity(frame.r_0 + frame.R.T @ c))
-            force = force - ca.vertcat(sp.cross(c, F), F)
-        return force
+        if world.gravity_type != "point":
+            return ca.SX.zeros(6, 1)
+        F = m * (frame.R @ world.point_gravity(frame.r_0 + frame.R.T @ c))
+        return ca.vertcat(sp.cross(c, F), F)
 
     def equations(self):
         f = self.frame_a
@@ -231,7 +226,7 @@ class _RigidBody(Model):
             yield f.I == sp.pack(inertia)
             yield f.b == bias
         else:
-            yield ca.vertcat(f.t, f.f) == self.body_force(f)
+            yield cut_force(f) == self.body_force(f)
 
 
 class Body(_RigidBody):
@@ -296,12 +291,7 @@ class _Shape:
     def equations(self):
         r = sp.vec(self.r)
         yield from rigid_kinematics(self.frame_a, self.frame_b, None, r)
-        if self.analysis == "forward":
-            inertia, bias = self.body_terms(self.frame_a)
-            yield from rigid_forces(self, self.frame_a, self.frame_b, None, r, inertia, bias)
-        else:
-            yield from rigid_forces(self, self.frame_a, self.frame_b, None, r,
-                                    body_force=self.body_force(self.frame_a))
+        yield from rigid_forces(self, self.frame_a, self.frame_b, None, r, body=self)
 
 
 class BodyShape(_Shape, Body):
