@@ -125,6 +125,7 @@ class CompiledModel:
         self.initial_function = ca.Function("initial", args, [_vcat(init_e)], names, ["r"])
         self.event_function = ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"])
         self._param_check = None
+        self._pivot_check = None
         self.build_times = times or BuildTimes()
         self.build_times.casadi = _clock.perf_counter() - t0
         self.start = np.array([sys_.start[v] for v in sys_.states], dtype=float)
@@ -171,6 +172,7 @@ class CompiledModel:
     def _check_parameters(self, values):
         for q, v in zip(self._free, values):
             check_parameter_value(q.name, v, q.min, q.max)
+        self._check_pivots(values)
         if self._bound:
             if self._param_check is None:
                 syms = [q.symbol for q in self._bound]
@@ -180,6 +182,27 @@ class CompiledModel:
             bound_vals = np.array(self._param_check(values)).reshape(-1)
             for q, v in zip(self._bound, bound_vals):
                 check_parameter_value(q.name, v, q.min, q.max)
+
+    def _check_pivots(self, values):
+        """Equations were solved by dividing by parameter expressions that are nonzero at
+        the declared values; refuse run-time values that make one of them zero."""
+        guards = self.system.pivot_guards
+        if not guards or self.parameter_mode == "constant":
+            return
+        if self._pivot_check is None:
+            exprs = [g for g, _ in guards]
+            if self._bound:
+                _, exprs = ca.substitute_inplace([q.symbol for q in self._bound],
+                                                 [q.binding for q in self._bound], exprs, False)
+            self._pivot_check = ca.Function("pivots", [self._p], [_vcat(exprs)])
+        for (expr, what), v in zip(guards, np.array(self._pivot_check(values)).reshape(-1)):
+            if v == 0.0 or not np.isfinite(v):
+                names = sorted(str(s) for s in ca.symvar(expr))
+                raise ParameterError(
+                    f"with these parameter values the equation {what} divides by zero "
+                    f"({_short(expr)} = {v}); it depends on {', '.join(names[:6])}. Change "
+                    f"those values, or compile the model with them so the equations are "
+                    f"sorted for them")
 
     def explicit_ode(self) -> ca.Function:
         """``(x, u, p, t) -> (ẋ, z)`` with the algebraic variables solved inside by casadi's
@@ -251,6 +274,11 @@ class CompiledModel:
     def __repr__(self):
         return (f"<CompiledModel {self.name}: {len(self.states)} states, {len(self.algebraic)} "
                 f"algebraic, {len(self.inputs)} inputs, {len(self.parameters)} parameters>")
+
+
+def _short(expr) -> str:
+    text = str(expr)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _vcat(items):

@@ -65,6 +65,15 @@ class SortedSystem:
     removed_alias_equations: int
     start: list[float]
     flat_index: dict[str, int]
+    #: Divisors that depend on parameters only, with what was solved by dividing by them:
+    #: ``(expression, description)``. Nonzero at the declared values (checked here); the
+    #: compiled model re-checks them when parameters change at run time.
+    pivot_guards: list[tuple[ca.SX, str]] = field(default_factory=list)
+
+
+def _describe(expr) -> str:
+    text = str(expr)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def incidence_lists(exprs: ca.SX, syms: ca.SX) -> list[list[int]]:
@@ -296,7 +305,7 @@ class _Analysis:
             alias=alias_named, inputs=self.input_ids, n_differentiated_equations=len(red.new_eqs),
             dummy_derivatives=sorted(dummies),
             removed_alias_equations=len(self.aliases.removed_equations), start=start,
-            flat_index={nm: i for i, nm in enumerate(names)})
+            flat_index={nm: i for i, nm in enumerate(names)}, pivot_guards=self.pivot_guards)
 
     def needed_blocks(self, blocks_eqs, eq_match, red, states, outputs, names):
         """Keep only the blocks that the state derivatives and the requested outputs depend
@@ -364,9 +373,44 @@ class _Analysis:
             "replace one of the conflicting components.")
 
     # ---- block solution ---------------------------------------------------------------------
+    def parameter_values(self) -> dict:
+        """Numeric value of every parameter (bindings resolved), by symbol hash."""
+        free = [p for p in self.flat.parameters if p.binding is None]
+        bound = [p for p in self.flat.parameters if p.binding is not None]
+        values = {p.symbol.element_hash(): float(p.value) for p in free}
+        if bound:
+            syms = [p.symbol for p in free] + [p.symbol for p in bound]
+            exprs = [ca.SX(p.value) for p in free] + [p.binding for p in bound]
+            _, outs = ca.substitute_inplace(syms, exprs, [p.binding for p in bound], False)
+            for p, out in zip(bound, outs):
+                values[p.symbol.element_hash()] = float(ca.evalf(out))
+        return values
+
+    def parameter_only(self, coef) -> bool:
+        return all(s.element_hash() in self.param_values for s in ca.symvar(coef))
+
+    def value_of(self, coef) -> float:
+        """Value of a parameter-only expression at the declared parameter values."""
+        syms = ca.symvar(coef)
+        if not syms:
+            return float(ca.evalf(coef))
+        vals = [self.param_values[s.element_hash()] for s in syms]
+        return float(ca.evalf(ca.substitute(coef, ca.vertcat(*syms), ca.DM(vals))))
+
+    def safe_pivot(self, coef, description) -> bool:
+        """Whether ``coef`` is a safe divisor: constant or parameter-only (it cannot cross
+        zero as the state moves) and nonzero at the declared parameter values. Divisors that
+        depend on parameters are kept as guards for run-time parameter changes."""
+        if coef.is_zero() or not self.parameter_only(coef) or self.value_of(coef) == 0.0:
+            return False
+        if not coef.is_constant():
+            self.pivot_guards.append((coef, description))
+        return True
+
     def solve_blocks(self, blocks_eqs, eq_match, descriptions, origins, names):
         symbols, equations = self.symbols_all, self.equations_all
-        param_hashes = {p.symbol.element_hash() for p in self.flat.parameters}
+        self.param_values = self.parameter_values()
+        self.pivot_guards = []
         sequence, algebraic, residuals, blocks = [], [], [], []
         for beqs in blocks_eqs:
             if len(beqs) == 1:
@@ -374,11 +418,14 @@ class _Analysis:
                 v = eq_match[e]
                 expr, sym = equations[e], symbols[v]
                 coef = ca.jacobian(expr, sym)
-                if coef.is_zero():
-                    raise StructuralSingularityError(
-                        f"equation '{descriptions[e]}' ({origins[e]}) was assigned to "
-                        f"'{names[v]}' but does not depend on it")
+                what = f"'{descriptions[e]}' ({origins[e] or 'the model'}) solved for '{names[v]}'"
+                if coef.is_zero() or (self.parameter_only(coef) and self.value_of(coef) == 0.0):
+                    detail = ("does not depend on it" if coef.is_zero() else
+                              f"does not depend on it with the given parameter values (its "
+                              f"coefficient {_describe(coef)} is zero); change those parameters")
+                    raise StructuralSingularityError(f"equation {what}: the equation {detail}")
                 if not ca.depends_on(coef, sym):
+                    self.safe_pivot(coef, what)  # records a guard if parameter-dependent
                     rest = ca.substitute(expr, sym, ca.SX(0))
                     sequence.append((v, -rest / coef))
                     blocks.append(Block("explicit", [e], [v], [(e, v)]))
@@ -390,12 +437,9 @@ class _Analysis:
             bvars = [eq_match[e] for e in beqs]
 
             def solvable(e, v, _eqs=equations, _syms=symbols):
-                coef = ca.jacobian(_eqs[e], _syms[v])
-                if coef.is_zero():
-                    return False
-                # Safe pivots only: constant or parameter-only coefficients never cross zero
-                # as the state moves.
-                return all(s.element_hash() in param_hashes for s in ca.symvar(coef))
+                return self.safe_pivot(ca.jacobian(_eqs[e], _syms[v]),
+                                       f"'{descriptions[e]}' ({origins[e] or 'the model'}) "
+                                       f"solved for '{names[v]}'")
 
             tear = graph.tear(beqs, bvars, self.inc_all, solvable)
             defs = []

@@ -5,6 +5,7 @@ import math
 import pytest
 
 import mbmodel as mb
+from mbmodel.functions import cos, sin
 from mbmodel import Connector, Fixed, Flow, Model, Parameter, Potential, Variable, connect, der
 from mbmodel.libraries import electrical as el
 from mbmodel.libraries import rotational as rot
@@ -262,3 +263,43 @@ def test_time_event_declared_inside_equations_is_honoured():
     res = mb.simulate(LateStep(), 1.0, n_points=3)
     assert np.isclose(res.final("x"), 0.5, rtol=1e-9)
     assert mb.flatten(LateStep()).time_events
+
+
+class ScaledLoop(Model):
+    """Two algebraic unknowns coupled through parameter coefficients: tearing solves one
+    equation for ``y`` by dividing by ``k``."""
+
+    k = Parameter(2.0)
+    x = Variable(0.0)
+    y = Variable(0.0)
+    s = Variable(0.0, fixed=True)
+
+    def equations(self):
+        yield der(self.s) == self.x
+        yield self.k * self.y + self.x == sin(mb.time)
+        yield self.x - self.y == 0.5 * self.s
+
+
+def test_parameter_pivot_that_is_zero_is_not_divided_by():
+    cm = mb.compile(ScaledLoop(k=0.0))
+    res = cm.simulate(1.0)
+    # k = 0: x = sin(t) from the second equation, y = x - s/2; finite and correct.
+    assert math.isclose(res["x"][-1], math.sin(1.0), abs_tol=1e-6)
+
+
+def test_run_time_parameter_that_zeroes_a_pivot_is_refused():
+    class Divided(Model):
+        k = Parameter(2.0)
+        y = Variable(0.0)
+        s = Variable(0.0, fixed=True)
+
+        def equations(self):
+            yield der(self.s) == self.y
+            yield self.k * self.y == cos(mb.time)
+
+    cm = mb.compile(Divided())
+    assert math.isclose(cm.simulate(1.0)["s"][-1], math.sin(1.0) / 2, rel_tol=1e-5)
+    with pytest.raises(mb.ParameterError, match=r"divides by zero.*k"):
+        cm.simulate(1.0, params={"k": 0.0})
+    with pytest.raises(mb.StructuralSingularityError, match="does not depend on it"):
+        mb.compile(Divided(k=0.0))

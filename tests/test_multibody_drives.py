@@ -54,13 +54,6 @@ def _max_error(n):
     return np.abs(acc - ref).max() / max(1.0, np.abs(ref).max())
 
 
-@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_geared_motor_inertia_is_the_reflected_inertia(n):
     assert _max_error(n) < 1e-9
-
-
-@pytest.mark.xfail(strict=True, reason="known defect: with three or more geared joints the "
-                   "chain-wide linear block is torn with a pivot that vanishes (inf/nan); "
-                   "needs the reflected inertia in the joint's articulated step")
-def test_three_geared_joints():
-    assert _max_error(3) < 1e-9
