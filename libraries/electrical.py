@@ -31,6 +31,7 @@ from mbmodel import Connector, Flow, Input, Model, Output, Parameter, Potential,
 from mbmodel.functions import if_else, sin
 
 from . import rotational as _rot
+from .drive_trains import force_element
 
 __all__ = [
     "Pin", "PositivePin", "NegativePin", "TwoPin", "OnePort",
@@ -314,6 +315,11 @@ class EMF(Model):
         yield self.flange.tau == -self.tau_elec
         if self.use_support:
             yield self.support.tau == -self.flange.tau
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a rigid drive train
+        (:mod:`mbmodel.libraries.drive_trains`)."""
+        return force_element(flange)  # torque k*i, set by the circuit
 
 
 # --------------------------------------------------------------------------------------

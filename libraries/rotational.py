@@ -28,6 +28,8 @@ import math
 from mbmodel import (Connector, Flow, Input, Model, Output, Parameter, Potential, Variable,
                      der)
 
+from .drive_trains import ForceElementFlanges, RigidCoupling
+
 __all__ = [
     "Flange", "Flange_a", "Flange_b", "Support",
     "PartialTwoFlanges", "PartialCompliant", "PartialCompliantWithRelativeStates",
@@ -78,7 +80,7 @@ class PartialTwoFlanges(Model):
     flange_b = Flange_b(doc="Right flange")
 
 
-class PartialCompliant(PartialTwoFlanges):
+class PartialCompliant(ForceElementFlanges, PartialTwoFlanges):
     """Partial model of a compliant connection of two flanges (MSL ``PartialCompliant``).
 
     Equations::
@@ -100,7 +102,7 @@ class PartialCompliant(PartialTwoFlanges):
         yield self.flange_a.tau == -self.tau
 
 
-class PartialCompliantWithRelativeStates(PartialTwoFlanges):
+class PartialCompliantWithRelativeStates(ForceElementFlanges, PartialTwoFlanges):
     """Partial model of a compliant connection with relative states
     (MSL ``PartialCompliantWithRelativeStates``).
 
@@ -192,7 +194,7 @@ class PartialElementaryTwoFlangesAndSupport2(PartialTwoFlanges):
             yield self.support.tau == -self.flange_a.tau - self.flange_b.tau
 
 
-class PartialTorque(PartialElementaryOneFlangeAndSupport2):
+class PartialTorque(ForceElementFlanges, PartialElementaryOneFlangeAndSupport2):
     """Partial model of a torque acting at the flange (MSL ``PartialTorque``).
 
     Equations::
@@ -208,7 +210,7 @@ class PartialTorque(PartialElementaryOneFlangeAndSupport2):
         yield from self.support_equations()
 
 
-class PartialAbsoluteSensor(Model):
+class PartialAbsoluteSensor(ForceElementFlanges, Model):
     """Partial model measuring an absolute flange quantity; the sensor takes no torque:
     ``0 = flange.tau``."""
 
@@ -218,7 +220,7 @@ class PartialAbsoluteSensor(Model):
         yield self.flange.tau == 0
 
 
-class PartialRelativeSensor(PartialTwoFlanges):
+class PartialRelativeSensor(ForceElementFlanges, PartialTwoFlanges):
     """Partial model of a sensor between two flanges: ``0 = flange_a.tau + flange_b.tau``."""
 
     def equations(self):
@@ -265,6 +267,12 @@ class Inertia(PartialTwoFlanges):
         yield self.w == der(self.phi)
         yield self.a == der(self.w)
         yield self.J * self.a == self.flange_a.tau + self.flange_b.tau
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a rigid drive train
+        (:mod:`mbmodel.libraries.drive_trains`)."""
+        other = self.flange_b if flange is self.flange_a else self.flange_a
+        return RigidCoupling(other, 1.0, self.J)
 
 
 class Spring(PartialCompliant):
@@ -346,8 +354,19 @@ class IdealGear(PartialElementaryTwoFlangesAndSupport2):
         yield self.phi_a == self.ratio * self.phi_b
         yield 0 == self.ratio * self.flange_a.tau + self.flange_b.tau
 
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a rigid drive train
+        (:mod:`mbmodel.libraries.drive_trains`)."""
+        if self.use_support:
+            return None  # the housing moves too: not a plain rigid coupling
+        if flange is self.flange_b:
+            return RigidCoupling(self.flange_a, self.ratio)
+        if flange is self.flange_a:
+            return RigidCoupling(self.flange_b, 1 / self.ratio)
+        return None
 
-class Torque(PartialElementaryOneFlangeAndSupport2):
+
+class Torque(ForceElementFlanges, PartialElementaryOneFlangeAndSupport2):
     """Input signal acting as external torque on the flange (MSL ``Sources.Torque``).
 
     Equations::
@@ -524,6 +543,11 @@ class TorqueSensor(PartialRelativeSensor):
         yield from super().equations()
         yield self.flange_a.phi == self.flange_b.phi
         yield self.flange_a.tau == self.tau
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a rigid drive train
+        (:mod:`mbmodel.libraries.drive_trains`)."""
+        return RigidCoupling(self.flange_b if flange is self.flange_a else self.flange_a)
 
 
 class RelativeAngleSensor(PartialRelativeSensor):

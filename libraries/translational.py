@@ -28,6 +28,8 @@ import math
 from mbmodel import (Connector, Flow, Input, Model, Output, Parameter, Potential, Variable,
                      der)
 
+from .drive_trains import ForceElementFlanges, RigidCoupling
+
 __all__ = [
     "Flange", "Flange_a", "Flange_b", "Support",
     "PartialTwoFlanges", "PartialRigid", "PartialCompliant",
@@ -95,7 +97,7 @@ class PartialRigid(PartialTwoFlanges):
         yield self.flange_b.s == self.s + self.L / 2
 
 
-class PartialCompliant(PartialTwoFlanges):
+class PartialCompliant(ForceElementFlanges, PartialTwoFlanges):
     """Partial model of a compliant connection of two flanges (MSL ``PartialCompliant``).
 
     Equations::
@@ -117,7 +119,7 @@ class PartialCompliant(PartialTwoFlanges):
         yield self.flange_a.f == -self.f
 
 
-class PartialCompliantWithRelativeStates(PartialTwoFlanges):
+class PartialCompliantWithRelativeStates(ForceElementFlanges, PartialTwoFlanges):
     """Partial model of a compliant connection with relative states
     (MSL ``PartialCompliantWithRelativeStates``).
 
@@ -178,7 +180,7 @@ class PartialElementaryOneFlangeAndSupport2(Model):
             yield self.support.f == -self.flange.f
 
 
-class PartialForce(PartialElementaryOneFlangeAndSupport2):
+class PartialForce(ForceElementFlanges, PartialElementaryOneFlangeAndSupport2):
     """Partial model of a force acting at the flange (MSL ``PartialForce``).
 
     Equations (with :class:`PartialElementaryOneFlangeAndSupport2`)::
@@ -193,7 +195,7 @@ class PartialForce(PartialElementaryOneFlangeAndSupport2):
         yield self.f == -self.flange.f
 
 
-class PartialAbsoluteSensor(Model):
+class PartialAbsoluteSensor(ForceElementFlanges, Model):
     """Partial model measuring an absolute flange quantity; the sensor takes no force:
     ``0 = flange.f``."""
 
@@ -203,7 +205,7 @@ class PartialAbsoluteSensor(Model):
         yield self.flange.f == 0
 
 
-class PartialRelativeSensor(PartialTwoFlanges):
+class PartialRelativeSensor(ForceElementFlanges, PartialTwoFlanges):
     """Partial model of a sensor between two flanges: ``0 = flange_a.f + flange_b.f``."""
 
     def equations(self):
@@ -248,6 +250,12 @@ class Mass(PartialRigid):
         yield self.v == der(self.s)
         yield self.a == der(self.v)
         yield self.m * self.a == self.flange_a.f + self.flange_b.f
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a rigid drive train
+        (:mod:`mbmodel.libraries.drive_trains`)."""
+        other = self.flange_b if flange is self.flange_a else self.flange_a
+        return RigidCoupling(other, 1.0, self.m)
 
 
 class Spring(PartialCompliant):
@@ -314,7 +322,7 @@ class SpringDamper(PartialCompliantWithRelativeStates):
 # Sources
 # --------------------------------------------------------------------------------------
 
-class Force(PartialElementaryOneFlangeAndSupport2):
+class Force(ForceElementFlanges, PartialElementaryOneFlangeAndSupport2):
     """Input signal acting as external force on the flange (MSL ``Sources.Force``).
 
     Equations (with :class:`PartialElementaryOneFlangeAndSupport2`)::
@@ -479,6 +487,11 @@ class ForceSensor(PartialRelativeSensor):
         yield from super().equations()
         yield self.flange_a.s == self.flange_b.s
         yield self.flange_a.f == self.f
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a rigid drive train
+        (:mod:`mbmodel.libraries.drive_trains`)."""
+        return RigidCoupling(self.flange_b if flange is self.flange_a else self.flange_a)
 
 
 class RelPositionSensor(PartialRelativeSensor):

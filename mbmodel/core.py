@@ -463,11 +463,12 @@ class _FlattenContext:
     current = None
 
     def __init__(self, symbol_to_variable: dict, make_derivative, is_root=None,
-                 analysis: str = "forward"):
+                 analysis: str = "forward", connected=None):
         self.symbol_to_variable = symbol_to_variable
         self.make_derivative = make_derivative
         self.is_root = is_root
         self.analysis = analysis
+        self.connected = connected
 
 
 def der(expr):
@@ -655,6 +656,24 @@ class Model:
         if ctx is None or ctx.is_root is None:
             raise DeclarationError("is_root() can only be used inside equations()")
         return ctx.is_root(symbol)
+
+    def connected(self, connector) -> list:
+        """Inside ``equations()``: the connectors of other components that ``connector``
+        is connected to — its whole connection set across hierarchy levels, with the ports of
+        composite models looked through (only connectors of components that state the
+        physics themselves are listed). Lets a component adapt its equations to what is
+        attached (e.g. a joint that takes a rigid drive train on its flange into account).
+
+        Example::
+
+            def equations(self):
+                for other in self.connected(self.flange):
+                    print(other.path, type(other.owner).__name__)
+        """
+        ctx = _FlattenContext.current
+        if ctx is None or ctx.connected is None:
+            raise DeclarationError("connected() can only be used inside equations()")
+        return ctx.connected(connector)
 
     @property
     def analysis(self) -> str:

@@ -133,6 +133,7 @@ class _Flattener:
         self.declared_in: dict[int, Model] = {}
         self.input_positions: set[int] = set()
         self.inactive: dict[int, Variable] = {}  # symbol hash -> variable of another analysis
+        self._preview_sets: dict | None = None  # connector id -> its connection set's members
 
     # -- collect declarations -----------------------------------------------------------
     def collect(self):
@@ -246,7 +247,8 @@ class _Flattener:
 
     # -- equations ------------------------------------------------------------------------
     def collect_equations(self, is_root):
-        ctx = _FlattenContext(self.symbols, self.make_derivative, is_root, self.analysis)
+        ctx = _FlattenContext(self.symbols, self.make_derivative, is_root, self.analysis,
+                              self.connected)
         previous, _FlattenContext.current = _FlattenContext.current, ctx
         try:
             for comp in self.components:
@@ -265,6 +267,26 @@ class _Flattener:
                 comp.__dict__["_connects"] = connects
         finally:
             _FlattenContext.current = previous
+
+    def connected(self, connector) -> list:
+        """Answer to :meth:`Model.connected` (see there), from a preview of the connect
+        statements of the composite models, built on the first question."""
+        if self._preview_sets is None:
+            self._preview_sets = {}  # questions asked while previewing get no answer
+            self._preview_sets = _preview_connection_sets(self.components)
+        group = self._preview_sets.get(id(connector), ())
+        return [c for c in group if c is not connector]
+
+    def check_preview(self):
+        """Connection-set answers came from composites' connect statements only."""
+        if not self._preview_sets:
+            return
+        for comp in self.components:
+            if not comp.components() and comp.__dict__.get("_connects"):
+                raise DeclarationError(
+                    f"{_where(comp)} connects its own connectors although it has no "
+                    f"sub-components; with components that ask connected() this is not "
+                    f"supported — write the equations instead")
 
     def declare_derivative(self, comp, item):
         for k in range(item.variable.numel()):
@@ -695,6 +717,7 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
         return id(var) in early_choice
 
     fl.collect_equations(is_root)
+    fl.check_preview()
     # After equations(): components may declare events there as well as in __init__.
     fl.time_events = [at for comp in fl.components for at in comp._time_events]
     graph = fl.build_connection_graph()
@@ -750,6 +773,31 @@ def _choose_potential_roots(graph, roots, potential):
                 f"(world/fixed frame) and no potential root is connected to it; connect it "
                 f"to a root")
     return [var for _, var in sorted(best.values(), key=lambda item: item[0][1])]
+
+
+def _preview_connection_sets(components) -> dict:
+    """Connection sets from the connect statements of composite models (leaf components
+    connect nothing), as connector id -> member connectors that belong to components
+    stating physics (ports of composites are looked through)."""
+    graph = nx.Graph()
+    ports = set()
+    for comp in components:
+        if not comp.components():
+            continue
+        for item in _preview_connects(comp):
+            conns = [c for c in item.items if isinstance(c, Connector)]
+            for c in conns:
+                graph.add_node(c)
+                if c.owner is comp:
+                    ports.add(id(c))
+            graph.add_edges_from(zip(conns, conns[1:]))
+    sets = {}
+    order = {c: i for i, c in enumerate(graph.nodes)}  # deterministic member order
+    for part in nx.connected_components(graph):
+        members = sorted((c for c in part if id(c) not in ports), key=order.__getitem__)
+        for c in part:
+            sets[id(c)] = members
+    return sets
 
 
 def _preview_connects(comp):

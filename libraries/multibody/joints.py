@@ -30,13 +30,16 @@ import casadi as ca
 import mbmodel as mb
 from mbmodel import Branch, Model, Parameter, Variable, der
 from mbmodel.libraries import rotational, translational
+from mbmodel.libraries.drive_trains import rigid_load
 
 from . import spatial as sp
 from .frames import Frame, cut_force, unit_axis
 
 
-def joint_equations(joint, E, r, Phi, qd, qdd, tau):
-    """Kinematics and force equations shared by all joints (see the module docs)."""
+def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None):
+    """Kinematics and force equations shared by all joints (see the module docs).
+    ``armature`` (forward analysis): inertia rigidly driven with the joint coordinates, added
+    to the joint's own ``D``; ``tau`` is then the joint force at zero joint acceleration."""
     fa, fb = joint.frame_a, joint.frame_b
     vJ = Phi @ qd
     if r is None:
@@ -50,7 +53,8 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau):
     c = sp.motion_to_child(fa.a, E, r)
     yield fb.a == c + Phi @ qdd + psi
     if joint.analysis == "forward":
-        N, bias, qdd_expr = sp.articulated_step(-sp.unpack(fb.I), -fb.b, Phi, tau, psi, c)
+        N, bias, qdd_expr = sp.articulated_step(-sp.unpack(fb.I), -fb.b, Phi, tau, psi, c,
+                                                armature)
         yield qdd == qdd_expr
         yield fa.I == sp.pack(sp.inertia_to_parent(N, E, r))
         yield fa.b == sp.force_to_parent(bias, E, r)
@@ -103,7 +107,16 @@ class _AxisJoint(_Joint):
         elif self.analysis == "forward":
             yield force == 0
         E, r, Phi = self.motion(e, q)
-        yield from joint_equations(self, E, r, Phi, qd, qdd, force)
+        drive = None
+        if self.use_axis_flange and self.analysis == "forward":
+            # A rigid drive train needs -axis torque = J qdd + B: J joins the joint's
+            # articulated step (one pass per joint instead of one system for all joints).
+            drive = rigid_load(self, self.axis)
+        if drive is None:
+            yield from joint_equations(self, E, r, Phi, qd, qdd, force)
+        else:
+            inertia, bias = drive
+            yield from joint_equations(self, E, r, Phi, qd, qdd, -bias, inertia)
 
 
 class Revolute(_AxisJoint):

@@ -202,7 +202,7 @@ def spd_solve(D, B) -> ca.SX:
     return ca.horzcat(*cols)
 
 
-def articulated_step(A, beta, Phi, tau, psi, c):
+def articulated_step(A, beta, Phi, tau, psi, c, armature=None):
     """One joint of the articulated-body algorithm.
 
     ``A``, ``beta``: articulated inertia and bias force of the subtree at the joint's child
@@ -213,10 +213,13 @@ def articulated_step(A, beta, Phi, tau, psi, c):
     Returns ``(N, bias, qdd)``: the subtree as seen through the joint (``N`` and ``bias`` at
     the child frame, still to be transformed to the parent) and the joint accelerations
     ``qdd = D^-1 (u - U^T c)`` with ``U = A Phi``, ``D = Phi^T U``,
-    ``u = tau - Phi^T beta - U^T psi``.
+    ``u = tau - Phi^T beta - U^T psi``. ``armature`` (k x k or scalar) is inertia driven
+    rigidly with the joint coordinates (motor inertia behind a gear), added to ``D``.
     """
     U = A @ Phi
     D = Phi.T @ U
+    if armature is not None:
+        D = D + armature
     u = tau - Phi.T @ beta - U.T @ psi
     Wt = spd_solve(D, ca.horzcat(U.T, u))  # D^-1 [U^T, u]
     D_inv_Ut, D_inv_u = Wt[:, 0:6], Wt[:, 6]
