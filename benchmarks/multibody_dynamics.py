@@ -17,7 +17,11 @@ For each model it reports
   states with ``Function.map`` so no Python call overhead is counted; and
   ``pinocchio.aba`` / ``pinocchio.rnea`` per state in a Python loop (their Python call
   overhead, ~1 µs, is included — it is what a Python user pays);
-* the growth exponent: least-squares slope of log(FD ops) against log(n) for n ≥ 25.
+* the growth exponent: least-squares slope of log(FD ops) against log(n) for n ≥ 25;
+* the same chains with a drive train on every joint (motor inertia -> ideal gear -> axis
+  flange, plus a bearing damper and a torque source): forward-dynamics operations, their
+  growth exponent, and whether any algebraic loop was left (there should be none: the
+  reflected inertia enters each joint's articulated step).
 
 Targets (anchors to beat): chain FD ops ≤ 411 n − 669 (Rein 1993), growth exponent
 ≤ 1.05, Manutec r3 FD ≤ 1220 ops and ID ≤ 459 ops (Dymola 1993), compiled FD per state
@@ -53,7 +57,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 # The test suite's model builders: the same mechanisms as mbmodel models and Pinocchio models.
 import mb_trees  # noqa: E402
-from mb_trees import RevoluteChain, pinocchio_chain  # noqa: E402
+from mb_trees import DrivenChain, RevoluteChain, pinocchio_chain  # noqa: E402
 
 
 def load_r3():
@@ -155,6 +159,15 @@ def measure(name, make_model, n_bodies, pmodel, batch):
     return row
 
 
+def measure_driven(n):
+    t = time.perf_counter()
+    fd = mb.compile(DrivenChain(n, losses=True), parameters="constant")
+    build = time.perf_counter() - t
+    loops = sum(1 for b in fd.system.blocks if b.kind != "explicit")
+    return dict(model="geared", n=n, fd_ops=ops(forward_function(fd)), build_seconds=build,
+                algebraic_loops=loops)
+
+
 def growth_exponent(rows):
     pts = [(math.log(r["n"]), math.log(r["fd_ops"])) for r in rows if r["n"] >= 25]
     if len(pts) < 2:
@@ -173,6 +186,13 @@ def main(argv=None):
         batch = max(200, 20000 // n)
         rows.append(measure("chain", lambda n=n: RevoluteChain(n), n, pinocchio_chain(n), batch))
         print_row(rows[-1])
+    driven = [measure_driven(n) for n in sizes if n <= 100]
+    print()
+    print(f"{'model':6s} {'n':>4s} {'FD ops':>8s} {'ops/n':>7s} {'loops':>6s} {'build s':>8s}")
+    for r in driven:
+        print(f"{r['model']:6s} {r['n']:4d} {r['fd_ops']:8d} {r['fd_ops'] / r['n']:7.0f} "
+              f"{r['algebraic_loops']:6d} {r['build_seconds']:8.2f}", flush=True)
+    print()
     tree_row = None
     if not args.quick:
         trees = mb_trees
@@ -201,6 +221,9 @@ def main(argv=None):
         "id_c_over_pinocchio": {str(n): by_n[n]["id_c_us"] / by_n[n]["rnea_us"]
                                 for n in (6, 100) if n in by_n},
         "build_seconds_n100": by_n[100]["build_seconds"] if 100 in by_n else None,
+        "geared_fd_ops": {str(r["n"]): r["fd_ops"] for r in driven},
+        "geared_growth_exponent": growth_exponent(driven),
+        "geared_algebraic_loops": sum(r["algebraic_loops"] for r in driven),
         "tree100": tree_row,
         "rows": rows,
     }
@@ -213,6 +236,7 @@ def main(argv=None):
         "fd_vm_le_2_pinocchio": all(v <= 2.0 for v in summary["fd_vm_over_pinocchio"].values()),
         "build_n100_le_5s": summary["build_seconds_n100"] is not None
         and summary["build_seconds_n100"] <= 5.0,
+        "geared_no_algebraic_loops": summary["geared_algebraic_loops"] == 0,
     }
     summary["targets"] = checks
     print()

@@ -239,3 +239,46 @@ def pinocchio_chain(n):
         parent = model.addJoint(parent, joints[i % 3](), placement, f"j{i}")
         model.appendBodyToJoint(parent, pin.Inertia(MASS, LINK / 2, INERTIA), pin.SE3.Identity())
     return model
+
+
+J_MOTOR, RATIO, DAMPING, MOTOR_TORQUE = 0.5, 10.0, 0.02, 0.3
+
+
+class DrivenChain(mb.Model):
+    """Revolute chain; each joint driven by motor inertia -> gear -> axis flange. With
+    ``losses`` the motor also has a damper to ground and a constant torque; with
+    ``housed_gear`` the gear's housing is the joint's support flange."""
+
+    def __init__(self, n, losses=False, housed_gear=False, **modifiers):
+        super().__init__(**modifiers)
+        self.n, self.losses, self.housed_gear = n, losses, housed_gear
+        self.world = mbl.World(n=[0.0, 0.0, -1.0])
+        for i in range(n):
+            self.add(f"joint{i}", mbl.Revolute(n=AXES[i % 3], use_axis_flange=True))
+            self.add(f"link{i}", mbl.BodyShape(r=list(LINK), r_CM=list(LINK / 2), m=MASS,
+                                               I_11=INERTIA[0, 0], I_22=INERTIA[1, 1],
+                                               I_33=INERTIA[2, 2]))
+            self.add(f"motor{i}", rotational.Inertia(J=J_MOTOR))
+            self.add(f"gear{i}", rotational.IdealGear(ratio=RATIO, use_support=housed_gear))
+            if losses:
+                self.add(f"bearing{i}", rotational.Damper(d=DAMPING))
+                self.add(f"source{i}", rotational.ConstantTorque(tau_constant=MOTOR_TORQUE))
+                self.add(f"ground{i}", rotational.Fixed())
+
+    def equations(self):
+        prev = self.world.frame_b
+        for i in range(self.n):
+            joint, link = getattr(self, f"joint{i}"), getattr(self, f"link{i}")
+            motor, gear = getattr(self, f"motor{i}"), getattr(self, f"gear{i}")
+            yield mb.connect(prev, joint.frame_a)
+            yield mb.connect(joint.frame_b, link.frame_a)
+            prev = link.frame_b
+            yield mb.connect(motor.flange_b, gear.flange_a)
+            yield mb.connect(gear.flange_b, joint.axis)
+            if self.housed_gear:
+                yield mb.connect(gear.support, joint.support)
+            if self.losses:
+                ground = getattr(self, f"ground{i}")
+                yield mb.connect(motor.flange_a, getattr(self, f"bearing{i}").flange_b)
+                yield mb.connect(getattr(self, f"bearing{i}").flange_a, ground.flange)
+                yield mb.connect(getattr(self, f"source{i}").flange, motor.flange_a)
