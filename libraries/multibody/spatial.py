@@ -143,12 +143,35 @@ def pack(M) -> ca.SX:
     return ca.vertcat(*[M[i, j] for i, j in PACKED_INDEX])
 
 
+def mirror_upper(M) -> ca.SX:
+    """The symmetric matrix whose lower triangle is the upper triangle of ``M`` (the same
+    expression nodes): a symmetric result then costs its upper triangle only."""
+    n = M.shape[0]
+    S = ca.SX(n, n)
+    for i in range(n):
+        for j in range(i, n):
+            S[i, j] = M[i, j]
+            if i != j:
+                S[j, i] = M[i, j]
+    return S
+
+
+def rotate_symmetric(S, E) -> ca.SX:
+    """``E^T S E`` for a symmetric 3x3 ``S``, computing the upper triangle only."""
+    P = S @ E
+    R = ca.SX(3, 3)
+    for i in range(3):
+        for j in range(i, 3):
+            R[i, j] = E[:, i].T @ P[:, j]
+    return mirror_upper(R)
+
+
 def inertia_to_parent(A, E=None, r=None) -> ca.SX:
     """``X^T A X``: a 6x6 inertia at frame b expressed at frame a, in two structured steps
     (rotation, then translation ``A11 + r~ A21 - (A12 + r~ A22) r~``)."""
     A11, A12, A22 = A[0:3, 0:3], A[0:3, 3:6], A[3:6, 3:6]
     if E is not None:
-        A11, A12, A22 = E.T @ A11 @ E, E.T @ A12 @ E, E.T @ A22 @ E
+        A11, A12, A22 = rotate_symmetric(A11, E), E.T @ A12 @ E, rotate_symmetric(A22, E)
     if r is not None:
         rx = skew(r)
         B = A12 + rx @ A22
@@ -223,7 +246,7 @@ def articulated_step(A, beta, Phi, tau, psi, c, armature=None):
     u = tau - Phi.T @ beta - U.T @ psi
     Wt = spd_solve(D, ca.horzcat(U.T, u))  # D^-1 [U^T, u]
     D_inv_Ut, D_inv_u = Wt[:, 0:6], Wt[:, 6]
-    N = A - U @ D_inv_Ut
+    N = mirror_upper(A - U @ D_inv_Ut)  # symmetric: the lower triangle would cost as much
     bias = A @ psi + beta + U @ D_inv_u
     qdd = D_inv_u - D_inv_Ut @ c
     return N, bias, qdd
