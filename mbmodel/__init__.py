@@ -20,7 +20,7 @@ Example::
     print(result["capacitor.v"][-1])
 """
 
-from .core import (ANALYSES, Branch, Connect, Connector, Derivative, Fixed, Flow, Guess, Input, Model, Output,
+from .core import (ANALYSES, Assert, Branch, Connect, Connector, Derivative, Fixed, Flow, Guess, Input, Model, Output,
                    Overdetermined, Parameter, Potential, PotentialRoot, Root, Start, Variable,
                    connect, der, time)
 from .errors import (BalanceError, DeclarationError, InitializationError, InvalidConnectionError,
@@ -38,7 +38,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
-    "Overdetermined", "Root", "PotentialRoot", "Branch", "Derivative", "ANALYSES", "Start",
+    "Overdetermined", "Root", "PotentialRoot", "Branch", "Derivative", "Assert", "ANALYSES", "Start",
     "Fixed", "Guess", "der",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",

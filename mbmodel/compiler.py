@@ -126,10 +126,12 @@ class CompiledModel:
         self.event_function = ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"])
         self._param_check = None
         self._pivot_check = None
+        self._assert_check = None
         self.build_times = times or BuildTimes()
         self.build_times.casadi = _clock.perf_counter() - t0
         self.start = np.array([sys_.start[v] for v in sys_.states], dtype=float)
         self.z_start = np.array([sys_.start[v] for v in sys_.algebraic], dtype=float)
+        self._check_asserts(self.parameter_defaults)  # declared values first
 
     def _expression_of(self, name, idx):
         sys_ = self.system
@@ -172,6 +174,7 @@ class CompiledModel:
     def _check_parameters(self, values):
         for q, v in zip(self._free, values):
             check_parameter_value(q.name, v, q.min, q.max)
+        self._check_asserts(values)  # the components' own conditions say most
         self._check_pivots(values)
         if self._bound:
             if self._param_check is None:
@@ -182,6 +185,23 @@ class CompiledModel:
             bound_vals = np.array(self._param_check(values)).reshape(-1)
             for q, v in zip(self._bound, bound_vals):
                 check_parameter_value(q.name, v, q.min, q.max)
+
+    def _check_asserts(self, values):
+        """The components' parameter conditions (``mb.Assert``)."""
+        asserts = self.flat.asserts
+        if not asserts:
+            return
+        if self._assert_check is None:
+            conds = [a.condition for a in asserts]
+            if self._bound:
+                _, conds = ca.substitute_inplace([q.symbol for q in self._bound],
+                                                 [q.binding for q in self._bound], conds, False)
+            self._assert_check = ca.Function("asserts", [self._p], [_vcat(conds)])
+        held = np.array(self._assert_check(values)).reshape(-1)
+        for a, ok in zip(asserts, held):
+            if not ok:
+                raise ParameterError(f"{a.origin or 'model'}: {a.message} (does not hold for "
+                                     f"the parameter values given)")
 
     def _check_pivots(self, values):
         """Equations were solved by dividing by parameter expressions that are nonzero at

@@ -436,6 +436,23 @@ class Branch:
         self.b = b
 
 
+class Assert:
+    """A condition on parameters that must hold (Modelica's ``assert``). Yield it from
+    :meth:`Model.equations`; it is checked when the model is compiled and again whenever
+    parameter values change (``simulate(params=...)``), with ``message`` in the error.
+
+    Example::
+
+        def equations(self):
+            yield mb.Assert(self.m >= 0, "mass m must not be negative")
+            ...
+    """
+
+    def __init__(self, condition, message: str):
+        self.condition = ca.SX(condition)
+        self.message = str(message)
+
+
 class Derivative:
     """Declares that ``derivative`` is the time derivative of ``variable`` (scalars or
     equally sized vectors of variables or inputs). Yield it from ``equations()``.

@@ -71,6 +71,15 @@ class FlatEquation:
 
 
 @dataclass
+class FlatAssert:
+    """A condition on parameters only (nonzero when it holds) and its message."""
+
+    condition: ca.SX
+    message: str
+    origin: str
+
+
+@dataclass
 class FlatModel:
     """The flat DAE handed to structural analysis. Plain data, no behaviour."""
 
@@ -82,6 +91,7 @@ class FlatModel:
     time_events: list[ca.SX]
     connection_graph: nx.Graph
     index: dict[str, int] = field(default_factory=dict)  # variable name -> position
+    asserts: list[FlatAssert] = field(default_factory=list)
 
     def variable(self, name: str) -> FlatVariable:
         return self.variables[self.index[name]]
@@ -133,6 +143,7 @@ class _Flattener:
         self.declared_in: dict[int, Model] = {}
         self.input_positions: set[int] = set()
         self.inactive: dict[int, Variable] = {}  # symbol hash -> variable of another analysis
+        self.asserts: list[FlatAssert] = []
         self._preview_sets: dict | None = None  # connector id -> its connection set's members
 
     # -- collect declarations -----------------------------------------------------------
@@ -259,6 +270,8 @@ class _Flattener:
                         connects.append(item)
                     elif isinstance(item, core.Derivative):
                         self.declare_derivative(comp, item)
+                    elif isinstance(item, core.Assert):
+                        self.declare_assert(comp, item)
                     else:
                         self._add_equation(comp, item, self.equations, "model")
                 for item in _iterate(comp.initial_equations(), comp, "initial_equations"):
@@ -287,6 +300,17 @@ class _Flattener:
                     f"{_where(comp)} connects its own connectors although it has no "
                     f"sub-components; with components that ask connected() this is not "
                     f"supported — write the equations instead")
+
+    def declare_assert(self, comp, item):
+        for k in range(item.condition.numel()):
+            cond = item.condition[k]
+            for s in ca.symvar(cond):
+                rec = self.symbols.get(s.element_hash())
+                if rec is None or not rec.is_parameter:
+                    raise DeclarationError(
+                        f"{_where(comp)}: Assert('{item.message}') uses '{s}', which is not a "
+                        f"parameter; only conditions on parameters are supported")
+            self.asserts.append(FlatAssert(cond, item.message, comp.path))
 
     def declare_derivative(self, comp, item):
         for k in range(item.variable.numel()):
@@ -731,6 +755,7 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     flat = FlatModel(type(model).__name__, fl.variables, fl.parameters, fl.equations,
                      fl.initial_equations, fl.time_events, graph)
     flat.index = {v.name: i for i, v in enumerate(flat.variables)}
+    flat.asserts = fl.asserts
     return flat
 
 

@@ -257,3 +257,38 @@ def test_unknown_gravity_type_and_resolve_in():
         mbl.World(gravity_type="radial")
     with pytest.raises(mb.DeclarationError, match="resolve_in"):
         mbl.WorldForce(resolve_in="frame_a")
+
+
+# --- run-time parameter values get the same checks (mb.Assert) ---------------------------
+
+@pytest.mark.parametrize("params, expected", [
+    ({"body.I_33": 3.0}, "triangle inequality"),
+    ({"body.I_21": 2.0}, "positive semi-definite"),
+    ({"joint.n[0]": 0.0, "joint.n[1]": 0.0, "joint.n[2]": 0.0}, "axis n has zero length"),
+])
+@pytest.mark.parametrize("analysis", ANALYSES)
+def test_run_time_parameters_are_checked_like_declared_ones(params, expected, analysis):
+    cm = mb.compile(_pendulum(m=1.0, r_CM=[0.5, 0.0, 0.0], I_11=1.0, I_22=1.0, I_33=1.0),
+                    analysis=analysis)
+    run = (lambda: cm.simulate(0.1, params=params)) if analysis == "forward" else \
+        (lambda: cm.parameter_vector(params))
+    with pytest.raises(mb.ParameterError, match=rf"^body|^joint") as info:
+        run()
+    assert expected in str(info.value)
+
+
+def test_lumped_inertia_accepted_at_run_time_with_check_triangle_off():
+    cm = mb.compile(_pendulum(m=1.0, r_CM=[0.5, 0.0, 0.0], check_triangle=False))
+    cm.simulate(0.1, params={"body.I_22": 5.0})  # violates the triangle inequality on purpose
+
+
+def test_assert_on_a_variable_is_refused():
+    class Bad(mb.Model):
+        x = mb.Variable(0.0)
+
+        def equations(self):
+            yield mb.der(self.x) == 1
+            yield mb.Assert(self.x >= 0, "x must stay positive")
+
+    with pytest.raises(mb.DeclarationError, match="only conditions on parameters"):
+        mb.compile(Bad())

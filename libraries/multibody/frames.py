@@ -106,6 +106,14 @@ def unit_axis(component, name="n"):
     return n / ca.sqrt(n.T @ n)
 
 
+def axis_check(component, name="n"):
+    """``mb.Assert`` that the axis parameter has non-zero length (checked again when the
+    parameter changes at run time)."""
+    n = sp.vec(getattr(component, name))
+    return mb.Assert(n.T @ n > 0, f"axis {name} has zero length; give a direction such as "
+                                  f"(0, 0, 1)")
+
+
 def rigid_kinematics(frame_a, frame_b, E=None, r=None):
     """Equations of ``frame_b`` fixed to ``frame_a`` (rotation E, offset r resolved in a)."""
     if r is None:
@@ -121,6 +129,8 @@ def rigid_forces(component, frame_a, frame_b, E=None, r=None, body=None):
     """Flow equations of a rigid part from ``frame_a`` to ``frame_b``, optionally carrying
     ``body`` (a rigid body at frame_a: its ``body_terms`` in the forward analysis, its
     ``body_force`` in the inverse one)."""
+    if body is not None:
+        yield from body.parameter_checks()
     if component.analysis == "forward":
         I_a = sp.inertia_to_parent(-sp.unpack(frame_b.I), E, r)
         b_a = sp.force_to_parent(-frame_b.b, E, r)

@@ -33,7 +33,7 @@ from mbmodel.libraries import rotational, translational
 from mbmodel.libraries.drive_trains import rigid_load
 
 from . import spatial as sp
-from .frames import Frame, cut_force, unit_axis
+from .frames import Frame, axis_check, cut_force, unit_axis
 
 
 def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None):
@@ -99,6 +99,7 @@ class _AxisJoint(_Joint):
         q, qd, qdd, force = (getattr(self, name) for name in self.coordinates)
         across, through = self.flange_names
         e = unit_axis(self)
+        yield axis_check(self)
         yield from _coordinate_equations(self, q, qd, qdd, self.use_axis_flange)
         if self.use_axis_flange:
             yield getattr(self.axis, across) == q

@@ -17,7 +17,7 @@ from mbmodel import Branch, Model, Parameter, Root
 from mbmodel.errors import ParameterError
 
 from . import spatial as sp
-from .frames import (Frame, cut_force, numeric_value, rigid_forces, rigid_kinematics,
+from .frames import (Frame, axis_check, cut_force, numeric_value, rigid_forces, rigid_kinematics,
                      unit_axis, world_of)
 
 GRAVITY_TYPES = ("uniform", "point", "none")
@@ -76,6 +76,8 @@ class World(_Gravity, Model):
         f = self.frame_b
         if self.gravity_type == "uniform" and not self.n_is_valid():
             raise ParameterError(f"World '{self.path}': gravity direction n has zero length")
+        if self.gravity_type == "uniform":
+            yield axis_check(self)
         yield f.r_0 == ca.SX.zeros(3, 1)
         yield f.R == ca.SX.eye(3)
         yield f.v == ca.SX.zeros(6, 1)
@@ -152,6 +154,7 @@ class FixedRotation(Model):
 
     def equations(self):
         E = sp.planar_rotation(unit_axis(self), self.angle)
+        yield axis_check(self)
         r = sp.vec(self.r)
         yield from rigid_kinematics(self.frame_a, self.frame_b, E, r)
         yield from rigid_forces(self, self.frame_a, self.frame_b, E, r)
@@ -181,6 +184,18 @@ def _check_inertia(component, m, I_c, triangle=True):
             f"check_triangle=False to accept lumped data that is non-physical on purpose)")
 
 
+def _semidefinite(M, tol):
+    """Whether the symmetric 3x3 SX ``M`` is positive semi-definite (all principal minors
+    non-negative, up to ``tol`` per order), as an SX condition."""
+    minors = [(M[i, i], 1) for i in range(3)]
+    minors += [(M[i, i] * M[j, j] - M[i, j] * M[j, i], 2) for i, j in ((0, 1), (0, 2), (1, 2))]
+    minors.append((ca.det(M), 3))
+    ok = ca.SX(1)
+    for value, order in minors:
+        ok = ca.logic_and(ok, value >= -tol ** order)
+    return ok
+
+
 class _RigidBody(Model):
     """A body at frame_a; subclasses say what its mass properties are."""
 
@@ -188,6 +203,25 @@ class _RigidBody(Model):
 
     def mass_properties(self):
         raise NotImplementedError
+
+    def parameter_checks(self):
+        """``mb.Assert``s on the mass properties, so that run-time parameter values are
+        checked like declared ones: mass not negative, inertia positive semi-definite and
+        (unless ``check_triangle=False``) satisfying the triangle inequality."""
+        m, _, I_c = self.mass_properties()
+        yield mb.Assert(m >= 0, "mass m must not be negative")
+        scale = 1e-9 * ca.fmax(ca.trace(I_c), 1e-300)
+        yield mb.Assert(_semidefinite(I_c, scale),
+                        "inertia tensor about the centre of mass must be positive "
+                        "semi-definite (check the signs of I_21, I_31, I_32)")
+        if getattr(self, "check_triangle", True):
+            # Principal moments a, b, c satisfy a + b >= c (all orderings) exactly when
+            # trace/2 - I_c is positive semi-definite (it is the second moment of the mass).
+            second_moment = ca.trace(I_c) / 2 * ca.SX.eye(3) - I_c
+            yield mb.Assert(_semidefinite(second_moment, scale),
+                            "principal moments of inertia violate the triangle inequality "
+                            "(I1 + I2 >= I3); no mass distribution has them (check_triangle="
+                            "False accepts lumped data on purpose)")
 
     def body_terms(self, frame):
         """Spatial inertia ``I`` of the body at ``frame`` and the velocity-dependent force
@@ -221,6 +255,7 @@ class _RigidBody(Model):
 
     def equations(self):
         f = self.frame_a
+        yield from self.parameter_checks()
         if self.analysis == "forward":
             inertia, bias = self.body_terms(f)
             yield f.I == sp.pack(inertia)
