@@ -17,8 +17,8 @@ from mbmodel.libraries import electrical as el, multibody as mbl, rotational as 
 from mbmodel.libraries import translational as tr
 
 pin = pytest.importorskip("pinocchio")
-from mb_trees import (DAMPING, J_MOTOR, MOTOR_TORQUE, RATIO, DrivenChain,  # noqa: E402
-                      pinocchio_chain)
+from mb_trees import (AXES, DAMPING, INERTIA, J_MOTOR, LINK, MASS, MOTOR_TORQUE,  # noqa: E402
+                      RATIO, DrivenChain, pinocchio_chain)
 
 
 def _state(cm, n, q, v):
@@ -182,3 +182,49 @@ def test_dc_motor_driven_pendulum_matches_its_hand_written_ode():
     ref = solve_ivp(rhs, (0, 1), [0.2, 0.0, 0.0], t_eval=res.t, rtol=1e-11, atol=1e-11)
     assert np.allclose(res["joint.phi"], ref.y[0], atol=1e-7)
     assert np.allclose(res["inductor.i"], ref.y[2], atol=1e-7)
+
+
+class Arm(mb.Model):
+    """A composite: world, driven revolute joint and link, the joint's flange exposed as
+    the port ``axis`` (like the Manutec r3 mechanics' axis1..6)."""
+
+    axis = rot.Flange_a()
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.world = mbl.World(n=[0.0, 0.0, -1.0])
+        self.joint = mbl.Revolute(n=AXES[1], use_axis_flange=True)
+        self.link = mbl.BodyShape(r=list(LINK), r_CM=list(LINK / 2), m=MASS,
+                                  I_11=INERTIA[0, 0], I_22=INERTIA[1, 1], I_33=INERTIA[2, 2])
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.joint.frame_a)
+        yield mb.connect(self.joint.frame_b, self.link.frame_a)
+        yield mb.connect(self.joint.axis, self.axis)
+
+
+class DrivenArm(mb.Model):
+    arm = Arm()
+    motor = rot.Inertia(J=J_MOTOR)
+    gear = rot.IdealGear(ratio=RATIO)
+
+    def equations(self):
+        yield mb.connect(self.motor.flange_b, self.gear.flange_a)
+        yield mb.connect(self.gear.flange_b, self.arm.axis)
+
+
+def test_drive_train_reached_through_a_composite_port():
+    cm = mb.compile(DrivenArm(), parameters="constant")
+    assert _torn_blocks(cm) == []
+    pm = pin.Model()
+    j = pm.addJoint(0, pin.JointModelRY(), pin.SE3.Identity(), "j")
+    pm.appendBodyToJoint(j, pin.Inertia(MASS, LINK / 2, INERTIA), pin.SE3.Identity())
+    pm.armature = np.array([J_MOTOR * RATIO ** 2])
+    q, v = np.array([0.7]), np.array([-1.3])
+    ref = pin.aba(pm, pm.createData(), q, v, np.zeros(1))
+    values = {"arm.joint.phi": q[0], "arm.joint.w": v[0],
+              "motor.phi": RATIO * q[0], "motor.w": RATIO * v[0]}
+    xdot = np.array(cm.ode([values[s] for s in cm.states], [], [], [], 0)).ravel()
+    name = next(s for s in ("arm.joint.w", "motor.w") if s in cm.states)
+    acc = xdot[cm.states.index(name)] / (1.0 if name == "arm.joint.w" else RATIO)
+    assert abs(acc - ref[0]) < 1e-10 * max(1.0, abs(ref[0]))

@@ -272,7 +272,7 @@ def test_run_time_parameters_are_checked_like_declared_ones(params, expected, an
                     analysis=analysis)
     run = (lambda: cm.simulate(0.1, params=params)) if analysis == "forward" else \
         (lambda: cm.parameter_vector(params))
-    with pytest.raises(mb.ParameterError, match=rf"^body|^joint") as info:
+    with pytest.raises(mb.ParameterError, match=r"^body|^joint") as info:
         run()
     assert expected in str(info.value)
 
