@@ -18,7 +18,7 @@ import numpy as np
 from .core import Model, check_parameter_value
 from .core import time as TIME
 from .errors import DeclarationError, ParameterError
-from .flatten import FlatModel, flatten
+from .flatten import FlatModel, describe, flatten
 from .structure import SortedSystem, affine_expression, analyze
 
 
@@ -125,13 +125,11 @@ class CompiledModel:
         self.initial_function = ca.Function("initial", args, [_vcat(init_e)], names, ["r"])
         self.event_function = ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"])
         self._param_check = None
-        self._pivot_check = None
-        self._assert_check = None
         self.build_times = times or BuildTimes()
         self.build_times.casadi = _clock.perf_counter() - t0
         self.start = np.array([sys_.start[v] for v in sys_.states], dtype=float)
         self.z_start = np.array([sys_.start[v] for v in sys_.algebraic], dtype=float)
-        self._check_asserts(self.parameter_defaults)  # declared values first
+        self._check_parameters(self.parameter_defaults)  # e.g. asserts on declared values
 
     def _expression_of(self, name, idx):
         sys_ = self.system
@@ -172,55 +170,37 @@ class CompiledModel:
         return values
 
     def _check_parameters(self, values):
+        """Bounds of free and bound parameters, the components' conditions (``mb.Assert``)
+        and the parameter divisors the equations were sorted with (nonzero at the declared
+        values; a run-time value must not make one zero)."""
         for q, v in zip(self._free, values):
             check_parameter_value(q.name, v, q.min, q.max)
-        self._check_asserts(values)  # the components' own conditions say most
-        self._check_pivots(values)
-        if self._bound:
-            if self._param_check is None:
-                syms = [q.symbol for q in self._bound]
-                defs = [q.binding for q in self._bound]
-                _, outs = ca.substitute_inplace(syms, defs, list(defs), False)
-                self._param_check = ca.Function("bound", [self._p], [_vcat(outs)])
-            bound_vals = np.array(self._param_check(values)).reshape(-1)
-            for q, v in zip(self._bound, bound_vals):
-                check_parameter_value(q.name, v, q.min, q.max)
-
-    def _check_asserts(self, values):
-        """The components' parameter conditions (``mb.Assert``)."""
         asserts = self.flat.asserts
-        if not asserts:
+        guards = self.system.pivot_guards if self.parameter_mode == "symbolic" else []
+        if not (self._bound or asserts or guards):
             return
-        if self._assert_check is None:
-            conds = [a.condition for a in asserts]
-            if self._bound:
-                _, conds = ca.substitute_inplace([q.symbol for q in self._bound],
-                                                 [q.binding for q in self._bound], conds, False)
-            self._assert_check = ca.Function("asserts", [self._p], [_vcat(conds)])
-        held = np.array(self._assert_check(values)).reshape(-1)
-        for a, ok in zip(asserts, held):
-            if not ok:
-                raise ParameterError(f"{a.origin or 'model'}: {a.message} (does not hold for "
-                                     f"the parameter values given)")
-
-    def _check_pivots(self, values):
-        """Equations were solved by dividing by parameter expressions that are nonzero at
-        the declared values; refuse run-time values that make one of them zero."""
-        guards = self.system.pivot_guards
-        if not guards or self.parameter_mode == "constant":
-            return
-        if self._pivot_check is None:
-            exprs = [g for g, _ in guards]
+        if self._param_check is None:
+            # One function for all three: bound parameters are resolved once.
+            exprs = ([q.binding for q in self._bound] + [a.condition for a in asserts]
+                     + [g for g, _ in guards])
             if self._bound:
                 _, exprs = ca.substitute_inplace([q.symbol for q in self._bound],
                                                  [q.binding for q in self._bound], exprs, False)
-            self._pivot_check = ca.Function("pivots", [self._p], [_vcat(exprs)])
-        for (expr, what), v in zip(guards, np.array(self._pivot_check(values)).reshape(-1)):
+            self._param_check = ca.Function("parameter_checks", [self._p], [_vcat(exprs)])
+        out = np.array(self._param_check(values)).reshape(-1)
+        n_b, n_a = len(self._bound), len(asserts)
+        for a, held in zip(asserts, out[n_b:n_b + n_a]):
+            if not held:  # the components' own conditions say most, so they come first
+                raise ParameterError(f"{a.origin or 'model'}: {a.message} (does not hold for "
+                                     f"the parameter values given)")
+        for q, v in zip(self._bound, out[:n_b]):
+            check_parameter_value(q.name, v, q.min, q.max)
+        for (expr, what), v in zip(guards, out[n_b + n_a:]):
             if v == 0.0 or not np.isfinite(v):
                 names = sorted(str(s) for s in ca.symvar(expr))
                 raise ParameterError(
                     f"with these parameter values the equation {what} divides by zero "
-                    f"({_short(expr)} = {v}); it depends on {', '.join(names[:6])}. Change "
+                    f"({describe(expr)} = {v}); it depends on {', '.join(names[:6])}. Change "
                     f"those values, or compile the model with them so the equations are "
                     f"sorted for them")
 
@@ -294,11 +274,6 @@ class CompiledModel:
     def __repr__(self):
         return (f"<CompiledModel {self.name}: {len(self.states)} states, {len(self.algebraic)} "
                 f"algebraic, {len(self.inputs)} inputs, {len(self.parameters)} parameters>")
-
-
-def _short(expr) -> str:
-    text = str(expr)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _vcat(items):

@@ -115,7 +115,8 @@ def _element_names(path: str, shape) -> list[str]:
     return [f"{path}[{i},{j}]" for j in range(m) for i in range(n)]
 
 
-def _describe(expr) -> str:
+def describe(expr) -> str:
+    """An expression as text for messages, cut to a readable length."""
     text = str(expr)
     return text if len(text) <= 160 else text[:157] + "..."
 
@@ -343,10 +344,10 @@ class _Flattener:
             e = expr if expr.numel() == 1 else expr[k]
             if not e.is_op(ca.OP_EQ):
                 raise DeclarationError(
-                    f"{_where(comp)}: '{_describe(e)}' is not an equation; write lhs == rhs")
+                    f"{_where(comp)}: '{describe(e)}' is not an equation; write lhs == rhs")
             residual = e.dep(0) - e.dep(1)
             self._check_symbols(comp, residual, e)
-            target.append(FlatEquation(residual, comp.path, _describe(e), kind))
+            target.append(FlatEquation(residual, comp.path, describe(e), kind))
 
     def _check_symbols(self, comp, residual, shown):
         for s in ca.symvar(residual):
@@ -354,11 +355,11 @@ class _Flattener:
                 other = self.inactive.get(s.element_hash())
                 if other is not None:
                     raise DeclarationError(
-                        f"{_where(comp)}: equation '{_describe(shown)}' uses '{other.path}', "
+                        f"{_where(comp)}: equation '{describe(shown)}' uses '{other.path}', "
                         f"which exists only in the '{other.analysis}' analysis, not in "
                         f"'{self.analysis}'; test self.analysis before using it")
                 raise DeclarationError(
-                    f"{_where(comp)}: equation '{_describe(shown)}' uses '{s}', which is not a "
+                    f"{_where(comp)}: equation '{describe(shown)}' uses '{s}', which is not a "
                     f"variable or parameter of this model (a symbol of another model instance?)")
 
     # -- connections ------------------------------------------------------------------------

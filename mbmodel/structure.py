@@ -15,7 +15,7 @@ from . import graph
 from .alias import AliasResult, eliminate_aliases
 from .core import time_derivative
 from .errors import DeclarationError, StructuralSingularityError
-from .flatten import FlatModel
+from .flatten import FlatModel, describe
 
 _PRIORITY = {"never": 0, "avoid": 1, "default": 2, "prefer": 3, "always": 4}
 
@@ -69,11 +69,6 @@ class SortedSystem:
     #: ``(expression, description)``. Nonzero at the declared values (checked here); the
     #: compiled model re-checks them when parameters change at run time.
     pivot_guards: list[tuple[ca.SX, str]] = field(default_factory=list)
-
-
-def _describe(expr) -> str:
-    text = str(expr)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def incidence_lists(exprs: ca.SX, syms: ca.SX) -> list[list[int]]:
@@ -419,13 +414,15 @@ class _Analysis:
                 expr, sym = equations[e], symbols[v]
                 coef = ca.jacobian(expr, sym)
                 what = f"'{descriptions[e]}' ({origins[e] or 'the model'}) solved for '{names[v]}'"
-                if coef.is_zero() or (self.parameter_only(coef) and self.value_of(coef) == 0.0):
+                on_parameters = self.parameter_only(coef)
+                if coef.is_zero() or (on_parameters and self.value_of(coef) == 0.0):
                     detail = ("does not depend on it" if coef.is_zero() else
                               f"does not depend on it with the given parameter values (its "
-                              f"coefficient {_describe(coef)} is zero); change those parameters")
+                              f"coefficient {describe(coef)} is zero); change those parameters")
                     raise StructuralSingularityError(f"equation {what}: the equation {detail}")
                 if not ca.depends_on(coef, sym):
-                    self.safe_pivot(coef, what)  # records a guard if parameter-dependent
+                    if on_parameters and not coef.is_constant():
+                        self.pivot_guards.append((coef, what))
                     rest = ca.substitute(expr, sym, ca.SX(0))
                     sequence.append((v, -rest / coef))
                     blocks.append(Block("explicit", [e], [v], [(e, v)]))
@@ -436,15 +433,17 @@ class _Analysis:
                 continue
             bvars = [eq_match[e] for e in beqs]
 
-            def solvable(e, v, _eqs=equations, _syms=symbols):
-                return self.safe_pivot(ca.jacobian(_eqs[e], _syms[v]),
-                                       f"'{descriptions[e]}' ({origins[e] or 'the model'}) "
-                                       f"solved for '{names[v]}'")
+            coefficients = {}
+
+            def solvable(e, v, _eqs=equations, _syms=symbols, _coefs=coefficients):
+                _coefs[e, v] = coef = ca.jacobian(_eqs[e], _syms[v])
+                return self.safe_pivot(coef, f"'{descriptions[e]}' ({origins[e] or 'the model'}) "
+                                             f"solved for '{names[v]}'")
 
             tear = graph.tear(beqs, bvars, self.inc_all, solvable)
             defs = []
             for e, v in tear.assignments:
-                coef = ca.jacobian(equations[e], symbols[v])
+                coef = coefficients[e, v]
                 rest = ca.substitute(equations[e], symbols[v], ca.SX(0))
                 defs.append((v, -rest / coef))
             tsyms = ca.vertcat(*[symbols[v] for v in tear.tear_vars])

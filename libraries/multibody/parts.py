@@ -74,9 +74,9 @@ class World(_Gravity, Model):
 
     def equations(self):
         f = self.frame_b
-        if self.gravity_type == "uniform" and not self.n_is_valid():
-            raise ParameterError(f"World '{self.path}': gravity direction n has zero length")
         if self.gravity_type == "uniform":
+            if not self.n_is_valid():
+                raise ParameterError(f"World '{self.path}': gravity direction n has zero length")
             yield axis_check(self)
         yield f.r_0 == ca.SX.zeros(3, 1)
         yield f.R == ca.SX.eye(3)
