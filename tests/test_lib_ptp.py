@@ -281,6 +281,10 @@ def test_position_source_differentiates_q_twice():
     np.testing.assert_allclose(out["inertia.a"], out["ptp.qdd[0]"], rtol=1e-12, atol=1e-14)
     assert out["ptp.qdd[0]"][0] > 0 and out["ptp.qdd[0]"][3] < 0  # both non-trivial phases
     assert out["position.flange.tau"][0] == pytest.approx(-J * out["ptp.qdd[0]"][0])
+    # Closed form: the synchronized profile is limited by axis 3's acceleration (15 rad/s²
+    # over 125°), so axis 1 (120°) accelerates with 15 * 120/125 = 14.4 rad/s².
+    np.testing.assert_allclose(out["position.flange.tau"], [-28.8, 0.0, 0.0, 28.8, 0.0],
+                               atol=1e-9)
     res = cm.simulate(2.0, n_points=41)
     assert res["inertia.phi"][-1] == pytest.approx(FULL["q_end"][0], abs=1e-12)
     assert res["position.flange.tau"][-1] == 0.0

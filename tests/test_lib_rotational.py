@@ -265,6 +265,10 @@ def test_ideal_gear_reflected_inertia(use_support):
         np.testing.assert_allclose(res["housing.tau"],
                                    res["torque.support.tau"] + res["gear.support.tau"],
                                    atol=1e-9)
+        # In closed form: flange_a.tau = -J2 r a1, flange_b.tau = J2 r^2 a1, so the gear's
+        # support takes J2 r (1 - r) a1 and the housing T + J2 r (1 - r) a1.
+        np.testing.assert_allclose(res["gear.support.tau"], J2 * r * (1 - r) * a1, rtol=1e-8)
+        np.testing.assert_allclose(res["housing.tau"], T + J2 * r * (1 - r) * a1, rtol=1e-8)
 
 
 @needs_simulate

@@ -186,6 +186,8 @@ def test_spring_mass_damper_free_decay(combined):
     # Force sensor between ground and the spring/damper: f = flange_a.f = -flange_b.f
     # = -(spring + damper force on their flange_a) = spring + damper force on the mass = m*a.
     np.testing.assert_allclose(res["force.f"], 0.8 * res["mass.a"], rtol=1e-6, atol=1e-6)
+    # ... and the acceleration itself is the analytic one, -(c x + d v)/m
+    np.testing.assert_allclose(res["acc.a"], -(c * x + d * v) / m, atol=1e-4)
     if combined:
         np.testing.assert_allclose(res["sd.f"], res["sd.f_c"] + res["sd.f_d"], atol=1e-9)
         np.testing.assert_allclose(res["sd.lossPower"], d * res["mass.v"] ** 2, atol=1e-7)

@@ -444,6 +444,10 @@ def test_sensors_forward_pendulum():
     phi, w, a = res["joint.phi"], res["joint.w"], res["joint.a"]
     # the dynamics: (I + m c^2) a = -m g c cos(phi) (no joint torque)
     assert rel_err(a, -M_SEN * G * C_SEN * np.cos(phi) / (I_SEN + M_SEN * C_SEN ** 2)) < 1e-12
+    # the integrated motion conserves energy (checks phi and w, not only a(phi))
+    energy = 0.5 * (I_SEN + M_SEN * C_SEN ** 2) * w ** 2 + M_SEN * G * C_SEN * np.sin(phi)
+    assert np.ptp(energy) < 1e-7 * M_SEN * G * C_SEN
+    assert np.ptp(phi) > 0.5  # it does swing
     r, v, acc, force, torque_z = pendulum_expectations(phi, w, a)
     assert rel_err(vec(res, "tip.r"), r) < 1e-12
     assert rel_err(vec(res, "tip.v"), v) < 1e-12

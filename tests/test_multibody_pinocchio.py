@@ -164,3 +164,8 @@ def test_round_trip_inverse_of_forward_is_identity(setup):
     for q, v, _, tau in setup.states:
         qdd = setup.forward(q, v, tau)
         _close(setup.inverse(q, v, qdd), tau)
+        # and the same accelerations satisfy Pinocchio's equations of motion
+        # M(q) qdd + h(q, v) = tau (not only our own two models' agreement)
+        M = np.array(pin.crba(setup.pm, setup.pd, q))
+        M = np.triu(M) + np.triu(M, 1).T
+        _close(M @ qdd + pin.nonLinearEffects(setup.pm, setup.pd, q, v), tau)
