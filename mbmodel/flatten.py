@@ -145,6 +145,7 @@ class _Flattener:
         self.input_positions: set[int] = set()
         self.inactive: dict[int, Variable] = {}  # symbol hash -> variable of another analysis
         self.asserts: list[FlatAssert] = []
+        self._preview: list | None = None  # composites' connect statements, previewed once
         self._preview_sets: dict | None = None  # connector id -> its connection set's members
 
     # -- collect declarations -----------------------------------------------------------
@@ -282,25 +283,54 @@ class _Flattener:
         finally:
             _FlattenContext.current = previous
 
+    def preview_connects(self) -> list:
+        """The connect statements of the composite models, before their equations are
+        collected (``is_root()`` and ``connected()`` need the connection structure while
+        components are still being asked for equations). Run once, without side effects:
+        derivatives are not registered, events not kept, questions not answered."""
+        if self._preview is None:
+            self._preview = []
+            real = _FlattenContext.current
+            ctx = _FlattenContext(self.symbols, lambda symbol: ca.SX.sym("preview"),
+                                  lambda symbol: False, self.analysis, lambda connector: [])
+            _FlattenContext.current = ctx
+            try:
+                for comp in self.components:
+                    if not comp.components():
+                        continue  # leaf components connect nothing (checked afterwards)
+                    n_events = len(comp._time_events)
+                    for item in _iterate(comp.equations(), comp, "equations"):
+                        if isinstance(item, Connect):
+                            self._preview.append((comp, item))
+                    del comp._time_events[n_events:]
+            finally:
+                _FlattenContext.current = real
+        return self._preview
+
     def connected(self, connector) -> list:
-        """Answer to :meth:`Model.connected` (see there), from a preview of the connect
-        statements of the composite models, built on the first question."""
+        """Answer to :meth:`Model.connected` (see there), from the previewed connection
+        sets."""
         if self._preview_sets is None:
-            self._preview_sets = {}  # questions asked while previewing get no answer
-            self._preview_sets = _preview_connection_sets(self.components)
+            self._preview_sets = _preview_connection_sets(self.preview_connects())
         group = self._preview_sets.get(id(connector), ())
         return [c for c in group if c is not connector]
 
     def check_preview(self):
-        """Connection-set answers came from composites' connect statements only."""
-        if not self._preview_sets:
+        """A preview (if one was needed) saw the connect statements the model has."""
+        if self._preview is None:
             return
         for comp in self.components:
             if not comp.components() and comp.__dict__.get("_connects"):
                 raise DeclarationError(
                     f"{_where(comp)} connects its own connectors although it has no "
-                    f"sub-components; with components that ask connected() this is not "
-                    f"supported — write the equations instead")
+                    f"sub-components; this model has components that ask is_root() or "
+                    f"connected(), which see only composite models' connections — write "
+                    f"the equations instead")
+        n_real = sum(len(comp.__dict__.get("_connects", ())) for comp in self.components)
+        if n_real != len(self._preview):
+            raise DeclarationError(
+                "the connect statements of a composite model depend on is_root() or "
+                "connected(); connections must not depend on those answers")
 
     def declare_assert(self, comp, item):
         for k in range(item.condition.numel()):
@@ -769,13 +799,12 @@ def _choose_roots_early(fl, roots, potential, branches):
     for a, b, _ in branches:
         graph.add_edge(a, b)
     # Connect statements are yielded from equations(), which is still running: preview them.
-    for comp in fl.components:
-        for item in _preview_connects(comp):
-            conns = [c for c in item.items if isinstance(c, Connector)]
-            for c1, c2 in zip(conns, conns[1:]):
-                for key, var in c1._variables.items():
-                    if var.kind == "overdetermined" and key in c2._variables:
-                        graph.add_edge(var, c2._variables[key])
+    for _, item in fl.preview_connects():
+        conns = [c for c in item.items if isinstance(c, Connector)]
+        for c1, c2 in zip(conns, conns[1:]):
+            for key, var in c1._variables.items():
+                if var.kind == "overdetermined" and key in c2._variables:
+                    graph.add_edge(var, c2._variables[key])
     return {id(var) for var in _choose_potential_roots(graph, roots, potential)}
 
 
@@ -801,22 +830,19 @@ def _choose_potential_roots(graph, roots, potential):
     return [var for _, var in sorted(best.values(), key=lambda item: item[0][1])]
 
 
-def _preview_connection_sets(components) -> dict:
-    """Connection sets from the connect statements of composite models (leaf components
-    connect nothing), as connector id -> member connectors that belong to components
-    stating physics (ports of composites are looked through)."""
+def _preview_connection_sets(previewed) -> dict:
+    """Connection sets from previewed connect statements (``(owner, Connect)`` pairs), as
+    connector id -> member connectors that belong to components stating physics (ports of
+    composites are looked through)."""
     graph = nx.Graph()
     ports = set()
-    for comp in components:
-        if not comp.components():
-            continue
-        for item in _preview_connects(comp):
-            conns = [c for c in item.items if isinstance(c, Connector)]
-            for c in conns:
-                graph.add_node(c)
-                if c.owner is comp:
-                    ports.add(id(c))
-            graph.add_edges_from(zip(conns, conns[1:]))
+    for comp, item in previewed:
+        conns = [c for c in item.items if isinstance(c, Connector)]
+        for c in conns:
+            graph.add_node(c)
+            if c.owner is comp:
+                ports.add(id(c))
+        graph.add_edges_from(zip(conns, conns[1:]))
     sets = {}
     order = {c: i for i, c in enumerate(graph.nodes)}  # deterministic member order
     for part in nx.connected_components(graph):
@@ -824,15 +850,3 @@ def _preview_connection_sets(components) -> dict:
         for c in part:
             sets[id(c)] = members
     return sets
-
-
-def _preview_connects(comp):
-    ctx = _FlattenContext.current
-    saved_is_root = ctx.is_root if ctx else None
-    if ctx is not None:
-        ctx.is_root = lambda symbol: False
-    try:
-        return [item for item in (comp.equations() or ()) if isinstance(item, Connect)]
-    finally:
-        if ctx is not None:
-            ctx.is_root = saved_is_root

@@ -510,3 +510,32 @@ class _UsesInverseFlow(Model):
 def test_variable_of_another_analysis_is_named():
     with pytest.raises(mb.DeclarationError, match=r"pin\.q.*only in the 'inverse' analysis"):
         mb.compile(_UsesInverseFlow())
+
+
+class _Mover(Model):
+    u = Input(shape=2)
+    x = Variable()
+
+    def equations(self):
+        yield mb.Derivative(self.u[0], self.u[1])
+        yield self.x == der(self.u[0])
+
+
+def test_connection_preview_for_roots_has_no_side_effects():
+    # A potential root makes the flattener preview the composites' connect statements
+    # before their equations are collected; that preview must not register derivatives
+    # (Derivative() would then come "after der()") nor repeat time events.
+    class WithRoots(Model):
+        free = FreeDir()
+        t1 = Turn()
+        u = Input(shape=2)
+        mover = _Mover()
+
+        def equations(self):
+            self.time_event(0.5)
+            yield connect(self.u, self.mover.u)
+            yield connect(self.free.frame, self.t1.a)
+
+    flat = mb.flatten(WithRoots())
+    assert [float(t) for t in flat.time_events] == [0.5]
+    assert flat.variable("mover.x") is not None
