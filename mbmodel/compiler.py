@@ -125,6 +125,8 @@ class CompiledModel:
         self.initial_function = ca.Function("initial", args, [_vcat(init_e)], names, ["r"])
         self.event_function = ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"])
         self._param_check = None
+        self._lower = np.array([q.min for q in free], dtype=float)
+        self._upper = np.array([q.max for q in free], dtype=float)
         self.build_times = times or BuildTimes()
         self.build_times.casadi = _clock.perf_counter() - t0
         self.start = np.array([sys_.start[v] for v in sys_.states], dtype=float)
@@ -173,8 +175,11 @@ class CompiledModel:
         """Bounds of free and bound parameters, the components' conditions (``mb.Assert``)
         and the parameter divisors the equations were sorted with (nonzero at the declared
         values; a run-time value must not make one zero)."""
-        for q, v in zip(self._free, values):
-            check_parameter_value(q.name, v, q.min, q.max)
+        values = np.asarray(values, dtype=float)
+        if not (np.all(np.isfinite(values)) and np.all(values >= self._lower)
+                and np.all(values <= self._upper)):  # vectorised; a loop only for the message
+            for q, v in zip(self._free, values):
+                check_parameter_value(q.name, v, q.min, q.max)
         asserts = self.flat.asserts
         guards = self.system.pivot_guards if self.parameter_mode == "symbolic" else []
         if not (self._bound or asserts or guards):

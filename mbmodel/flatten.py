@@ -141,7 +141,7 @@ class _Flattener:
         self.time_events: list = []
         # Per-component bookkeeping for balance diagnostics.
         self.local_equations: dict[int, int] = {}
-        self.declared_in: dict[int, Model] = {}
+        self.declared_in: dict[int, tuple[Model, Variable]] = {}  # position -> (owner, decl)
         self.input_positions: set[int] = set()
         self.inactive: dict[int, Variable] = {}  # symbol hash -> variable of another analysis
         self.asserts: list[FlatAssert] = []
@@ -205,13 +205,19 @@ class _Flattener:
                     object.__setattr__(d.owner, d.name, fresh)
         if not old:
             return
-        old_v, new_v = ca.vertcat(*old), ca.vertcat(*new)
-        for comp in order:
-            for member in comp._members.values():
-                if isinstance(member, Parameter) and isinstance(member.value, ca.SX):
-                    member.value = ca.substitute(member.value, old_v, new_v)
-            comp._time_events[:] = [ca.substitute(ca.SX(t), old_v, new_v)
-                                    for t in comp._time_events]
+        # One substitution for all bindings and event times (one per item would be
+        # quadratic in model size).
+        bound = [m for comp in order for m in comp._members.values()
+                 if isinstance(m, Parameter) and isinstance(m.value, ca.SX)]
+        events = [(comp, k) for comp in order for k in range(len(comp._time_events))]
+        exprs = [m.value for m in bound] + [ca.SX(comp._time_events[k]) for comp, k in events]
+        if not exprs:
+            return
+        renamed = ca.substitute(exprs, [ca.vertcat(*old)], [ca.vertcat(*new)])
+        for m, value in zip(bound, renamed):
+            m.value = value
+        for (comp, k), value in zip(events, renamed[len(bound):]):
+            comp._time_events[k] = value
 
     def _add_parameter(self, comp, par: Parameter):
         names = _element_names(par.path, par.shape)
@@ -236,7 +242,7 @@ class _Flattener:
             if var.kind == "input" or external:
                 self.input_positions.add(len(self.variables))
             self.symbols[sym.element_hash()] = _Record(False, len(self.variables))
-            self.declared_in[len(self.variables)] = comp
+            self.declared_in[len(self.variables)] = (comp, var)
             self.variables.append(FlatVariable(
                 name, sym, kind, comp.path, float(start[k]), bool(var.fixed), var.state_select,
                 var.unit, var.nominal, var.min, var.max, is_flow))
@@ -419,9 +425,8 @@ class _Flattener:
             recs = [self.symbols.get(item[k].element_hash()) if item[k].is_symbolic() else None
                     for k in range(item.numel())]
             if all(recs) and not any(r.is_parameter for r in recs):
-                var_comp = self.declared_in[recs[0].position]
-                decl = _signal_declaration(var_comp, self.variables[recs[0].position].name)
-                if decl is not None and decl.kind in ("input", "output"):
+                var_comp, decl = self.declared_in[recs[0].position]
+                if decl.kind in ("input", "output"):
                     if var_comp is comp:
                         return (decl, "outside")
                     if var_comp._parent is comp:
@@ -680,13 +685,6 @@ def _loop_message(graph, tree_edges, u, v, owner, roots) -> str:
             f"through {' -> '.join(members)}; closed loops are not supported by this connector "
             f"type yet (remove one connection or replace a joint of the loop by a force "
             f"element)")
-
-
-def _signal_declaration(comp, name):
-    for m in comp._members.values():
-        if isinstance(m, Variable) and (m.path == name or name.startswith(m.path + "[")):
-            return m
-    return None
 
 
 def _signature_difference(a: Connector, b: Connector) -> str:

@@ -148,12 +148,7 @@ def check_regular(incidence, n_vars, var_diff, var_integral):
         family[v] = u
     fam_inc = []
     for vs in incidence:
-        seen = []
-        for v in vs:
-            f = family[v]
-            if f not in seen:
-                seen.append(f)
-        fam_inc.append(seen)
+        fam_inc.append(list(dict.fromkeys(family[v] for v in vs)))
     eq_match, var_match = maximum_matching(fam_inc, n_vars)
     unmatched = [e for e, v in enumerate(eq_match) if v == UNMATCHED]
     if not unmatched:
