@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 import casadi as ca
 
+from .core import STATE_PRIORITY
 from .flatten import FlatModel
-
-_PRIORITY = {"never": 0, "avoid": 1, "default": 2, "prefer": 3, "always": 4}
 
 
 @dataclass
@@ -186,5 +185,5 @@ def eliminate_aliases(flat: FlatModel) -> AliasResult:
 
 def _keep_score(flat, v):
     var = flat.variables[v]
-    return (var.kind == "input", _PRIORITY[var.state_select], var.fixed,
+    return (var.kind == "input", STATE_PRIORITY[var.state_select], var.fixed,
             var.derivative is not None, not var.is_flow, -var.name.count("."), -len(var.name), -v)

@@ -49,6 +49,8 @@ _declaration_counter = itertools.count()
 time = ca.SX.sym("time")
 
 STATE_SELECT = ("never", "avoid", "default", "prefer", "always")
+#: How strongly a variable wants to be a state, by ``state_select`` (higher: more).
+STATE_PRIORITY = {name: rank for rank, name in enumerate(STATE_SELECT)}
 
 #: What a model is compiled for. Libraries may write different (equivalent) equations for
 #: each, e.g. a multibody library uses articulated-body quantities for "forward" dynamics

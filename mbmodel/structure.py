@@ -13,11 +13,10 @@ import casadi as ca
 
 from . import graph
 from .alias import AliasResult, eliminate_aliases
-from .core import time_derivative
+from .core import STATE_PRIORITY, time_derivative
 from .errors import DeclarationError, StructuralSingularityError
 from .flatten import FlatModel, describe
 
-_PRIORITY = {"never": 0, "avoid": 1, "default": 2, "prefer": 3, "always": 4}
 
 #: Largest linear torn system solved symbolically; larger ones become algebraic states.
 MAX_SYMBOLIC_LINEAR = 12
@@ -251,7 +250,7 @@ class _Analysis:
             g = ids[w] if (w is not None and w < n) else None
             if g is not None and g < n_flat and self.flat.variables[g].kind == "unknown":
                 var = self.flat.variables[g]
-                pr = _PRIORITY[var.state_select] + (0.5 if var.fixed else 0.0)
+                pr = STATE_PRIORITY[var.state_select] + (0.5 if var.fixed else 0.0)
                 if state_priority is not None and var.name in state_priority:
                     pr = state_priority[var.name]
             else:
