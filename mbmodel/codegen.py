@@ -53,12 +53,14 @@ def default_cache_dir() -> Path:
 
 
 def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=("-O1",),
-                     verbose: bool = False) -> ca.Function:
+                     verbose: bool = False, external_options: dict | None = None) -> ca.Function:
     """Return ``fn`` compiled to native code, built once and then reused from a cache.
 
     The result has the same inputs and outputs as ``fn``. ``compiler`` is a command such as
     ``"gcc"`` or ``"ccache clang"``; by default ``$CC``, else ``cc`` or ``gcc`` on the PATH.
-    ``flags`` are passed to the compiler besides those needed for a shared library. If no
+    ``flags`` are passed to the compiler besides those needed for a shared library.
+    ``external_options`` are casadi options of the loaded function (e.g. ``{"enable_fd":
+    True}``: derivatives by finite differences of the compiled code). If no
     compiler is found or the build fails, a :class:`CodegenWarning` is emitted and ``fn``
     itself is returned, so callers never have to handle a failure.
 
@@ -81,25 +83,34 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=("
     directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     library = directory / f"{key}.so"
 
-    if library.exists():
-        if verbose:
-            print(f"mbmodel.codegen: reusing {library}")
-    else:
+    options = dict(external_options or {})
+    # A cached library that does not load (cut short by a full disk, say) is built anew once.
+    for attempt in ("cached", "rebuilt"):
+        if library.exists():
+            if verbose:
+                print(f"mbmodel.codegen: reusing {library}")
+        else:
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                _build_shared_library(source, library, command, flags, verbose)
+            except _BuildError as err:
+                _fall_back(err.reason, fn, details=err.compiler_output)
+                return fn
+            except OSError as err:
+                _fall_back(f"building {library} failed: {err}", fn)
+                return fn
+            attempt = "rebuilt"
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            _build_shared_library(source, library, command, flags, verbose)
-        except _BuildError as err:
-            _fall_back(err.reason, fn, details=err.compiler_output)
-            return fn
-        except OSError as err:
-            _fall_back(f"building {library} failed: {err}", fn)
-            return fn
-
-    try:
-        return ca.external(fn.name(), str(library))
-    except RuntimeError as err:
-        _fall_back(f"loading {library} failed: {_truncate(str(err))}", fn)
-        return fn
+            return ca.external(fn.name(), str(library), options)
+        except RuntimeError as err:
+            if attempt == "rebuilt":
+                _fall_back(f"loading {library} failed: {_truncate(str(err))}", fn)
+                return fn
+            try:
+                library.unlink()
+            except FileNotFoundError:
+                pass
+    return fn
 
 
 # casadi op codes grouped by what they cost; OP_TWICE is generated as (2.*x).

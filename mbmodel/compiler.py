@@ -239,6 +239,20 @@ class CompiledModel:
         return fn
 
     # -- running ------------------------------------------------------------------------------
+    def evaluator(self, outputs: list[str] | None = None, native: bool = True):
+        """A fast function ``(x, u, p, t) -> values`` for calls from Python: the state
+        derivatives (forward dynamics) or the named ``outputs`` (e.g. joint torques of a
+        model compiled for ``analysis="inverse"``), in generated C by default, called
+        through casadi's buffer interface; see :class:`mbmodel.native.Evaluator`.
+
+        Example::
+
+            fd = cm.evaluator()
+            xdot = fd(x)                # numpy array, overwritten by the next call
+        """
+        from .native import evaluator
+        return evaluator(self, outputs, native)
+
     def simulate(self, t_end: float, **options):
         """Simulate from ``t_start`` (default 0) to ``t_end``; see :func:`mbmodel.simulate`."""
         from .simulate import simulate_compiled

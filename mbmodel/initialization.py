@@ -10,6 +10,8 @@ with ``fixed=False``) are the Newton iterates' starting point.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import casadi as ca
 import numpy as np
 
@@ -17,6 +19,7 @@ from . import graph
 from .core import time as TIME
 from .errors import InitializationError
 from .structure import incidence_lists
+from .workspace import remember, workspace
 
 
 def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_state=False,
@@ -31,11 +34,71 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
 
         x0, z0 = mb.compile(model).initialize(steady_state=True)
     """
-    sys_ = cm.system
     p = cm.parameter_vector(params)
     u = _input_values(cm, inputs, t_start)
+    n_x, n_z = cm._x.numel(), cm._z.numel()
+    if n_x + n_z == 0:
+        return np.zeros(0), np.zeros(0)
+    cache = workspace(cm, "initialization")
+    problem = cache.get(bool(steady_state))
+    if problem is None:
+        problem = remember(cache, bool(steady_state), _problem(cm, bool(steady_state)))
+    x_start = cm.start.copy() if x_guess is None else np.asarray(x_guess, dtype=float).copy()
+    w0 = np.concatenate([x_start, cm.z_start])
+    known = np.concatenate([p, u, [t_start], x_start])
+    F, labels_all = problem.residual, problem.labels
+    sol = None
+    last_error = None
+    for rf in problem.solvers:
+        try:
+            cand = np.array(rf(w0, known)).reshape(-1)
+        except RuntimeError as exc:  # singular Jacobian and the like
+            last_error = exc
+            continue
+        res = np.array(F(cand, known)).reshape(-1)
+        if np.all(np.isfinite(res)) and np.max(np.abs(res), initial=0.0) < 1e-8 * (
+                1 + np.max(np.abs(cand), initial=0.0)):
+            sol = cand
+            break
+        last_error = res
+    if sol is None:
+        res = np.array(F(w0, known)).reshape(-1)
+        worst = np.argsort(-np.abs(np.nan_to_num(res, nan=np.inf)))[:5]
+        detail = "; ".join(f"{_label(cm, labels_all[k], x_start)} (residual {res[k]:.3g} "
+                           f"at the start guess)"
+                           for k in worst)
+        raise InitializationError(
+            "initialization failed: no consistent initial state satisfies the initial "
+            f"conditions. Largest residuals: {detail}. Check the fixed start values for "
+            f"conflicts, or give better guesses (Guess(...)) for the variables involved — a "
+            f"guess where an equation has zero slope (e.g. y = 0 for x**2 + y**2 = L**2) "
+            f"stops Newton's method."
+            + (f" (solver: {_first_line(last_error)})" if isinstance(last_error, Exception)
+               else ""))
+    return sol[:n_x], sol[n_x:]
+
+
+@dataclass
+class _Problem:
+    """The initialization system of a compiled model, built once per thread: residuals of
+    ``w = (x, z)`` given ``known = (p, u, t, x_start)``, their labels, and the solvers."""
+
+    residual: ca.Function
+    labels: list  # text, or the index of a state held at its start value
+    solvers: list[ca.Function]
+
+
+def _label(cm, label, x_start) -> str:
+    if isinstance(label, str):
+        return label
+    return f"{cm.states[label]} = {x_start[label]:g} (start value of a state)"
+
+
+def _problem(cm, steady_state: bool) -> _Problem:
+    sys_ = cm.system
     X, Z, U, P = cm._x, cm._z, cm._u, cm._p
     n_x, n_z = X.numel(), Z.numel()
+    XS = ca.SX.sym("x_start", n_x)  # start values of the states (guesses may change per run)
     y = cm.output_function(X, Z, U, P, TIME)
     conds, labels = [], []
     for var in cm.flat.variables:
@@ -77,58 +140,26 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
                 extra_labels.append(f"der({cm.states[k]}) = 0 (steady state)")
                 used.add(v)
         free_states = [i for i in free_states if i not in used]
-    x_start = cm.start.copy() if x_guess is None else np.asarray(x_guess, dtype=float).copy()
     for i in free_states:
-        extra.append(X[i] - x_start[i])
-        extra_labels.append(f"{cm.states[i]} = {x_start[i]:g} (start value of a state)")
-    all_conds = conds + extra
-    all_labels = labels + extra_labels
+        extra.append(X[i] - XS[i])
+        extra_labels.append(i)  # worded with the start value of the run (see _label)
     g = cm.alg(X, Z, U, P, TIME)
     w = ca.vertcat(X, Z)
-    residual = ca.vertcat(*(all_conds + [g[k] for k in range(n_z)]))
-    labels_all = all_labels + [f"equation {d}" for d in sys_.residual_descriptions]
+    residual = ca.vertcat(*(conds + extra + [g[k] for k in range(n_z)]))
+    labels_all = labels + extra_labels + [f"equation {d}" for d in sys_.residual_descriptions]
     if residual.numel() != n_x + n_z:
         raise InitializationError(
             f"initialization has {residual.numel()} equations for {n_x + n_z} unknowns")
-    w0 = np.concatenate([x_start, cm.z_start])
-    # Start guesses: states with a fixed start are set directly.
-    if n_x + n_z == 0:
-        return np.zeros(0), np.zeros(0)
-    F = ca.Function("init_residual", [w, P, U, TIME], [residual])
-    sol = None
-    last_error = None
+    known = ca.vertcat(P, U, TIME, XS)
+    function = ca.Function("init_residual", [w, known], [residual])
     # Newton first (fast, quiet); KINSOL's line search rescues non-smooth cases (limiters).
+    solvers = []
     for solver, opts in (("newton", {"error_on_fail": False, "max_iter": 100,
                                      "abstol": 1e-12, "abstolStep": 1e-14}),
                          ("kinsol", {"error_on_fail": False, "abstol": 1e-12,
                                      "disable_internal_warnings": True})):
-        try:
-            rf = ca.rootfinder("init_solver", solver,
-                               ca.Function("r", [w, ca.vertcat(P, U, TIME)], [residual]), opts)
-            cand = np.array(rf(w0, np.concatenate([p, u, [t_start]]))).reshape(-1)
-        except RuntimeError as exc:  # singular Jacobian and the like
-            last_error = exc
-            continue
-        res = np.array(F(cand, p, u, t_start)).reshape(-1)
-        if np.all(np.isfinite(res)) and np.max(np.abs(res), initial=0.0) < 1e-8 * (
-                1 + np.max(np.abs(cand), initial=0.0)):
-            sol = cand
-            break
-        last_error = res
-    if sol is None:
-        res = np.array(F(w0, p, u, t_start)).reshape(-1)
-        worst = np.argsort(-np.abs(np.nan_to_num(res, nan=np.inf)))[:5]
-        detail = "; ".join(f"{labels_all[k]} (residual {res[k]:.3g} at the start guess)"
-                           for k in worst)
-        raise InitializationError(
-            "initialization failed: no consistent initial state satisfies the initial "
-            f"conditions. Largest residuals: {detail}. Check the fixed start values for "
-            f"conflicts, or give better guesses (Guess(...)) for the variables involved — a "
-            f"guess where an equation has zero slope (e.g. y = 0 for x**2 + y**2 = L**2) "
-            f"stops Newton's method."
-            + (f" (solver: {_first_line(last_error)})" if isinstance(last_error, Exception)
-               else ""))
-    return sol[:n_x], sol[n_x:]
+        solvers.append(ca.rootfinder("init_solver", solver, function, opts))
+    return _Problem(function, labels_all, solvers)
 
 
 def _first_line(exc) -> str:

@@ -21,18 +21,37 @@ class Result:
         res.plot(["load.w", "motor.i"], file="run.png")
     """
 
-    def __init__(self, t, values, names, compiled=None):
+    def __init__(self, t, values, names, compiled=None, known=None):
         self.t = np.asarray(t, dtype=float)
-        self._values = np.asarray(values, dtype=float).reshape(len(names), len(self.t))
         self.names = list(names)
         self._index = {n: i for i, n in enumerate(self.names)}
         self.compiled = compiled
+        # ``values`` may be a function computing the whole table when first needed: a
+        # large model's table (every variable at every output time) costs more time and
+        # memory than the simulation; ``known`` (name -> trajectory, e.g. the states) is
+        # served without it.
+        self._compute = values if callable(values) else None
+        self._values = None if callable(values) else self._shaped(values)
+        self._known = dict(known or {})
+
+    def _shaped(self, values):
+        return np.asarray(values, dtype=float).reshape(len(self.names), len(self.t))
+
+    @property
+    def values(self) -> np.ndarray:
+        """All trajectories as one array, a row per name in ``names``."""
+        if self._values is None:
+            self._values = self._shaped(self._compute())
+            self._compute = None
+        return self._values
 
     def __getitem__(self, name: str) -> np.ndarray:
         if name in ("t", "time"):
             return self.t
+        if self._values is None and name in self._known:
+            return self._known[name]
         try:
-            return self._values[self._index[name]]
+            return self.values[self._index[name]]
         except KeyError:
             tail = name.split(".")[-1]
             close = [n for n in self.names if n.split(".")[-1] == tail][:6]

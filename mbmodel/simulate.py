@@ -9,7 +9,9 @@ import numpy as np
 from .core import Model
 from .core import time as TIME
 from .errors import SimulationError
+from .native import dynamics
 from .result import Result
+from .workspace import remember, workspace
 
 
 def input_function(cm, inputs):
@@ -49,12 +51,26 @@ def input_function(cm, inputs):
     return u_at
 
 
+#: Integration methods: "auto" picks "adams" (CVODES, Adams–Moulton with functional
+#: iteration: no Jacobian, few right-hand sides; for non-stiff models such as most
+#: mechanisms) or "bdf" (CVODES, BDF with Newton: stiff models), or "idas" when algebraic
+#: variables remain. "cvodes" is BDF with the torn nonlinear blocks solved inside the ODE.
+METHODS = ("auto", "adams", "bdf", "cvodes", "idas")
+
+#: "auto" takes Adams when stability would not limit its steps to more than this many over
+#: the run: spectral radius of the Jacobian at the start times the duration.
+STIFFNESS_LIMIT = 1e4
+
+
 def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, params=None,
                       inputs=None, rtol=1e-8, atol=1e-10, x0=None, steady_state=False,
-                      method=None, max_step=None) -> Result:
+                      method=None, max_step=None, native=True) -> Result:
     p = cm.parameter_vector(params)
     if not np.isfinite(t_end) or t_end <= t_start:
         raise SimulationError(f"t_end ({t_end}) must be finite and after t_start ({t_start})")
+    method = "auto" if method is None else method
+    if method not in METHODS:
+        raise SimulationError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
     grid = (np.linspace(t_start, t_end, n_points) if times is None
             else np.asarray(times, dtype=float))
     if grid.ndim != 1 or np.any(np.diff(grid) < 0) or grid[0] < t_start or grid[-1] > t_end:
@@ -81,7 +97,14 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
     at_start = grid <= t_start
     X[:, at_start] = x[:, None]
     Z[:, at_start] = z[:, None]
-    solver = method or ("idas" if n_z else "cvodes")
+    if n_z and method in ("auto", "adams", "bdf"):
+        method = "idas"
+    dyn = None
+    if n_x and not (n_z and method == "cvodes"):
+        dyn = dynamics(cm, native)
+    if method == "auto" and n_x:
+        method = _choose_method(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]), t_start,
+                                t_end)
     for a, b in zip(bounds[:-1], bounds[1:]):
         inside = np.where((grid > a) & (grid <= b))[0]
         tout = list(grid[inside])
@@ -96,42 +119,93 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                 z = _solve_algebraic(cm, z, p, u_seg, t)
                 zs[:, j] = z
         else:
-            F = _integrator(cm, solver, a, tout, rtol, atol, max_step)
-            try:
-                out = F(x0=x, z0=z, p=np.concatenate([p, u_seg]))
-            except RuntimeError as exc:
-                raise SimulationError(
-                    f"the integrator ({solver}) failed between t = {a:g} and {b:g}: "
-                    f"{str(exc).splitlines()[-1] if str(exc) else exc}. The model may be stiff "
-                    f"beyond the tolerances, have a singularity, or a variable may leave its "
-                    f"domain (check start values and parameters).") from None
-            xs = np.array(out["xf"]).reshape(n_x, len(tout))
-            if n_z and solver == "cvodes":
+            xs, zs = _integrate(cm, dyn, method, a, tout, x, z, np.concatenate([p, u_seg]),
+                                rtol, atol, max_step)
+            if n_z and method == "cvodes":
                 # the algebraic variables were solved inside the ODE; recover them
                 zfun = cm.explicit_ode()
                 zs = np.column_stack([np.array(zfun(xs[:, j], u_seg, p, t)[1]).reshape(-1)
                                       for j, t in enumerate(tout)])
-            else:
-                zs = np.array(out["zf"]).reshape(n_z, len(tout))
         for j, k in enumerate(inside):
             X[:, k] = xs[:, j]
             Z[:, k] = zs[:, j]
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
-    Y = cm.output_function.map(len(grid))(X, Z, U, np.repeat(p[:, None], len(grid), 1),
-                                          grid[None, :])
-    return Result(grid, np.array(Y), cm.output_names, cm)
+    return Result(grid, _output_table(cm, grid, X, Z, U, p), cm.output_names, cm,
+                  known=dict(zip(cm.states, X)))
+
+
+def _output_table(cm, grid, X, Z, U, p):
+    """Every output variable on the grid, computed when the Result first needs it."""
+    def compute():
+        table = _mapped(cm, cm.output_function, len(grid))(
+            X, Z, U, np.repeat(p[:, None], len(grid), 1), grid[None, :])
+        return np.array(table)
+    return compute
+
+
+def _mapped(cm, fn, n):
+    """``fn.map(n)``, kept per thread (building a map costs more than evaluating one)."""
+    cache = workspace(cm, "maps")
+    key = (id(fn), n)
+    if key not in cache:
+        remember(cache, key, (fn, fn.map(n)))  # fn kept alive so its id stays unique
+    return cache[key][1]
+
+
+def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
+    """Adams for non-stiff models, BDF for stiff ones, judged by the spectral radius of the
+    Jacobian at the start: finite differences of the compiled right-hand side, all columns
+    in one batched call."""
+    n = len(x)
+    if n > 2000:
+        return "bdf"  # the dense eigenvalue problem would cost more than it saves
+    batch = _mapped(cm, dyn, n + 1)
+    h = 1e-7 * np.maximum(1.0, np.abs(x))
+    columns = np.hstack([x[:, None], x[:, None] + np.diag(h)])
+    out = batch(np.full((1, n + 1), t_start), columns, np.repeat(z[:, None], n + 1, 1),
+                np.repeat(pu[:, None], n + 1, 1), np.zeros((0, n + 1)))
+    f = np.array(out[0])
+    jac = (f[:, 1:] - f[:, :1]) / h[None, :]
+    if not np.all(np.isfinite(jac)):
+        return "bdf"
+    radius = float(np.max(np.abs(np.linalg.eigvals(jac)), initial=0.0))
+    return "adams" if radius * (t_end - t_start) <= STIFFNESS_LIMIT else "bdf"
+
+
+def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
+    """States (and algebraic variables) at ``tout``, integrating from ``t0``. Adams falls
+    back to BDF for a segment on which it fails (the model turned stiff)."""
+    n_x, n_z = len(x), len(z)
+    for attempt in ((method, "bdf") if method == "adams" else (method,)):
+        F = _integrator(cm, dyn, attempt, t0, tout, rtol, atol, max_step)
+        try:
+            out = F(x0=x, z0=z, p=pu)
+            break
+        except RuntimeError as exc:
+            if attempt == "adams":
+                continue
+            raise SimulationError(
+                f"the integrator ({attempt}) failed between t = {t0:g} and {tout[-1]:g}: "
+                f"{str(exc).splitlines()[-1] if str(exc) else exc}. The model may be stiff "
+                f"beyond the tolerances, have a singularity, or a variable may leave its "
+                f"domain (check start values and parameters).") from None
+    xs = np.array(out["xf"]).reshape(n_x, len(tout))
+    zf = np.array(out["zf"])
+    zs = zf.reshape(n_z, len(tout)) if zf.size else np.zeros((n_z, len(tout)))
+    return xs, zs
 
 
 def _solve_algebraic(cm, z, p, u, t):
     if not len(z):
         return z
-    rf = cm.__dict__.get("_alg_solver")
+    cache = workspace(cm, "rootfinders")
+    rf = cache.get("algebraic")
     if rf is None:
         X, Z, U, P = cm._x, cm._z, cm._u, cm._p
         g = ca.Function("g", [Z, ca.vertcat(P, U, TIME)], [cm.alg(X, Z, U, P, TIME)])
-        rf = cm.__dict__["_alg_solver"] = ca.rootfinder("alg_solver", "newton", g,
-                                                        {"error_on_fail": False})
+        rf = remember(cache, "algebraic", ca.rootfinder("alg_solver", "newton", g,
+                                                          {"error_on_fail": False}))
     z_new = np.array(rf(z, np.concatenate([p, u, [t]]))).reshape(-1)
     res = np.array(cm.alg(np.zeros(0), z_new, u, p, t)).reshape(-1)
     if not np.all(np.isfinite(z_new)) or np.max(np.abs(res), initial=0) > 1e-8:
@@ -140,35 +214,32 @@ def _solve_algebraic(cm, z, p, u, t):
     return z_new
 
 
-def _integrator(cm, solver, t0, tout, rtol, atol, max_step):
-    # Cached on the compiled model: a parameter sweep re-uses the integrator.
-    cache = cm.__dict__.setdefault("_integrators", {})
-    key = (solver, t0, tuple(tout), rtol, atol, max_step)
+def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step):
+    cache = workspace(cm, "integrators")
+    key = (id(dyn), method, t0, tuple(tout), rtol, atol, max_step)
     F = cache.get(key)
     if F is not None:
         return F
-    X, Z, U, P = cm._x, cm._z, cm._u, cm._p
-    if Z.numel() and solver == "cvodes":
-        # Pure ODE: the torn nonlinear blocks are solved by casadi's rootfinder inside.
-        Xm, Um, Pm, Tm = (ca.MX.sym(n, v.numel()) for n, v in
-                          (("x", X), ("u", U), ("p", P), ("t", TIME)))
-        xdot = cm.explicit_ode()(Xm, Um, Pm, Tm)[0]
-        dae = {"x": Xm, "p": ca.vertcat(Pm, Um), "t": Tm, "ode": xdot}
-    else:
-        dae = {"x": X, "p": ca.vertcat(P, U), "t": TIME, "ode": cm.ode(X, Z, U, P, TIME)}
-        if Z.numel():
-            dae["z"] = Z
-            dae["alg"] = cm.alg(X, Z, U, P, TIME)
     # SUNDIALS' own warnings would flood stderr on a failing run; the error we raise says it.
     opts = {"abstol": atol, "reltol": rtol, "max_num_steps": 100000,
             "disable_internal_warnings": True}
     if max_step is not None:
         opts["max_step_size"] = max_step
-    F = ca.integrator("sim", solver, dae, float(t0), [float(t) for t in tout], opts)
-    if len(cache) > 64:
-        cache.clear()
-    cache[key] = F
-    return F
+    grid = [float(t) for t in tout]
+    if method == "cvodes" and cm._z.numel():
+        # Pure ODE: the torn nonlinear blocks are solved by casadi's rootfinder inside.
+        X, U, P = cm._x, cm._u, cm._p
+        Xm, Um, Pm, Tm = (ca.MX.sym(n, v.numel()) for n, v in
+                          (("x", X), ("u", U), ("p", P), ("t", TIME)))
+        xdot = cm.explicit_ode()(Xm, Um, Pm, Tm)[0]
+        dae = {"x": Xm, "p": ca.vertcat(Pm, Um), "t": Tm, "ode": xdot}
+        F = ca.integrator("sim", "cvodes", dae, float(t0), grid, opts)
+    else:
+        solver = "idas" if method == "idas" else "cvodes"
+        if method == "adams":
+            opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
+        F = ca.integrator("sim", solver, dyn, float(t0), grid, opts)
+    return remember(cache, key, F)
 
 
 def simulate(model, t_end: float, **options) -> Result:
@@ -177,7 +248,10 @@ def simulate(model, t_end: float, **options) -> Result:
     Options: ``t_start`` (0), ``n_points`` (501) or ``times`` (output grid), ``params``
     (name -> value), ``inputs`` (name -> number or (times, values)), ``rtol`` (1e-8), ``atol``
     (1e-10), ``steady_state`` (start in steady state), ``x0`` (initial states), ``method``
-    ("cvodes" or "idas"), ``max_step``.
+    (``"auto"``: Adams for non-stiff, BDF for stiff models, IDAS with algebraic variables;
+    or ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``), ``max_step``, ``native`` (True:
+    the dynamics run as generated C, built once per model structure and cached on disk;
+    False: casadi's virtual machine).
 
     Example::
 

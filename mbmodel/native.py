@@ -1,0 +1,156 @@
+"""Native code for a compiled model: its dynamics in generated C, and fast evaluators.
+
+A :class:`~mbmodel.compiler.CompiledModel` holds casadi SX Functions, which casadi evaluates
+in its virtual machine. This module builds the model's dynamics into a shared library
+through :mod:`mbmodel.codegen` (cached on disk, keyed by the generated C: compiled once per
+model structure, reused by every run and process) and offers two ways to call it:
+
+* :func:`dynamics` — the model as a casadi DAE Function (``t, x, z, p, u -> ode, alg``) for
+  casadi's integrators. Its Jacobians are taken by finite differences of the compiled code
+  (:func:`mbmodel.codegen.compile_function` ``external_options``): integrators need them only
+  for the Newton iteration of implicit methods, where their accuracy changes the convergence
+  rate, not the solution, and no symbolic Jacobian has to be built, generated or compiled
+  (that costs more than the whole simulation of a large model).
+* :class:`Evaluator` — one call from Python at buffer speed (casadi ``Function.buffer``):
+  no conversion of numpy arrays per call. This is the path for model-predictive control,
+  learning and sweeps that call forward or inverse dynamics millions of times.
+
+Functions are built once per compiled model and shared by all threads; casadi gives every
+concurrent call its own work memory. An :class:`Evaluator` owns its buffers: give each
+thread its own.
+
+Example::
+
+    cm = mb.compile(model)
+    fd = cm.evaluator()                 # states' derivatives, in C
+    xdot = fd(cm.start)                 # numpy array, overwritten by the next call
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import casadi as ca
+import numpy as np
+
+from .core import time as TIME
+from .errors import DeclarationError
+
+__all__ = ["dynamics", "Evaluator"]
+
+_lock = threading.Lock()
+_built: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _empty():
+    return ca.SX(0, 1)
+
+
+def symbolic_dynamics(cm) -> ca.Function:
+    """The model as a casadi DAE Function in casadi's integrator signature (``dyn_in`` →
+    ``dyn_out``), evaluated in casadi's virtual machine. Parameters and external inputs
+    are stacked in ``p`` (inputs are constant between events); ``u`` is empty."""
+    X, Z, U, P = cm._x, cm._z, cm._u, cm._p
+    pu = ca.vertcat(P, U)
+    ode = cm.ode(X, Z, U, P, TIME)
+    alg = cm.alg(X, Z, U, P, TIME)
+    return ca.Function("mbmodel_dynamics", [TIME, X, Z, pu, ca.SX.sym("u", 0)],
+                       [ode, alg, _empty(), _empty()], ca.dyn_in(), ca.dyn_out())
+
+
+def dynamics(cm, native: bool = True) -> ca.Function:
+    """The compiled model's DAE (``t, x, z, p, u -> ode, alg``; ``p`` = parameters then
+    external inputs) for casadi's integrators; in generated C when ``native`` (built once
+    per model, cached on disk), else in casadi's virtual machine.
+
+    Example::
+
+        F = ca.integrator("sim", "cvodes", dynamics(cm), 0.0, [1.0])
+        xf = F(x0=cm.start, p=cm.parameter_vector())["xf"]
+    """
+    key = "native" if native else "symbolic"
+    with _lock:
+        functions = _built.setdefault(cm, {})
+        fn = functions.get(key)
+        if fn is None:
+            fn = symbolic_dynamics(cm)
+            if native:
+                from .codegen import compile_function
+                fn = compile_function(fn, external_options={"enable_fd": True,
+                                                            "fd_method": "central"})
+            functions[key] = fn
+    return fn
+
+
+class Evaluator:
+    """Calls a compiled model's function of ``(x, u, p, t)`` from Python at buffer speed.
+
+    Built by :meth:`CompiledModel.evaluator`: the state derivatives (forward dynamics)
+    or the named outputs (e.g. the joint torques of a model compiled with
+    ``analysis="inverse"``, whose inputs are the prescribed motion). The arguments are
+    copied into buffers the C code reads directly; the result is a numpy array that the next
+    call overwrites (copy it to keep it). Not for models with algebraic variables (their
+    torn nonlinear blocks need the integrator's Newton iteration).
+
+    Example::
+
+        fd = cm.evaluator()
+        xdot = fd(x, p=cm.parameter_vector({"body.m": 2.0}))
+        tau = cm_inverse.evaluator(["joint1.tau"])(u=[q, qd, qdd])
+    """
+
+    def __init__(self, fn: ca.Function, parameters: np.ndarray, n_x: int, n_u: int,
+                 names: list[str]):
+        self.function = fn
+        self.names = list(names)
+        self._x = np.zeros(n_x)
+        self._u = np.zeros(n_u)
+        self._p = np.array(parameters, dtype=float)
+        self._t = np.zeros(1)
+        self._out = np.zeros(fn.nnz_out(0))
+        self._buffer, self._eval = fn.buffer()
+        for k, arr in enumerate((self._x, self._u, self._p, self._t)):
+            self._buffer.set_arg(k, memoryview(arr))
+        self._buffer.set_res(0, memoryview(self._out))
+
+    def __call__(self, x=None, u=None, p=None, t: float = 0.0) -> np.ndarray:
+        if x is not None:
+            self._x[:] = x
+        if u is not None:
+            self._u[:] = np.ravel(u)
+        if p is not None:
+            self._p[:] = p
+        self._t[0] = t
+        self._eval()
+        return self._out
+
+
+def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Evaluator:
+    """An :class:`Evaluator` of ``cm``'s state derivatives (``outputs=None``) or of the
+    named variables, in generated C when ``native``. See :meth:`CompiledModel.evaluator`."""
+    if cm._z.numel():
+        raise DeclarationError(
+            f"model {cm.name} has algebraic variables ({', '.join(cm.algebraic[:4])}) from "
+            f"nonlinear equation systems; a direct evaluator cannot solve them. Use "
+            f"cm.explicit_ode() (Newton inside), or simulate the model")
+    X, U, P = cm._x, cm._u, cm._p
+    Z = _empty()
+    if outputs is None:
+        names = [f"der({s})" for s in cm.states]
+        expr = cm.ode(X, Z, U, P, TIME)
+    else:
+        missing = [n for n in outputs if n not in cm.output_index]
+        if missing:
+            raise DeclarationError(
+                f"evaluator(): the compiled model has no output {', '.join(missing[:5])} "
+                f"(compile with outputs=[...] including them, or check the names)")
+        names = list(outputs)
+        y = cm.output_function(X, Z, U, P, TIME)
+        expr = ca.vertcat(*[y[cm.output_index[n]] for n in names]) if names else _empty()
+    fn = ca.Function("mbmodel_evaluator", [X, U, P, TIME], [ca.densify(expr)],
+                     ["x", "u", "p", "t"], ["y"])
+    if native:
+        from .codegen import compile_function
+        fn = compile_function(fn)
+    return Evaluator(fn, cm.parameter_vector(), X.numel(), U.numel(), names)
