@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -477,9 +478,12 @@ class Derivative:
 
 
 class _FlattenContext:
-    """The symbol table in force while a model's equations are collected (see der())."""
+    """The symbol table in force while a model's equations are collected (see der()).
 
-    current = None
+    One per thread (``_FlattenContext.current()`` / ``activate``): two threads may compile
+    models at the same time."""
+
+    _active = threading.local()
 
     def __init__(self, symbol_to_variable: dict, make_derivative, is_root=None,
                  analysis: str = "forward", connected=None):
@@ -489,6 +493,18 @@ class _FlattenContext:
         self.analysis = analysis
         self.connected = connected
 
+    @classmethod
+    def current(cls):
+        """The context of this thread's flattening, or None outside ``equations()``."""
+        return getattr(cls._active, "context", None)
+
+    @classmethod
+    def activate(cls, context):
+        """Make ``context`` this thread's current one; returns the previous one."""
+        previous = cls.current()
+        cls._active.context = context
+        return previous
+
 
 def der(expr):
     """Time derivative of a variable or an expression of variables, parameters and time.
@@ -496,7 +512,7 @@ def der(expr):
     ``der(self.phi) == self.w`` declares ``phi`` as a differentiated variable. Only valid inside
     ``equations()`` (the compiler needs the whole model to know what is a variable).
     """
-    ctx = _FlattenContext.current
+    ctx = _FlattenContext.current()
     if ctx is None:
         raise DeclarationError("der() can only be used inside equations()")
     expr = ca.SX(expr)
@@ -671,7 +687,7 @@ class Model:
         """Inside ``equations()``: whether the overdetermined variable ``symbol`` (declared
         with :class:`PotentialRoot` in ``connection_roles()``) was chosen as a root of the
         spanning tree of its connection graph."""
-        ctx = _FlattenContext.current
+        ctx = _FlattenContext.current()
         if ctx is None or ctx.is_root is None:
             raise DeclarationError("is_root() can only be used inside equations()")
         return ctx.is_root(symbol)
@@ -689,7 +705,7 @@ class Model:
                 for other in self.connected(self.flange):
                     print(other.path, type(other.owner).__name__)
         """
-        ctx = _FlattenContext.current
+        ctx = _FlattenContext.current()
         if ctx is None or ctx.connected is None:
             raise DeclarationError("connected() can only be used inside equations()")
         return ctx.connected(connector)
@@ -698,7 +714,7 @@ class Model:
     def analysis(self) -> str:
         """Inside ``equations()``: the analysis the model is being compiled for
         (``"forward"`` or ``"inverse"``, see :func:`mbmodel.compile`)."""
-        ctx = _FlattenContext.current
+        ctx = _FlattenContext.current()
         return ctx.analysis if ctx is not None else "forward"
 
     # -- to be overridden -------------------------------------------------------------

@@ -268,7 +268,7 @@ class _Flattener:
     def collect_equations(self, is_root):
         ctx = _FlattenContext(self.symbols, self.make_derivative, is_root, self.analysis,
                               self.connected)
-        previous, _FlattenContext.current = _FlattenContext.current, ctx
+        previous = _FlattenContext.activate(ctx)
         try:
             for comp in self.components:
                 n_before = len(self.equations)
@@ -287,7 +287,7 @@ class _Flattener:
                 self.local_equations[id(comp)] = len(self.equations) - n_before
                 comp.__dict__["_connects"] = connects
         finally:
-            _FlattenContext.current = previous
+            _FlattenContext.activate(previous)
 
     def preview_connects(self) -> list:
         """The connect statements of the composite models, before their equations are
@@ -296,10 +296,9 @@ class _Flattener:
         derivatives are not registered, events not kept, questions not answered."""
         if self._preview is None:
             self._preview = []
-            real = _FlattenContext.current
             ctx = _FlattenContext(self.symbols, lambda symbol: ca.SX.sym("preview"),
                                   lambda symbol: False, self.analysis, lambda connector: [])
-            _FlattenContext.current = ctx
+            real = _FlattenContext.activate(ctx)
             try:
                 for comp in self.components:
                     if not comp.components():
@@ -310,7 +309,7 @@ class _Flattener:
                             self._preview.append((comp, item))
                     del comp._time_events[n_events:]
             finally:
-                _FlattenContext.current = real
+                _FlattenContext.activate(real)
         return self._preview
 
     def connected(self, connector) -> list:

@@ -33,6 +33,9 @@ class Result:
         self._compute = values if callable(values) else None
         self._values = None if callable(values) else self._shaped(values)
         self._known = dict(known or {})
+        #: The integration method of each interval between events ("adams", "bdf",
+        #: "idas" or "cvodes"), as chosen by ``simulate(method=...)``.
+        self.methods: list[str] = []
 
     def _shaped(self, values):
         return np.asarray(values, dtype=float).reshape(len(self.names), len(self.t))

@@ -105,6 +105,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
     if method == "auto" and n_x:
         method = _choose_method(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]), t_start,
                                 t_end)
+    methods_used = []
     for a, b in zip(bounds[:-1], bounds[1:]):
         inside = np.where((grid > a) & (grid <= b))[0]
         tout = list(grid[inside])
@@ -119,8 +120,9 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                 z = _solve_algebraic(cm, z, p, u_seg, t)
                 zs[:, j] = z
         else:
-            xs, zs = _integrate(cm, dyn, method, a, tout, x, z, np.concatenate([p, u_seg]),
-                                rtol, atol, max_step)
+            xs, zs, used = _integrate(cm, dyn, method, a, tout, x, z,
+                                      np.concatenate([p, u_seg]), rtol, atol, max_step)
+            methods_used.append(used)
             if n_z and method == "cvodes":
                 # the algebraic variables were solved inside the ODE; recover them
                 zfun = cm.explicit_ode()
@@ -131,8 +133,11 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
             Z[:, k] = zs[:, j]
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
-    return Result(grid, _output_table(cm, grid, X, Z, U, p), cm.output_names, cm,
-                  known=dict(zip(cm.states, X)))
+    result = Result(grid, _output_table(cm, grid, X, Z, U, p), cm.output_names, cm,
+                    known=dict(zip(cm.states, X)))
+    # What integrated each segment between events ("adams" segments may have fallen back).
+    result.methods = methods_used
+    return result
 
 
 def _output_table(cm, grid, X, Z, U, p):
@@ -193,7 +198,7 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
     xs = np.array(out["xf"]).reshape(n_x, len(tout))
     zf = np.array(out["zf"])
     zs = zf.reshape(n_z, len(tout)) if zf.size else np.zeros((n_z, len(tout)))
-    return xs, zs
+    return xs, zs, attempt
 
 
 def _solve_algebraic(cm, z, p, u, t):

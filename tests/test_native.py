@@ -1,0 +1,233 @@
+"""Compiled simulation and fast evaluation (mbmodel.native, mbmodel.simulate):
+
+* simulations with the dynamics in generated C agree with an independent integration
+  (scipy DOP853 on Pinocchio's ABA) and with casadi's virtual machine;
+* the automatic method choice takes Adams for a non-stiff mechanism and BDF for a stiff
+  circuit, and Adams falls back to BDF when it cannot cope;
+* buffer-speed evaluators of forward and inverse dynamics agree with Pinocchio's aba/rnea,
+  also with parameters changed at run time;
+* two threads can compile models and simulate one compiled model at the same time;
+* a cached library that does not load is rebuilt.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+
+import casadi as ca
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import mbmodel as mb  # noqa: E402
+from mbmodel import codegen  # noqa: E402
+from mbmodel.libraries import electrical as el  # noqa: E402
+from mb_trees import TreeModel, force_names, mbmodel_values, random_tree  # noqa: E402
+
+pin = pytest.importorskip("pinocchio")
+from mb_trees import pinocchio_model  # noqa: E402
+
+
+def general_chain(n, seed):
+    spec = random_tree(n, np.random.default_rng(seed), chain=True)
+    return spec, pinocchio_model(spec)
+
+
+@pytest.fixture(scope="module")
+def chain():
+    spec, pm = general_chain(6, seed=3)
+    pm.gravity = pin.Motion(np.array([0.0, 0.0, -9.81, 0.0, 0.0, 0.0]))
+    return spec, pm, mb.compile(TreeModel(spec))
+
+
+def test_simulated_chain_matches_scipy_on_pinocchio(chain):
+    from scipy.integrate import solve_ivp
+    spec, pm, cm = chain
+    res = cm.simulate(1.0, n_points=11)
+    assert res.methods == ["adams"]  # a hanging chain is not stiff
+    pd, nv = pm.createData(), pm.nv
+
+    def rhs(t, y):
+        return np.concatenate([y[nv:], pin.aba(pm, pd, y[:nv], y[nv:], np.zeros(nv))])
+
+    sol = solve_ivp(rhs, (0.0, 1.0), np.zeros(2 * nv), method="DOP853", rtol=1e-12,
+                    atol=1e-12, t_eval=res.t)
+    for k in range(len(res.t)):
+        ours = mbmodel_values(spec, pm, sol.y[:nv, k], sol.y[nv:, k])
+        for name, ref in ours.items():
+            assert abs(res[name][k] - ref) < 1e-6, (name, res.t[k])
+    assert np.ptp(res["joint0.phi" if "joint0.phi" in res else "joint0.s"]) > 0.05  # it moves
+    # a variable that is not a state comes from the output table, computed on first use
+    r_tip = res["body5.frame_a.r_0[2]"]
+    assert np.all(np.isfinite(r_tip)) and r_tip.shape == res.t.shape
+
+
+def test_generated_code_and_virtual_machine_agree(chain):
+    _, _, cm = chain
+    for method in ("adams", "bdf"):
+        native = cm.simulate(0.5, n_points=6, method=method)
+        vm = cm.simulate(0.5, n_points=6, method=method, native=False)
+        for name in cm.states:
+            assert np.allclose(native[name], vm[name], rtol=0, atol=1e-6), (method, name)
+
+
+class StiffRC(mb.Model):
+    """A 0.1 µs RC stage next to a 1 ms one: stiff over a 10 ms run."""
+
+    source = el.ConstantVoltage(V=1.0)
+    fast_r = el.Resistor(R=1.0)
+    fast_c = el.Capacitor(C=1e-7, v=mb.Fixed(0.0))
+    slow_r = el.Resistor(R=1e3)
+    slow_c = el.Capacitor(C=1e-6, v=mb.Fixed(0.0))
+    ground = el.Ground()
+
+    def equations(self):
+        yield mb.connect(self.source.p, self.fast_r.p, self.slow_r.p)
+        yield mb.connect(self.fast_r.n, self.fast_c.p)
+        yield mb.connect(self.slow_r.n, self.slow_c.p)
+        yield mb.connect(self.source.n, self.fast_c.n, self.slow_c.n, self.ground.p)
+
+
+def test_stiff_circuit_chooses_bdf_and_matches_the_analytic_solution():
+    cm = mb.compile(StiffRC())
+    res = cm.simulate(1e-2, n_points=11)
+    assert res.methods == ["bdf"]
+    t = res.t
+    assert np.allclose(res["slow_c.v"], 1 - np.exp(-t / 1e-3), atol=1e-7)
+    assert np.allclose(res["fast_c.v"][1:], 1 - np.exp(-t[1:] / 1e-7), atol=1e-7)
+
+
+def test_adams_falls_back_to_bdf_on_a_stiff_model():
+    cm = mb.compile(StiffRC())
+    # a 1 ns stage over 10 ms: Adams' steps stay ~1e-9 long and exceed the step limit
+    res = cm.simulate(1e-2, n_points=3, method="adams", params={"fast_c.C": 1e-9})
+    assert res.methods == ["bdf"]
+    assert abs(res["slow_c.v"][-1] - (1 - np.exp(-10.0))) < 1e-7
+
+
+def test_unknown_method_is_refused():
+    cm = mb.compile(StiffRC())
+    with pytest.raises(mb.SimulationError, match="method must be one of"):
+        cm.simulate(1e-3, method="rk4")
+
+
+def test_forward_dynamics_evaluator_matches_aba_with_changed_parameters(chain):
+    spec, pm, cm = chain
+    fd = cm.evaluator()
+    assert fd.names == [f"der({s})" for s in cm.states]
+    rng = np.random.default_rng(5)
+    heavier = pinocchio_model(spec)
+    heavier.gravity = pm.gravity
+    heavier.inertias[1] = pin.Inertia(2.5, heavier.inertias[1].lever, heavier.inertias[1].inertia)
+    p_heavier = cm.parameter_vector({"body0.m": 2.5})
+    for model, p in ((pm, None), (heavier, p_heavier)):
+        data = model.createData()
+        for _ in range(3):
+            q, v = rng.uniform(-1, 1, model.nq), rng.uniform(-1, 1, model.nv)
+            values = mbmodel_values(spec, model, q, v)
+            x = np.array([values[s] for s in cm.states])
+            xdot = fd(x, p=p).copy()
+            ref = pin.aba(model, data, q, v, np.zeros(model.nv))
+            got = dict(zip(cm.states, xdot))
+            acc = [got[s] for s in cm.states if s.endswith((".w", ".v"))]
+            assert np.max(np.abs(np.array(acc) - ref)) < 1e-9 * max(1, np.abs(ref).max())
+
+
+def test_inverse_dynamics_evaluator_matches_rnea():
+    spec, pm = general_chain(5, seed=4)
+    cm = mb.compile(TreeModel(spec), analysis="inverse")
+    names = force_names(spec)
+    inverse = cm.evaluator(names)
+    data = pm.createData()
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        q, v, a = (rng.uniform(-1, 1, pm.nv) for _ in range(3))
+        values = mbmodel_values(spec, pm, q, v, a)
+        tau = inverse(u=[values[n] for n in cm.inputs])
+        ref = pin.rnea(pm, data, q, v, a)
+        assert np.max(np.abs(tau - ref)) < 1e-9 * max(1, np.abs(ref).max())
+
+
+class AlgebraicLoop(mb.Model):
+    x = mb.Variable(start=1.0, fixed=True)
+    y = mb.Variable(start=0.5)
+
+    def equations(self):
+        yield mb.der(self.x) == -self.y
+        yield self.y + self.y ** 3 == self.x
+
+
+def test_evaluator_refuses_models_with_algebraic_variables():
+    cm = mb.compile(AlgebraicLoop())
+    assert cm.algebraic == ["y"]
+    with pytest.raises(mb.DeclarationError, match="algebraic variables"):
+        cm.evaluator()
+    with pytest.raises(mb.DeclarationError, match="no output"):
+        mb.compile(StiffRC()).evaluator(["nowhere.v"])
+
+
+def test_two_threads_simulate_one_compiled_model(chain):
+    _, _, cm = chain
+    masses = (0.8, 1.7)
+    serial = {m: cm.simulate(0.3, n_points=4, params={"body0.m": m}) for m in masses}
+    parallel, errors = {}, []
+
+    def run(m):
+        try:
+            for _ in range(3):
+                parallel[m] = cm.simulate(0.3, n_points=4, params={"body0.m": m})
+        except Exception as exc:  # reported below, with the thread's mass
+            errors.append((m, exc))
+
+    threads = [threading.Thread(target=run, args=(m,)) for m in masses]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for m in masses:
+        for name in cm.states:
+            assert np.array_equal(parallel[m][name], serial[m][name])
+
+
+def test_two_threads_compile_at_the_same_time():
+    specs = [general_chain(3, seed=s)[0] for s in (7, 8)]
+    compiled, errors = {}, []
+
+    def build(k):
+        try:
+            compiled[k] = mb.compile(TreeModel(specs[k]))
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=build, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k in range(2):
+        alone = mb.compile(TreeModel(specs[k]))
+        x = np.linspace(0.1, 0.9, len(alone.states))
+        assert compiled[k].states == alone.states
+        assert np.allclose(compiled[k].evaluator()(x), alone.evaluator()(x), atol=1e-12)
+
+
+def test_a_cached_library_that_does_not_load_is_rebuilt(tmp_path):
+    x = ca.SX.sym("x", 2)
+    f = ca.Function("cubic", [x], [x ** 3 + x[0]])
+    first = codegen.compile_function(f, cache_dir=tmp_path / "good")
+    (library,) = (tmp_path / "good").glob("*.so")
+    # the same cache entry, cut short (never overwrite a library a process has loaded)
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / library.name).write_bytes(library.read_bytes()[:100])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", codegen.CodegenWarning)
+        again = codegen.compile_function(f, cache_dir=tmp_path / "cut")
+    assert again.is_a("External") and first.is_a("External")
+    assert (tmp_path / "cut" / library.name).stat().st_size > 1000  # built anew
+    assert np.allclose(np.array(again([2.0, 3.0])).ravel(), [10.0, 29.0])
