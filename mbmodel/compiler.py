@@ -39,7 +39,8 @@ class CompiledModel:
     """A model compiled to casadi Functions; simulate, initialize or evaluate it.
 
     Attributes: ``states``, ``algebraic``, ``inputs``, ``parameters`` (names), ``ode``
-    (``f(x, z, u, p, t) -> ẋ``), ``alg`` (``g``), ``output_function`` (all variables),
+    (``f(x, z, u, p, t) -> ẋ``), ``alg`` (``g``), ``dynamics`` (both in casadi's integrator
+    signature, ``p`` = parameters then inputs), ``output_function`` (all variables),
     ``system`` (the :class:`SortedSystem`) and ``flat`` (the :class:`FlatModel`).
 
     Example::
@@ -117,8 +118,15 @@ class CompiledModel:
         names = ["x", "z", "u", "p", "t"]
         # Common subexpressions left by local equations (e.g. the same product in two
         # components) are merged once here; cheap (linear) and it shrinks generated code.
-        self.ode = ca.Function("ode", args, [ca.cse(_vcat(xdot_e))], names, ["xdot"])
-        self.alg = ca.Function("alg", args, [_vcat(g_e)], names, ["g"])
+        xdot_vec, g_vec = ca.cse(_vcat(xdot_e)), _vcat(g_e)
+        self.ode = ca.Function("ode", args, [xdot_vec], names, ["xdot"])
+        self.alg = ca.Function("alg", args, [g_vec], names, ["g"])
+        # The same DAE in casadi's integrator signature (t, x, z, p, u -> ode, alg, quad,
+        # zero), parameters and external inputs stacked in p (inputs are constant between
+        # events): what simulation compiles to C (mbmodel.native.dynamics).
+        self.dynamics = ca.Function(
+            "mbmodel_dynamics", [TIME, x, z, ca.vertcat(p, u), ca.SX.sym("u", 0)],
+            [xdot_vec, g_vec, ca.SX(0, 1), ca.SX(0, 1)], ca.dyn_in(), ca.dyn_out())
         self.output_names = out_names
         self.output_index = {n: i for i, n in enumerate(out_names)}
         self.output_function = ca.Function("outputs", args, [_vcat(y_e)], names, ["y"])

@@ -188,15 +188,11 @@ def pantelides(incidence, n_vars, var_diff, max_steps=None):
     def highest(v):
         return var_diff[v] is None
 
-    # Initial greedy matching on highest derivatives.
-    var_match = [UNMATCHED] * n_vars
-    eq_match = [UNMATCHED] * n_orig
-    for e in range(n_orig):
-        for v in incidence[e]:
-            if var_diff[v] is None and var_match[v] == UNMATCHED:
-                var_match[v] = e
-                eq_match[e] = v
-                break
+    # Start from a maximum matching on the highest derivatives (linear phases): the
+    # equations it matches are those whose augmenting search would succeed anyway, so only
+    # the rest need Pantelides' search-and-differentiate loop. One search per equation from
+    # a naive start is quadratic on long chains.
+    eq_match, var_match = maximum_matching(incidence, n_vars, highest)
     steps = 0
     limit = max_steps if max_steps is not None else 4 * (n_orig + n_vars) + 10
     for k in range(n_orig):

@@ -39,11 +39,17 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     n_x, n_z = cm._x.numel(), cm._z.numel()
     if n_x + n_z == 0:
         return np.zeros(0), np.zeros(0)
+    x_start = cm.start.copy() if x_guess is None else np.asarray(x_guess, dtype=float).copy()
+    if not steady_state:
+        explicit = _fixed_states(cm)
+        if explicit is not None:
+            for i, value in explicit.items():
+                x_start[i] = value
+            return x_start, np.zeros(0)
     cache = workspace(cm, "initialization")
     problem = cache.get(bool(steady_state))
     if problem is None:
         problem = remember(cache, bool(steady_state), _problem(cm, bool(steady_state)))
-    x_start = cm.start.copy() if x_guess is None else np.asarray(x_guess, dtype=float).copy()
     w0 = np.concatenate([x_start, cm.z_start])
     known = np.concatenate([p, u, [t_start], x_start])
     F, labels_all = problem.residual, problem.labels
@@ -76,6 +82,30 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
             + (f" (solver: {_first_line(last_error)})" if isinstance(last_error, Exception)
                else ""))
     return sol[:n_x], sol[n_x:]
+
+
+def _fixed_states(cm) -> dict | None:
+    """The common case needs no solver: no algebraic variables, no initial equations, and
+    every fixed start value is on a state (or on an alias of one). Returns state index ->
+    initial value, or None when the general system must be solved."""
+    if cm._z.numel() or cm.flat.initial_equations:
+        return None
+    state_index = {name: i for i, name in enumerate(cm.states)}
+    values = {}
+    for var in cm.flat.variables:
+        if not (var.fixed and var.kind == "unknown"):
+            continue
+        name, sign, offset = var.name, 1.0, 0.0
+        while name in cm.system.alias:  # var = sign * name + offset, down the alias chain
+            name, s, o = cm.system.alias[name]
+            sign, offset = sign * s, offset + sign * o
+            if name is None:
+                return None
+        i = state_index.get(name)
+        if i is None or i in values or sign == 0.0:
+            return None  # a condition on a non-state, or two on one state: solve
+        values[i] = (var.start - offset) / sign
+    return values
 
 
 @dataclass

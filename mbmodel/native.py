@@ -47,39 +47,27 @@ def _empty():
     return ca.SX(0, 1)
 
 
-def symbolic_dynamics(cm) -> ca.Function:
-    """The model as a casadi DAE Function in casadi's integrator signature (``dyn_in`` →
-    ``dyn_out``), evaluated in casadi's virtual machine. Parameters and external inputs
-    are stacked in ``p`` (inputs are constant between events); ``u`` is empty."""
-    X, Z, U, P = cm._x, cm._z, cm._u, cm._p
-    pu = ca.vertcat(P, U)
-    ode = cm.ode(X, Z, U, P, TIME)
-    alg = cm.alg(X, Z, U, P, TIME)
-    return ca.Function("mbmodel_dynamics", [TIME, X, Z, pu, ca.SX.sym("u", 0)],
-                       [ode, alg, _empty(), _empty()], ca.dyn_in(), ca.dyn_out())
-
-
 def dynamics(cm, native: bool = True) -> ca.Function:
     """The compiled model's DAE (``t, x, z, p, u -> ode, alg``; ``p`` = parameters then
-    external inputs) for casadi's integrators; in generated C when ``native`` (built once
-    per model, cached on disk), else in casadi's virtual machine.
+    external inputs) for casadi's integrators: ``cm.dynamics`` in generated C when
+    ``native`` (C source generated and the library built or loaded from the disk cache on
+    the first call for a model, then kept), else ``cm.dynamics`` itself (casadi's virtual
+    machine). Simulation calls it on first use; call it after ``mb.compile`` to choose when
+    the C compiler runs (e.g. before timing or forking workers).
 
     Example::
 
         F = ca.integrator("sim", "cvodes", dynamics(cm), 0.0, [1.0])
         xf = F(x0=cm.start, p=cm.parameter_vector())["xf"]
     """
-    key = "native" if native else "symbolic"
+    if not native:
+        return cm.dynamics
     with _lock:
-        functions = _built.setdefault(cm, {})
-        fn = functions.get(key)
+        fn = _built.get(cm)
         if fn is None:
-            fn = symbolic_dynamics(cm)
-            if native:
-                from .codegen import compile_function
-                fn = compile_function(fn, external_options={"enable_fd": True,
-                                                            "fd_method": "central"})
-            functions[key] = fn
+            from .codegen import compile_function
+            fn = _built[cm] = compile_function(
+                cm.dynamics, external_options={"enable_fd": True, "fd_method": "forward"})
     return fn
 
 
@@ -101,8 +89,11 @@ class Evaluator:
     """
 
     def __init__(self, fn: ca.Function, parameters: np.ndarray, n_x: int, n_u: int,
-                 names: list[str]):
+                 names: list[str], symbolic: ca.Function | None = None):
+        #: What is called (generated C, or the SX Function where no compiler is found) and
+        #: the SX Function it was generated from (e.g. to ``map`` it over many states).
         self.function = fn
+        self.symbolic = symbolic if symbolic is not None else fn
         self.names = list(names)
         self._x = np.zeros(n_x)
         self._u = np.zeros(n_u)
@@ -148,9 +139,10 @@ def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Eval
         names = list(outputs)
         y = cm.output_function(X, Z, U, P, TIME)
         expr = ca.vertcat(*[y[cm.output_index[n]] for n in names]) if names else _empty()
-    fn = ca.Function("mbmodel_evaluator", [X, U, P, TIME], [ca.densify(expr)],
-                     ["x", "u", "p", "t"], ["y"])
+    symbolic = ca.Function("mbmodel_evaluator", [X, U, P, TIME], [ca.densify(expr)],
+                           ["x", "u", "p", "t"], ["y"])
+    fn = symbolic
     if native:
         from .codegen import compile_function
-        fn = compile_function(fn)
-    return Evaluator(fn, cm.parameter_vector(), X.numel(), U.numel(), names)
+        fn = compile_function(symbolic)
+    return Evaluator(fn, cm.parameter_vector(), X.numel(), U.numel(), names, symbolic)

@@ -91,6 +91,29 @@ def affine_expression(sym, sign, off):
     return expr if off == 0.0 else expr + off
 
 
+class _Texts:
+    """Equation descriptions formatted when a message reads one: items are text, objects
+    with a ``description`` (flat equations) or functions returning text."""
+
+    def __init__(self, items=()):
+        self._items = list(items)
+
+    def __getitem__(self, i) -> str:
+        item = self._items[i]
+        if not isinstance(item, str):
+            item = self._items[i] = item.description if hasattr(item, "description") else item()
+        return item
+
+    def __len__(self):
+        return len(self._items)
+
+    def append(self, item):
+        self._items.append(item)
+
+    def copy(self) -> "_Texts":
+        return _Texts(self._items)
+
+
 def _sx_list(expr: ca.SX) -> list:
     return [expr[k] for k in range(expr.numel())]
 
@@ -176,7 +199,7 @@ class _Analysis:
                                       ca.vertcat(*[self.alias_expression(i) for i in alias_ids]))
         self.equations = _sx_list(residuals)
         self.origins = [flat.equations[k].origin for k in kept]
-        self.descriptions = [flat.equations[k].description for k in kept]
+        self.descriptions = _Texts(flat.equations[k] for k in kept)
         for i, e in enumerate(self.equations):
             if e.is_constant():
                 what = ("is always satisfied (0 = 0): it is redundant" if float(e) == 0 else
@@ -227,7 +250,7 @@ class _Analysis:
             symbols.append(ca.SX.sym(names[-1]))
         equations = list(self.equations)
         origins = list(self.origins)
-        descriptions = list(self.descriptions)
+        descriptions = self.descriptions.copy()
         sym_index = {s.element_hash(): i for i, s in enumerate(symbols)}
         param_hashes = {p.symbol.element_hash() for p in self.flat.parameters}
         input_hashes = {self.symbols[i].element_hash(): self.names[i] for i in self.input_ids}
@@ -238,7 +261,7 @@ class _Analysis:
                                                   red.var_diff, param_hashes, input_hashes,
                                                   descriptions[src]))
             origins.append(origins[src])
-            descriptions.append(f"d/dt({descriptions[src]})")
+            descriptions.append(lambda src=src: f"d/dt({descriptions[src]})")
         n_all = len(names)
         # Preference of a candidate dummy derivative d = der(w): how much w deserves to be a
         # state. User-declared state_select first, a fixed start value next; variables the
@@ -385,6 +408,8 @@ class _Analysis:
 
     def value_of(self, coef) -> float:
         """Value of a parameter-only expression at the declared parameter values."""
+        if coef.is_constant():
+            return float(coef)
         syms = ca.symvar(coef)
         if not syms:
             return float(ca.evalf(coef))
@@ -394,11 +419,12 @@ class _Analysis:
     def safe_pivot(self, coef, description) -> bool:
         """Whether ``coef`` is a safe divisor: constant or parameter-only (it cannot cross
         zero as the state moves) and nonzero at the declared parameter values. Divisors that
-        depend on parameters are kept as guards for run-time parameter changes."""
+        depend on parameters are kept as guards for run-time parameter changes, with
+        ``description()``, the text of what was solved by dividing by them."""
         if coef.is_zero() or not self.parameter_only(coef) or self.value_of(coef) == 0.0:
             return False
         if not coef.is_constant():
-            self.pivot_guards.append((coef, description))
+            self.pivot_guards.append((coef, description()))
         return True
 
     def solve_blocks(self, blocks_eqs, eq_match, descriptions, origins, names):
@@ -412,16 +438,19 @@ class _Analysis:
                 v = eq_match[e]
                 expr, sym = equations[e], symbols[v]
                 coef = ca.jacobian(expr, sym)
-                what = f"'{descriptions[e]}' ({origins[e] or 'the model'}) solved for '{names[v]}'"
+
+                def what(e=e, v=v):
+                    return (f"'{descriptions[e]}' ({origins[e] or 'the model'}) solved for "
+                            f"'{names[v]}'")
                 on_parameters = self.parameter_only(coef)
                 if coef.is_zero() or (on_parameters and self.value_of(coef) == 0.0):
                     detail = ("does not depend on it" if coef.is_zero() else
                               f"does not depend on it with the given parameter values (its "
                               f"coefficient {describe(coef)} is zero); change those parameters")
-                    raise StructuralSingularityError(f"equation {what}: the equation {detail}")
+                    raise StructuralSingularityError(f"equation {what()}: the equation {detail}")
                 if not ca.depends_on(coef, sym):
                     if on_parameters and not coef.is_constant():
-                        self.pivot_guards.append((coef, what))
+                        self.pivot_guards.append((coef, what()))
                     rest = ca.substitute(expr, sym, ca.SX(0))
                     sequence.append((v, -rest / coef))
                     blocks.append(Block("explicit", [e], [v], [(e, v)]))
@@ -436,8 +465,9 @@ class _Analysis:
 
             def solvable(e, v, _eqs=equations, _syms=symbols, _coefs=coefficients):
                 _coefs[e, v] = coef = ca.jacobian(_eqs[e], _syms[v])
-                return self.safe_pivot(coef, f"'{descriptions[e]}' ({origins[e] or 'the model'}) "
-                                             f"solved for '{names[v]}'")
+                where = origins[e] or "the model"
+                return self.safe_pivot(coef, lambda: f"'{descriptions[e]}' ({where}) solved "
+                                                     f"for '{names[v]}'")
 
             tear = graph.tear(beqs, bvars, self.inc_all, solvable)
             defs = []
