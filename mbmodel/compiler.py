@@ -35,13 +35,142 @@ class BuildTimes:
         return self.flatten + self.structure + self.casadi
 
 
-class CompiledModel:
-    """A model compiled to casadi Functions; simulate, initialize or evaluate it.
+@dataclass
+class ModelSymbols:
+    """The arguments of a compiled model's Functions, in their order: states ``x``,
+    algebraic variables ``z``, external inputs ``u``, free parameters ``p`` and time ``t``
+    (casadi SX column vectors; ``p`` has every free parameter even when their values are
+    folded into the code)."""
 
-    Attributes: ``states``, ``algebraic``, ``inputs``, ``parameters`` (names), ``ode``
-    (``f(x, z, u, p, t) -> ẋ``), ``alg`` (``g``), ``dynamics`` (both in casadi's integrator
-    signature, ``p`` = parameters then inputs), ``output_function`` (all variables),
-    ``system`` (the :class:`SortedSystem`) and ``flat`` (the :class:`FlatModel`).
+    x: ca.SX
+    z: ca.SX
+    u: ca.SX
+    p: ca.SX
+    t: ca.SX
+
+
+@dataclass
+class GeneratedModel:
+    """What the casadi stage makes of a :class:`SortedSystem`: Functions of
+    ``(x, z, u, p, t)`` (see :class:`ModelSymbols`) and the names that order their values.
+
+    ``ode`` → ẋ, ``alg`` → g (residuals of the torn nonlinear blocks), ``dynamics`` (both in
+    casadi's integrator signature ``(t, x, z, p, u) → (ode, alg, quad, zero)`` with
+    parameters and inputs stacked in ``p``), ``outputs`` → every variable named in
+    ``output_names``, ``initial`` → residuals of the initial equations, ``events``: ``p`` →
+    the time events."""
+
+    symbols: ModelSymbols
+    ode: ca.Function
+    alg: ca.Function
+    dynamics: ca.Function
+    outputs: ca.Function
+    output_names: list[str]
+    initial: ca.Function
+    events: ca.Function
+
+
+def generate(system: SortedSystem, parameters: str = "symbolic",
+             outputs: list[str] | None = None) -> GeneratedModel:
+    """The casadi stage: a sorted system's definitions resolved into each other (one
+    substitution pass, linear in model size) and wrapped in Functions.
+
+    Example::
+
+        code = generate(analyze(flatten(model)))
+        xdot = code.ode(x, [], [], p, 0.0)
+    """
+    sys_ = system
+    free = [q for q in sys_.parameters if q.binding is None]
+    bound = [q for q in sys_.parameters if q.binding is not None]
+    x = _vcat([sys_.symbols[v] for v in sys_.states])
+    z = _vcat([sys_.symbols[v] for v in sys_.algebraic])
+    u = _vcat([sys_.variables[i].symbol for i in sys_.inputs])
+    p = _vcat([q.symbol for q in free])
+
+    def_syms, def_exprs = [], []
+    if parameters == "constant":
+        for q in free:
+            def_syms.append(q.symbol)
+            def_exprs.append(ca.SX(q.value))
+    for q in bound:
+        def_syms.append(q.symbol)
+        def_exprs.append(q.binding)
+    for v, expr in sys_.sequence:
+        def_syms.append(sys_.symbols[v])
+        def_exprs.append(expr)
+
+    xdot = [sys_.symbols[d] for d in sys_.state_derivatives]
+    # Outputs: every flat variable (unknowns, derivatives, aliases) by name.
+    out_names, out_exprs = [], []
+    idx = sys_.flat_index
+    states = [sys_.names[v] for v in sys_.states]
+    wanted = None if outputs is None else set(outputs) | set(states)
+    flat_names = set()
+    for var in sys_.variables:
+        flat_names.add(var.name)
+        if wanted is None or var.name in wanted:
+            out_names.append(var.name)
+            out_exprs.append(_expression_of(sys_, var.name))
+    for name in sys_.names:
+        if name not in flat_names and name not in sys_.alias and (
+                wanted is None or name in wanted):
+            out_names.append(name)
+            out_exprs.append(sys_.symbols[idx[name]])
+    init_eqs = [e.residual for e in sys_.initial_equations]
+    events = [ca.SX(e) for e in sys_.time_events]
+    n_x, n_g, n_y, n_i = len(xdot), len(sys_.residuals), len(out_exprs), len(init_eqs)
+    piggy = xdot + list(sys_.residuals) + out_exprs + init_eqs + events
+    if def_syms:
+        _, piggy = ca.substitute_inplace(def_syms, def_exprs, piggy, False)
+    xdot_e = piggy[:n_x]
+    g_e = piggy[n_x:n_x + n_g]
+    y_e = piggy[n_x + n_g:n_x + n_g + n_y]
+    init_e = piggy[n_x + n_g + n_y:n_x + n_g + n_y + n_i]
+    ev_e = piggy[n_x + n_g + n_y + n_i:]
+    args = [x, z, u, p, TIME]
+    names = ["x", "z", "u", "p", "t"]
+    # Common subexpressions left by local equations (e.g. the same product in two
+    # components) are merged once here; cheap (linear) and it shrinks generated code.
+    xdot_vec, g_vec = ca.cse(_vcat(xdot_e)), _vcat(g_e)
+    return GeneratedModel(
+        symbols=ModelSymbols(x, z, u, p, TIME),
+        ode=ca.Function("ode", args, [xdot_vec], names, ["xdot"]),
+        alg=ca.Function("alg", args, [g_vec], names, ["g"]),
+        # Inputs are constant between events, so they travel with the parameters.
+        dynamics=ca.Function(
+            "mbmodel_dynamics", [TIME, x, z, ca.vertcat(p, u), ca.SX.sym("u", 0)],
+            [xdot_vec, g_vec, ca.SX(0, 1), ca.SX(0, 1)], ca.dyn_in(), ca.dyn_out()),
+        outputs=ca.Function("outputs", args, [_vcat(y_e)], names, ["y"]),
+        output_names=out_names,
+        initial=ca.Function("initial", args, [_vcat(init_e)], names, ["r"]),
+        events=ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"]))
+
+
+def _expression_of(system, name):
+    """A variable as an expression of the sorted system's symbols (aliases resolved)."""
+    if name in system.alias:
+        rep, sign, off = system.alias[name]
+        if rep is None:
+            return ca.SX(off)
+        return affine_expression(_expression_of(system, rep), sign, off)
+    if name not in system.flat_index:  # an external input
+        return system.variables[system.variable_index[name]].symbol
+    return system.symbols[system.flat_index[name]]
+
+
+class CompiledModel:
+    """A model compiled to casadi Functions and the metadata to run them: simulate,
+    initialize, linearize or evaluate it.
+
+    Attributes: ``states``, ``algebraic``, ``inputs``, ``parameters`` (names), ``symbols``
+    (:class:`ModelSymbols`: the Functions' arguments), ``ode`` (``f(x, z, u, p, t) -> ẋ``),
+    ``alg`` (``g``), ``dynamics`` (both in casadi's integrator signature, ``p`` = parameters
+    then inputs), ``output_function`` (all variables, named by ``output_names``),
+    ``fixed_starts`` (``(name, value)`` of every hard initial condition),
+    ``initial_equation_descriptions``, ``aliases`` (eliminated variable → ``(variable,
+    sign, offset)``), ``residual_descriptions`` (of ``alg``), ``system`` (the
+    :class:`SortedSystem`) and ``flat`` (the :class:`FlatModel`, for inspection).
 
     Example::
 
@@ -50,107 +179,40 @@ class CompiledModel:
         res = cm.simulate(1.0, params={"resistor.R": 20.0})
     """
 
-    def __init__(self, flat: FlatModel, system: SortedSystem, parameters: str = "symbolic",
-                 times: BuildTimes | None = None, outputs: list[str] | None = None):
-        if parameters not in ("symbolic", "constant"):
-            raise DeclarationError("parameters must be 'symbolic' or 'constant'")
-        t0 = _clock.perf_counter()
+    def __init__(self, code: GeneratedModel, system: SortedSystem, parameters: str = "symbolic",
+                 times: BuildTimes | None = None, flat: FlatModel | None = None):
+        sys_ = system
         self.flat = flat
         self.system = system
-        self.name = flat.name
-        sys_ = system
+        self.name = sys_.model_name
         self.states = [sys_.names[v] for v in sys_.states]
         self.algebraic = [sys_.names[v] for v in sys_.algebraic]
-        self.inputs = [flat.variables[i].name for i in sys_.inputs]
-        free = [p for p in flat.parameters if p.binding is None]
-        bound = [p for p in flat.parameters if p.binding is not None]
+        self.inputs = [sys_.variables[i].name for i in sys_.inputs]
+        free = [p for p in sys_.parameters if p.binding is None]
+        bound = [p for p in sys_.parameters if p.binding is not None]
         self.parameter_mode = parameters
         self.parameters = [p.name for p in free] if parameters == "symbolic" else []
         self.parameter_defaults = np.array([p.value for p in free], dtype=float)
         self._free = free
         self._bound = bound
-
-        x = ca.vertcat(*[sys_.symbols[v] for v in sys_.states]) if sys_.states else ca.SX(0, 1)
-        z = ca.vertcat(*[sys_.symbols[v] for v in sys_.algebraic]) if sys_.algebraic else ca.SX(0, 1)
-        u = ca.vertcat(*[flat.variables[i].symbol for i in sys_.inputs]) if sys_.inputs else ca.SX(0, 1)
-        p = ca.vertcat(*[q.symbol for q in free]) if free else ca.SX(0, 1)
-        self._x, self._z, self._u, self._p = x, z, u, p
-
-        # Definitions resolved into each other in one pass (linear in model size).
-        def_syms, def_exprs = [], []
-        if parameters == "constant":
-            for q in free:
-                def_syms.append(q.symbol)
-                def_exprs.append(ca.SX(q.value))
-        for q in bound:
-            def_syms.append(q.symbol)
-            def_exprs.append(q.binding)
-        for v, expr in sys_.sequence:
-            def_syms.append(sys_.symbols[v])
-            def_exprs.append(expr)
-
-        xdot = [sys_.symbols[d] for d in sys_.state_derivatives]
-        # Outputs: every flat variable (unknowns, derivatives, aliases) by name.
-        out_names, out_exprs = [], []
-        idx = sys_.flat_index
-        wanted = None if outputs is None else set(outputs) | set(self.states)
-        for var in flat.variables:
-            if wanted is None or var.name in wanted:
-                out_names.append(var.name)
-                out_exprs.append(self._expression_of(var.name, idx))
-        for name in sys_.names:
-            if name not in flat.index and name not in sys_.alias and (
-                    wanted is None or name in wanted):
-                out_names.append(name)
-                out_exprs.append(sys_.symbols[idx[name]])
-        init_eqs = [e.residual for e in flat.initial_equations]
-        events = [ca.SX(e) for e in flat.time_events]
-        n_x, n_g, n_y, n_i = len(xdot), len(sys_.residuals), len(out_exprs), len(init_eqs)
-        piggy = xdot + list(sys_.residuals) + out_exprs + init_eqs + events
-        if def_syms:
-            _, piggy = ca.substitute_inplace(def_syms, def_exprs, piggy, False)
-        xdot_e = piggy[:n_x]
-        g_e = piggy[n_x:n_x + n_g]
-        y_e = piggy[n_x + n_g:n_x + n_g + n_y]
-        init_e = piggy[n_x + n_g + n_y:n_x + n_g + n_y + n_i]
-        ev_e = piggy[n_x + n_g + n_y + n_i:]
-        args = [x, z, u, p, TIME]
-        names = ["x", "z", "u", "p", "t"]
-        # Common subexpressions left by local equations (e.g. the same product in two
-        # components) are merged once here; cheap (linear) and it shrinks generated code.
-        xdot_vec, g_vec = ca.cse(_vcat(xdot_e)), _vcat(g_e)
-        self.ode = ca.Function("ode", args, [xdot_vec], names, ["xdot"])
-        self.alg = ca.Function("alg", args, [g_vec], names, ["g"])
-        # The same DAE in casadi's integrator signature (t, x, z, p, u -> ode, alg, quad,
-        # zero), parameters and external inputs stacked in p (inputs are constant between
-        # events): what simulation compiles to C (mbmodel.native.dynamics).
-        self.dynamics = ca.Function(
-            "mbmodel_dynamics", [TIME, x, z, ca.vertcat(p, u), ca.SX.sym("u", 0)],
-            [xdot_vec, g_vec, ca.SX(0, 1), ca.SX(0, 1)], ca.dyn_in(), ca.dyn_out())
-        self.output_names = out_names
-        self.output_index = {n: i for i, n in enumerate(out_names)}
-        self.output_function = ca.Function("outputs", args, [_vcat(y_e)], names, ["y"])
-        self.initial_function = ca.Function("initial", args, [_vcat(init_e)], names, ["r"])
-        self.event_function = ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"])
+        self.symbols = code.symbols
+        self.ode, self.alg, self.dynamics = code.ode, code.alg, code.dynamics
+        self.output_function, self.output_names = code.outputs, code.output_names
+        self.output_index = {n: i for i, n in enumerate(code.output_names)}
+        self.initial_function, self.event_function = code.initial, code.events
+        self.fixed_starts = [(v.name, v.start) for v in sys_.variables
+                             if v.fixed and v.kind == "unknown"]
+        self.initial_equation_descriptions = [e.description for e in sys_.initial_equations]
+        self.aliases = sys_.alias
+        self.residual_descriptions = sys_.residual_descriptions
         self._param_check = None
+        self._explicit_ode = None
         self._lower = np.array([q.min for q in free], dtype=float)
         self._upper = np.array([q.max for q in free], dtype=float)
         self.build_times = times or BuildTimes()
-        self.build_times.casadi = _clock.perf_counter() - t0
         self.start = np.array([sys_.start[v] for v in sys_.states], dtype=float)
         self.z_start = np.array([sys_.start[v] for v in sys_.algebraic], dtype=float)
         self._check_parameters(self.parameter_defaults)  # e.g. asserts on declared values
-
-    def _expression_of(self, name, idx):
-        sys_ = self.system
-        if name in sys_.alias:
-            rep, sign, off = sys_.alias[name]
-            if rep is None:
-                return ca.SX(off)
-            return affine_expression(self._expression_of(rep, idx), sign, off)
-        if name not in idx:  # an external input
-            return self.flat.variables[self.flat.index[name]].symbol
-        return sys_.symbols[idx[name]]
 
     # -- parameters -------------------------------------------------------------------------
     def parameter_vector(self, params: dict | None = None) -> np.ndarray:
@@ -188,7 +250,7 @@ class CompiledModel:
                 and np.all(values <= self._upper)):  # vectorised; a loop only for the message
             for q, v in zip(self._free, values):
                 check_parameter_value(q.name, v, q.min, q.max)
-        asserts = self.flat.asserts
+        asserts = self.system.asserts
         guards = self.system.pivot_guards if self.parameter_mode == "symbolic" else []
         if not (self._bound or asserts or guards):
             return
@@ -199,7 +261,8 @@ class CompiledModel:
             if self._bound:
                 _, exprs = ca.substitute_inplace([q.symbol for q in self._bound],
                                                  [q.binding for q in self._bound], exprs, False)
-            self._param_check = ca.Function("parameter_checks", [self._p], [_vcat(exprs)])
+            self._param_check = ca.Function("parameter_checks", [self.symbols.p],
+                                            [_vcat(exprs)])
         out = np.array(self._param_check(values)).reshape(-1)
         n_b, n_a = len(self._bound), len(asserts)
         for a, held in zip(asserts, out[n_b:n_b + n_a]):
@@ -224,17 +287,16 @@ class CompiledModel:
 
         Example: ``xdot, z = cm.explicit_ode()(x, u, p, 0.0)``
         """
-        cached = self.__dict__.get("_explicit_ode")
-        if cached is not None:
-            return cached
-        X = ca.MX.sym("x", self._x.numel())
-        U = ca.MX.sym("u", self._u.numel())
-        P = ca.MX.sym("p", self._p.numel())
+        if self._explicit_ode is not None:
+            return self._explicit_ode
+        sym = self.symbols
+        X = ca.MX.sym("x", sym.x.numel())
+        U = ca.MX.sym("u", sym.u.numel())
+        P = ca.MX.sym("p", sym.p.numel())
         T = ca.MX.sym("t")
-        if self._z.numel():
-            known = ca.vertcat(self._x, self._u, self._p, TIME)
-            g = ca.Function("g", [self._z, known],
-                            [self.alg(self._x, self._z, self._u, self._p, TIME)])
+        if sym.z.numel():
+            known = ca.vertcat(sym.x, sym.u, sym.p, TIME)
+            g = ca.Function("g", [sym.z, known], [self.alg(sym.x, sym.z, sym.u, sym.p, TIME)])
             solver = ca.rootfinder("algebraic_loops", "newton", g,
                                    {"error_on_fail": True, "abstol": 1e-12})
             Z = solver(ca.DM(self.z_start), ca.vertcat(X, U, P, T))
@@ -243,7 +305,7 @@ class CompiledModel:
         xdot = self.ode(X, Z, U, P, T)
         fn = ca.Function("explicit_ode", [X, U, P, T], [xdot, Z], ["x", "u", "p", "t"],
                          ["xdot", "z"])
-        self.__dict__["_explicit_ode"] = fn
+        self._explicit_ode = fn
         return fn
 
     # -- running ------------------------------------------------------------------------------
@@ -284,10 +346,10 @@ class CompiledModel:
             x0 = np.asarray(x, dtype=float)
             z0 = self.z_start if z is None else np.asarray(z, dtype=float)
         u0 = np.zeros(len(self.inputs)) if u is None else np.asarray(u, dtype=float)
-        X, Z, U = self._x, self._z, self._u
-        f = self.ode(X, Z, U, self._p, TIME)
-        g = self.alg(X, Z, U, self._p, TIME)
-        jac = ca.Function("lin", [X, Z, U, self._p, TIME],
+        X, Z, U, P = self.symbols.x, self.symbols.z, self.symbols.u, self.symbols.p
+        f = self.ode(X, Z, U, P, TIME)
+        g = self.alg(X, Z, U, P, TIME)
+        jac = ca.Function("lin", [X, Z, U, P, TIME],
                           [ca.jacobian(f, X), ca.jacobian(f, Z), ca.jacobian(f, U),
                            ca.jacobian(g, X), ca.jacobian(g, Z), ca.jacobian(g, U)])
         fx, fz, fu, gx, gz, gu = (np.array(m) for m in jac(x0, z0, u0, p, t))
@@ -327,6 +389,8 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
         cm = mb.compile(DCMotorDrive())
         print(cm.states, cm.build_times.total)
     """
+    if parameters not in ("symbolic", "constant"):
+        raise DeclarationError("parameters must be 'symbolic' or 'constant'")
     times = BuildTimes()
     # Compilation allocates millions of small objects and frees none of them until the end;
     # the cyclic collector would rescan them over and over (superlinear build times).
@@ -334,12 +398,14 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     gc.disable()
     try:
         t0 = _clock.perf_counter()
-        flat = flatten(model, analysis)
+        flat = flatten(model, analysis)                   # instance tree -> flat DAE
         t1 = _clock.perf_counter()
-        system = analyze(flat, state_priority, outputs)
+        system = analyze(flat, state_priority, outputs)   # -> sorted, index-reduced, torn
         t2 = _clock.perf_counter()
-        times.flatten, times.structure = t1 - t0, t2 - t1
-        return CompiledModel(flat, system, parameters, times, outputs)
+        code = generate(system, parameters, outputs)      # -> casadi Functions
+        t3 = _clock.perf_counter()
+        times.flatten, times.structure, times.casadi = t1 - t0, t2 - t1, t3 - t2
+        return CompiledModel(code, system, parameters, times, flat)
     finally:
         if gc_enabled:
             gc.enable()

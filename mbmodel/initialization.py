@@ -18,6 +18,7 @@ import numpy as np
 from . import graph
 from .core import time as TIME
 from .errors import InitializationError
+from .inputs import input_function
 from .structure import incidence_lists
 from .workspace import remember, workspace
 
@@ -36,7 +37,7 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     """
     p = cm.parameter_vector(params)
     u = _input_values(cm, inputs, t_start)
-    n_x, n_z = cm._x.numel(), cm._z.numel()
+    n_x, n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
     if n_x + n_z == 0:
         return np.zeros(0), np.zeros(0)
     x_start = cm.start.copy() if x_guess is None else np.asarray(x_guess, dtype=float).copy()
@@ -88,23 +89,21 @@ def _fixed_states(cm) -> dict | None:
     """The common case needs no solver: no algebraic variables, no initial equations, and
     every fixed start value is on a state (or on an alias of one). Returns state index ->
     initial value, or None when the general system must be solved."""
-    if cm._z.numel() or cm.flat.initial_equations:
+    if cm.symbols.z.numel() or cm.initial_equation_descriptions:
         return None
     state_index = {name: i for i, name in enumerate(cm.states)}
     values = {}
-    for var in cm.flat.variables:
-        if not (var.fixed and var.kind == "unknown"):
-            continue
-        name, sign, offset = var.name, 1.0, 0.0
-        while name in cm.system.alias:  # var = sign * name + offset, down the alias chain
-            name, s, o = cm.system.alias[name]
+    for fixed_name, start in cm.fixed_starts:
+        name, sign, offset = fixed_name, 1.0, 0.0
+        while name in cm.aliases:  # fixed = sign * name + offset, down the alias chain
+            name, s, o = cm.aliases[name]
             sign, offset = sign * s, offset + sign * o
             if name is None:
                 return None
         i = state_index.get(name)
         if i is None or i in values or sign == 0.0:
             return None  # a condition on a non-state, or two on one state: solve
-        values[i] = (var.start - offset) / sign
+        values[i] = (start - offset) / sign
     return values
 
 
@@ -125,21 +124,18 @@ def _label(cm, label, x_start) -> str:
 
 
 def _problem(cm, steady_state: bool) -> _Problem:
-    sys_ = cm.system
-    X, Z, U, P = cm._x, cm._z, cm._u, cm._p
+    X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
     n_x, n_z = X.numel(), Z.numel()
     XS = ca.SX.sym("x_start", n_x)  # start values of the states (guesses may change per run)
     y = cm.output_function(X, Z, U, P, TIME)
     conds, labels = [], []
-    for var in cm.flat.variables:
-        if var.fixed and var.kind == "unknown":
-            k = cm.output_index[var.name]
-            conds.append(y[k] - var.start)
-            labels.append(f"{var.name} = {var.start:g} (fixed start)")
+    for name, start in cm.fixed_starts:
+        conds.append(y[cm.output_index[name]] - start)
+        labels.append(f"{name} = {start:g} (fixed start)")
     r_user = cm.initial_function(X, Z, U, P, TIME)
     for k in range(r_user.numel()):
         conds.append(r_user[k])
-        labels.append(f"initial equation '{cm.flat.initial_equations[k].description}'")
+        labels.append(f"initial equation '{cm.initial_equation_descriptions[k]}'")
     xdot = cm.ode(X, Z, U, P, TIME)
     steady = []
     if steady_state:
@@ -176,7 +172,7 @@ def _problem(cm, steady_state: bool) -> _Problem:
     g = cm.alg(X, Z, U, P, TIME)
     w = ca.vertcat(X, Z)
     residual = ca.vertcat(*(conds + extra + [g[k] for k in range(n_z)]))
-    labels_all = labels + extra_labels + [f"equation {d}" for d in sys_.residual_descriptions]
+    labels_all = labels + extra_labels + [f"equation {d}" for d in cm.residual_descriptions]
     if residual.numel() != n_x + n_z:
         raise InitializationError(
             f"initialization has {residual.numel()} equations for {n_x + n_z} unknowns")
@@ -204,5 +200,4 @@ def _incidence(vec, X):
 
 
 def _input_values(cm, inputs, t):
-    from .simulate import input_function
     return input_function(cm, inputs)(t)

@@ -120,12 +120,12 @@ class Evaluator:
 def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Evaluator:
     """An :class:`Evaluator` of ``cm``'s state derivatives (``outputs=None``) or of the
     named variables, in generated C when ``native``. See :meth:`CompiledModel.evaluator`."""
-    if cm._z.numel():
+    if cm.symbols.z.numel():
         raise DeclarationError(
             f"model {cm.name} has algebraic variables ({', '.join(cm.algebraic[:4])}) from "
             f"nonlinear equation systems; a direct evaluator cannot solve them. Use "
             f"cm.explicit_ode() (Newton inside), or simulate the model")
-    X, U, P = cm._x, cm._u, cm._p
+    X, U, P = cm.symbols.x, cm.symbols.u, cm.symbols.p
     Z = _empty()
     if outputs is None:
         names = [f"der({s})" for s in cm.states]

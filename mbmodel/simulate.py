@@ -1,5 +1,7 @@
-"""Simulation with casadi's integrators (CVODES for ODEs, IDAS when algebraic variables
-remain), stopping and restarting exactly at time events so steps are resolved exactly."""
+"""Simulation with casadi's integrators on the model's dynamics in generated C: CVODES
+(Adams for non-stiff, BDF for stiff models, chosen from the Jacobian's spectral radius) or
+IDAS when algebraic variables remain, stopping and restarting exactly at time events so
+steps are resolved exactly. Solver objects are kept per thread (:mod:`mbmodel.workspace`)."""
 
 from __future__ import annotations
 
@@ -9,46 +11,10 @@ import numpy as np
 from .core import Model
 from .core import time as TIME
 from .errors import SimulationError
+from .inputs import input_function
 from .native import dynamics
 from .result import Result
 from .workspace import remember, workspace
-
-
-def input_function(cm, inputs):
-    """``t -> u(t)`` for the compiled model's external inputs.
-
-    ``inputs`` maps input names to a number (constant) or to ``(times, values)``, held
-    constant from each time to the next (zero-order hold; every time is an event)."""
-    inputs = dict(inputs or {})
-    unknown = [k for k in inputs if k not in cm.inputs]
-    if unknown:
-        raise SimulationError(f"the model has no external input {', '.join(unknown)}; "
-                              f"its inputs are {', '.join(cm.inputs) or 'none'}")
-    missing = [k for k in cm.inputs if k not in inputs]
-    if missing:
-        raise SimulationError(f"give values for the external inputs {', '.join(missing)} "
-                              f"(inputs={{'{missing[0]}': 1.0}} or a (times, values) table)")
-    tables = []
-    for name in cm.inputs:
-        spec = inputs[name]
-        if np.isscalar(spec):
-            tables.append((np.array([-np.inf]), np.array([float(spec)])))
-        else:
-            ts, vs = (np.asarray(a, dtype=float) for a in spec)
-            if ts.ndim != 1 or ts.shape != vs.shape or np.any(np.diff(ts) < 0):
-                raise SimulationError(f"input '{name}': give (times, values) with increasing "
-                                      f"times of the same length as values")
-            tables.append((ts, vs))
-
-    def u_at(t):
-        out = np.zeros(len(tables))
-        for k, (ts, vs) in enumerate(tables):
-            i = np.searchsorted(ts, t, side="right") - 1
-            out[k] = vs[max(i, 0)]
-        return out
-
-    u_at.breakpoints = sorted({float(t) for ts, _ in tables for t in ts if np.isfinite(t)})
-    return u_at
 
 
 #: Integration methods: "auto" picks "adams" (CVODES, Adams–Moulton with functional
@@ -221,7 +187,7 @@ def _solve_algebraic(cm, z, p, u, t):
     cache = workspace(cm, "rootfinders")
     rf = cache.get("algebraic")
     if rf is None:
-        X, Z, U, P = cm._x, cm._z, cm._u, cm._p
+        X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
         g = ca.Function("g", [Z, ca.vertcat(P, U, TIME)], [cm.alg(X, Z, U, P, TIME)])
         rf = remember(cache, "algebraic", ca.rootfinder("alg_solver", "newton", g,
                                                           {"error_on_fail": False}))
@@ -245,9 +211,9 @@ def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step):
     if max_step is not None:
         opts["max_step_size"] = max_step
     grid = [float(t) for t in tout]
-    if method == "cvodes" and cm._z.numel():
+    if method == "cvodes" and cm.symbols.z.numel():
         # Pure ODE: the torn nonlinear blocks are solved by casadi's rootfinder inside.
-        X, U, P = cm._x, cm._u, cm._p
+        X, U, P = cm.symbols.x, cm.symbols.u, cm.symbols.p
         Xm, Um, Pm, Tm = (ca.MX.sym(n, v.numel()) for n, v in
                           (("x", X), ("u", U), ("p", P), ("t", TIME)))
         xdot = cm.explicit_ode()(Xm, Um, Pm, Tm)[0]

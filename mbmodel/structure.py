@@ -68,6 +68,17 @@ class SortedSystem:
     #: ``(expression, description)``. Nonzero at the declared values (checked here); the
     #: compiled model re-checks them when parameters change at run time.
     pivot_guards: list[tuple[ca.SX, str]] = field(default_factory=list)
+    # What the casadi stage needs of the flat model, handed on (it never reads FlatModel):
+    #: the model's name; every flat variable (names, kinds, starts, input symbols) and
+    #: ``variable_index`` (name -> position); every parameter (values and bindings);
+    #: initial equations, time events (parameter expressions) and parameter conditions.
+    model_name: str = ""
+    variables: list = field(default_factory=list)
+    variable_index: dict[str, int] = field(default_factory=dict)
+    parameters: list = field(default_factory=list)
+    initial_equations: list = field(default_factory=list)
+    time_events: list = field(default_factory=list)
+    asserts: list = field(default_factory=list)
 
 
 def incidence_lists(exprs: ca.SX, syms: ca.SX) -> list[list[int]]:
@@ -322,7 +333,11 @@ class _Analysis:
             alias=alias_named, inputs=self.input_ids, n_differentiated_equations=len(red.new_eqs),
             dummy_derivatives=sorted(dummies),
             removed_alias_equations=len(self.aliases.removed_equations), start=start,
-            flat_index={nm: i for i, nm in enumerate(names)}, pivot_guards=self.pivot_guards)
+            flat_index={nm: i for i, nm in enumerate(names)}, pivot_guards=self.pivot_guards,
+            model_name=self.flat.name, variables=self.flat.variables,
+            variable_index=self.flat.index, parameters=self.flat.parameters,
+            initial_equations=self.flat.initial_equations, time_events=self.flat.time_events,
+            asserts=self.flat.asserts)
 
     def needed_blocks(self, blocks_eqs, eq_match, red, states, outputs, names):
         """Keep only the blocks that the state derivatives and the requested outputs depend

@@ -357,7 +357,7 @@ _DETERMINISM_SCRIPT = textwrap.dedent("""
         cm = mb.compile(model)
         out.append(repr(cm.states) + repr(cm.algebraic))
         out.append(str(cm.ode))
-        out.append(str(cm.ode.call([cm._x, cm._z, cm._u, cm._p, mb.time])[0]))
+        out.append(str(cm.ode.call([cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p, mb.time])[0]))
         out.append(repr([(b.kind, b.equations, b.variables) for b in cm.system.blocks]))
     print(hashlib.sha256("\\n".join(out).encode()).hexdigest())
 """)

@@ -1,0 +1,47 @@
+"""External inputs of a compiled model as functions of time (shared by initialization and
+simulation)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import SimulationError
+
+__all__ = ["input_function"]
+
+
+def input_function(cm, inputs):
+    """``t -> u(t)`` for the compiled model's external inputs.
+
+    ``inputs`` maps input names to a number (constant) or to ``(times, values)``, held
+    constant from each time to the next (zero-order hold; every time is an event)."""
+    inputs = dict(inputs or {})
+    unknown = [k for k in inputs if k not in cm.inputs]
+    if unknown:
+        raise SimulationError(f"the model has no external input {', '.join(unknown)}; "
+                              f"its inputs are {', '.join(cm.inputs) or 'none'}")
+    missing = [k for k in cm.inputs if k not in inputs]
+    if missing:
+        raise SimulationError(f"give values for the external inputs {', '.join(missing)} "
+                              f"(inputs={{'{missing[0]}': 1.0}} or a (times, values) table)")
+    tables = []
+    for name in cm.inputs:
+        spec = inputs[name]
+        if np.isscalar(spec):
+            tables.append((np.array([-np.inf]), np.array([float(spec)])))
+        else:
+            ts, vs = (np.asarray(a, dtype=float) for a in spec)
+            if ts.ndim != 1 or ts.shape != vs.shape or np.any(np.diff(ts) < 0):
+                raise SimulationError(f"input '{name}': give (times, values) with increasing "
+                                      f"times of the same length as values")
+            tables.append((ts, vs))
+
+    def u_at(t):
+        out = np.zeros(len(tables))
+        for k, (ts, vs) in enumerate(tables):
+            i = np.searchsorted(ts, t, side="right") - 1
+            out[k] = vs[max(i, 0)]
+        return out
+
+    u_at.breakpoints = sorted({float(t) for ts, _ in tables for t in ts if np.isfinite(t)})
+    return u_at
