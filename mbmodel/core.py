@@ -686,7 +686,8 @@ class Model:
     def is_root(self, symbol) -> bool:
         """Inside ``equations()``: whether the overdetermined variable ``symbol`` (declared
         with :class:`PotentialRoot` in ``connection_roles()``) was chosen as a root of the
-        spanning tree of its connection graph."""
+        spanning tree of its connection graph. Like :meth:`connected`, for components
+        without sub-components only."""
         ctx = _FlattenContext.current()
         if ctx is None or ctx.is_root is None:
             raise DeclarationError("is_root() can only be used inside equations()")
@@ -698,6 +699,9 @@ class Model:
         composite models looked through (only connectors of components that state the
         physics themselves are listed). Lets a component adapt its equations to what is
         attached (e.g. a joint that takes a rigid drive train on its flange into account).
+        The answer comes from the composite models' connect statements (their equations()
+        run first), so only components without sub-components may ask, and those must not
+        connect connectors themselves in such a model.
 
         Example::
 

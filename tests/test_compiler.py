@@ -521,10 +521,13 @@ class _Mover(Model):
         yield self.x == der(self.u[0])
 
 
-def test_connection_preview_for_roots_has_no_side_effects():
-    # A potential root makes the flattener preview the composites' connect statements
-    # before their equations are collected; that preview must not register derivatives
-    # (Derivative() would then come "after der()") nor repeat time events.
+def test_equations_run_once_and_connections_come_from_the_real_statements():
+    # A potential root asks is_root() while equations are collected: the composite models'
+    # connect statements must be known then. Every equations() runs exactly once (no
+    # preview: derivatives are registered once, time events kept once) and nothing is
+    # written into the user's model objects.
+    calls = []
+
     class WithRoots(Model):
         free = FreeDir()
         t1 = Turn()
@@ -532,10 +535,28 @@ def test_connection_preview_for_roots_has_no_side_effects():
         mover = _Mover()
 
         def equations(self):
+            calls.append(self.path)
             self.time_event(0.5)
             yield connect(self.u, self.mover.u)
             yield connect(self.free.frame, self.t1.a)
 
-    flat = mb.flatten(WithRoots())
+    model = WithRoots()
+    before = {id(c): set(vars(c)) for c in [model, *model.components()]}
+    flat = mb.flatten(model)
+    assert calls == [""]
     assert [float(t) for t in flat.time_events] == [0.5]
     assert flat.variable("mover.x") is not None
+    assert {id(c): set(vars(c)) for c in [model, *model.components()]} == before
+
+
+def test_a_composite_model_may_not_ask_for_roots():
+    class Asking(Model):
+        free = FreeDir()
+        t1 = Turn()
+
+        def equations(self):
+            self.is_root(self.free.frame.R)
+            yield connect(self.free.frame, self.t1.a)
+
+    with pytest.raises(mb.DeclarationError, match="only components without sub-components"):
+        mb.flatten(Asking())
