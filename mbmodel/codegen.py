@@ -27,6 +27,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -53,16 +54,19 @@ def default_cache_dir() -> Path:
 
 
 def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=("-O1",),
-                     verbose: bool = False, external_options: dict | None = None) -> ca.Function:
+                     verbose: bool = False, external_options: dict | None = None,
+                     background: bool = False) -> ca.Function:
     """Return ``fn`` compiled to native code, built once and then reused from a cache.
 
     The result has the same inputs and outputs as ``fn``. ``compiler`` is a command such as
     ``"gcc"`` or ``"ccache clang"``; by default ``$CC``, else ``cc`` or ``gcc`` on the PATH.
     ``flags`` are passed to the compiler besides those needed for a shared library.
     ``external_options`` are casadi options of the loaded function (e.g. ``{"enable_fd":
-    True}``: derivatives by finite differences of the compiled code). If no
-    compiler is found or the build fails, a :class:`CodegenWarning` is emitted and ``fn``
-    itself is returned, so callers never have to handle a failure.
+    True}``: derivatives by finite differences of the compiled code). With
+    ``background=True`` a library that is not in the cache yet is built in a background
+    thread and ``fn`` itself is returned meanwhile (ask again later to get the compiled
+    one). If no compiler is found or the build fails, a :class:`CodegenWarning` is emitted
+    and ``fn`` itself is returned, so callers never have to handle a failure.
 
     Example::
 
@@ -84,6 +88,9 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=("
     library = directory / f"{key}.so"
 
     options = dict(external_options or {})
+    if background and not library.exists():
+        _build_in_background(source, library, command, flags)
+        return fn
     # A cached library that does not load (cut short by a full disk, say) is built anew once.
     for attempt in ("cached", "rebuilt"):
         if library.exists():
@@ -145,6 +152,32 @@ def operation_counts(fn: ca.Function) -> dict:
         elif op not in _NOT_ARITHMETIC:
             other += 1
     return {"mul": mul, "add": add, "other": other, "total": mul + add}
+
+
+_background_lock = threading.Lock()
+_background_builds: set[str] = set()
+
+
+def _build_in_background(source, library: Path, command, flags) -> None:
+    """Start building ``library`` in a daemon thread unless that is already under way.
+    Failures are left for a later foreground build to report."""
+    with _background_lock:
+        if str(library) in _background_builds:
+            return
+        _background_builds.add(str(library))
+
+    def build():
+        try:
+            library.parent.mkdir(parents=True, exist_ok=True)
+            _build_shared_library(source, library, command, flags, False)
+        except (_BuildError, OSError):
+            pass
+        finally:
+            with _background_lock:
+                _background_builds.discard(str(library))
+
+    threading.Thread(target=build, name=f"mbmodel-codegen-{library.stem[:12]}",
+                     daemon=True).start()
 
 
 class _BuildError(Exception):

@@ -47,12 +47,21 @@ def _empty():
     return ca.SX(0, 1)
 
 
-def dynamics(cm, native: bool = True) -> ca.Function:
+#: With ``native="auto"``, dynamics of at most this many casadi instructions are built at
+#: once (the C compiler needs a few seconds); larger ones are built in the background while
+#: the first runs use casadi's virtual machine (gcc's time grows faster than linearly with
+#: the size of the flat code: ~3 s for a 25-link chain, ~40 s for 100 links).
+AUTO_BUILD_INSTRUCTIONS = 12000
+
+
+def dynamics(cm, native: bool | str = True) -> ca.Function:
     """The compiled model's DAE (``t, x, z, p, u -> ode, alg``; ``p`` = parameters then
     external inputs) for casadi's integrators: ``cm.dynamics`` in generated C when
-    ``native`` (C source generated and the library built or loaded from the disk cache on
-    the first call for a model, then kept), else ``cm.dynamics`` itself (casadi's virtual
-    machine). Simulation calls it on first use; call it after ``mb.compile`` to choose when
+    ``native`` is True (C source generated and the library built, or loaded from the disk
+    cache, on the first call for a model, then kept), ``cm.dynamics`` itself (casadi's
+    virtual machine) when False. ``"auto"``: the C library if it is cached or quick to
+    build (:data:`AUTO_BUILD_INSTRUCTIONS`), else the virtual machine while the library
+    builds in the background for later runs. Call it after ``mb.compile`` to choose when
     the C compiler runs (e.g. before timing or forking workers).
 
     Example::
@@ -60,14 +69,21 @@ def dynamics(cm, native: bool = True) -> ca.Function:
         F = ca.integrator("sim", "cvodes", dynamics(cm), 0.0, [1.0])
         xf = F(x0=cm.start, p=cm.parameter_vector())["xf"]
     """
+    if native not in (True, False, "auto"):
+        raise DeclarationError(f"native must be True, False or 'auto', not {native!r}")
     if not native:
         return cm.dynamics
     with _lock:
         fn = _built.get(cm)
-        if fn is None:
-            from .codegen import compile_function
-            fn = _built[cm] = compile_function(
-                cm.dynamics, external_options={"enable_fd": True, "fd_method": "forward"})
+    if fn is not None:
+        return fn
+    from .codegen import compile_function
+    large = native == "auto" and cm.dynamics.n_instructions() > AUTO_BUILD_INSTRUCTIONS
+    fn = compile_function(cm.dynamics, background=large,
+                          external_options={"enable_fd": True, "fd_method": "forward"})
+    if fn is not cm.dynamics or not large:  # a background build is asked for again later
+        with _lock:
+            fn = _built.setdefault(cm, fn)
     return fn
 
 

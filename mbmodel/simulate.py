@@ -30,7 +30,7 @@ STIFFNESS_LIMIT = 1e4
 
 def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, params=None,
                       inputs=None, rtol=1e-8, atol=1e-10, x0=None, steady_state=False,
-                      method=None, max_step=None, native=True) -> Result:
+                      method=None, max_step=None, native="auto") -> Result:
     p = cm.parameter_vector(params)
     if not np.isfinite(t_end) or t_end <= t_start:
         raise SimulationError(f"t_end ({t_end}) must be finite and after t_start ({t_start})")
@@ -234,9 +234,11 @@ def simulate(model, t_end: float, **options) -> Result:
     (name -> value), ``inputs`` (name -> number or (times, values)), ``rtol`` (1e-8), ``atol``
     (1e-10), ``steady_state`` (start in steady state), ``x0`` (initial states), ``method``
     (``"auto"``: Adams for non-stiff, BDF for stiff models, IDAS with algebraic variables;
-    or ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``), ``max_step``, ``native`` (True:
-    the dynamics run as generated C, built once per model structure and cached on disk;
-    False: casadi's virtual machine).
+    or ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``), ``max_step``, ``native``
+    (``"auto"``: the dynamics run as generated C, built once per model structure and cached
+    on disk, when cached or quick to build, else in casadi's virtual machine while the C
+    builds in the background; True: always C, building it first; False: the virtual
+    machine).
 
     Example::
 

@@ -231,3 +231,23 @@ def test_a_cached_library_that_does_not_load_is_rebuilt(tmp_path):
     assert again.is_a("External") and first.is_a("External")
     assert (tmp_path / "cut" / library.name).stat().st_size > 1000  # built anew
     assert np.allclose(np.array(again([2.0, 3.0])).ravel(), [10.0, 29.0])
+
+
+def test_auto_builds_large_dynamics_in_the_background(tmp_path, monkeypatch):
+    from mbmodel import native
+    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(native, "AUTO_BUILD_INSTRUCTIONS", 0)  # every model counts as large
+    cm = mb.compile(StiffRC())
+    first = native.dynamics(cm, "auto")
+    assert first is cm.dynamics  # the virtual machine meanwhile
+    res_vm = cm.simulate(1e-2, n_points=5)
+    for thread in threading.enumerate():
+        if thread.name.startswith("mbmodel-codegen-"):
+            thread.join(timeout=120)
+    assert list(tmp_path.glob("*.so"))
+    later = native.dynamics(cm, "auto")
+    assert later.is_a("External")
+    res_c = cm.simulate(1e-2, n_points=5)
+    assert np.allclose(res_c["slow_c.v"], res_vm["slow_c.v"], atol=1e-8)
+    with pytest.raises(mb.DeclarationError, match="native must be"):
+        native.dynamics(cm, "yes")
