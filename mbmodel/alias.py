@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import casadi as ca
 
 from .core import STATE_PRIORITY
-from .flatten import FlatModel
+from .flat import FlatModel
 
 
 @dataclass

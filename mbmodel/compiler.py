@@ -18,7 +18,8 @@ import numpy as np
 from .core import Model, check_parameter_value
 from .core import time as TIME
 from .errors import DeclarationError, ParameterError
-from .flatten import FlatModel, describe, flatten
+from .flat import FlatModel, describe
+from .flatten import flatten
 from .structure import SortedSystem, affine_expression, analyze
 
 

@@ -741,3 +741,21 @@ class Model:
 
 def _order_of(member) -> int:
     return member._order
+
+
+def _where(comp) -> str:
+    """A component as messages name it: its class and path."""
+    if comp is None:
+        return "model"
+    return f"{type(comp).__name__} '{comp.path}'" if comp.path else f"model {type(comp).__name__}"
+
+
+def _iterate(items, comp, method):
+    """The items a component's method returned or yielded (a clear error otherwise)."""
+    if items is None:
+        return
+    try:
+        iterator = iter(items)
+    except TypeError as exc:
+        raise DeclarationError(f"{_where(comp)}: {method}() must return or yield items") from exc
+    yield from iterator

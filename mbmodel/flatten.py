@@ -1,108 +1,34 @@
-"""Flattening: instance tree -> :class:`FlatModel` (scalar variables, parameters, equations).
+"""Flattening: instance tree -> :class:`~mbmodel.flat.FlatModel` (scalar variables,
+parameters, equations).
 
-Connections are resolved through a networkx graph whose nodes are ``(connector, side)``
-pairs: a connector is *outside* in the ``connect`` statements of the component that owns it
-and *inside* in those of its parent (Modelica's rule). Every connected component of that graph
-is a connection set: potentials are equal, flows sum to zero with outside members counted
-negative, and an inside connector that appears in no set gets ``flow = 0``.
-
-Overdetermined potentials (orientations) form their own graph: component ``Branch``es are
-required edges, connections optional ones; a spanning forest rooted at definite roots (or the
-best potential root) decides where all entries are equated and where a connection closes a
-loop and contributes only its residue equations.
+This module collects declarations into a symbol table and calls every component's
+``equations()`` once (composite models first, so their connections are known while the
+components that state physics run). The other jobs have their own modules, functions of
+the flattener: :mod:`mbmodel.connections` (connection graph and connection-set equations),
+:mod:`mbmodel.orientation` (overdetermined connectors: roots, branches, spanning tree, loop
+residues) and :mod:`mbmodel.balance` (equation count per component). The result is plain
+data (:mod:`mbmodel.flat`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import casadi as ca
-import networkx as nx
 import numpy as np
 
 from . import core
-from .core import (Branch, Connect, Connector, Model, Parameter, PotentialRoot, Root, Variable,
-                   _FlattenContext)
-from .errors import BalanceError, DeclarationError, InvalidConnectionError, KinematicLoopError
+from .balance import check_balance
+from .connections import (build_connection_graph, connection_equations, connection_sets_of,
+                          unconnected)
+from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContext, _iterate, _where
+from .errors import DeclarationError
+from .flat import FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable, describe
+from .orientation import (choose_roots_early, collect_roles, overdetermined_variable,
+                          spanning_tree)
 
-
-@dataclass
-class FlatVariable:
-    """One scalar unknown (or input) of the flat model."""
-
-    name: str
-    symbol: ca.SX
-    kind: str  # "unknown", "derivative" or "input"
-    origin: str
-    start: float = 0.0
-    fixed: bool = False
-    state_select: str = "default"
-    unit: str = ""
-    nominal: float = 1.0
-    min: float = -np.inf
-    max: float = np.inf
-    is_flow: bool = False
-    derivative_of: int | None = None
-    derivative: int | None = None
-
-
-@dataclass
-class FlatParameter:
-    """One scalar parameter: a numeric ``value`` or a ``binding`` to other parameters."""
-
-    name: str
-    symbol: ca.SX
-    origin: str
-    value: float | None
-    binding: ca.SX | None
-    unit: str = ""
-    min: float = -np.inf
-    max: float = np.inf
-
-
-@dataclass
-class FlatEquation:
-    """One scalar equation ``residual == 0`` and where it came from. ``shown`` is its text
-    or the equation as written (formatted by :attr:`description` when a message needs it:
-    formatting every equation of a large model costs more than analysing it)."""
-
-    residual: ca.SX
-    origin: str
-    shown: object
-    kind: str = "model"  # "model", "connection", "unconnected flow", "residue", "initial"
-
-    @property
-    def description(self) -> str:
-        if not isinstance(self.shown, str):
-            self.shown = describe(self.shown)
-        return self.shown
-
-
-@dataclass
-class FlatAssert:
-    """A condition on parameters only (nonzero when it holds) and its message."""
-
-    condition: ca.SX
-    message: str
-    origin: str
-
-
-@dataclass
-class FlatModel:
-    """The flat DAE handed to structural analysis. Plain data, no behaviour."""
-
-    name: str
-    variables: list[FlatVariable]
-    parameters: list[FlatParameter]
-    equations: list[FlatEquation]
-    initial_equations: list[FlatEquation]
-    time_events: list[ca.SX]
-    connection_graph: nx.Graph
-    index: dict[str, int] = field(default_factory=dict)  # variable name -> position
-    asserts: list[FlatAssert] = field(default_factory=list)
-
-    def variable(self, name: str) -> FlatVariable:
-        return self.variables[self.index[name]]
+__all__ = ["flatten", "FlatModel", "FlatVariable", "FlatParameter", "FlatEquation",
+           "FlatAssert", "describe"]
 
 
 @dataclass
@@ -121,12 +47,6 @@ def _element_names(path: str, shape) -> list[str]:
         return [f"{path}[{i}]" for i in range(n)]
     # casadi stores matrices column-major; name entries by (row, column).
     return [f"{path}[{i},{j}]" for j in range(m) for i in range(n)]
-
-
-def describe(expr) -> str:
-    """An expression as text for messages, cut to a readable length."""
-    text = str(expr)
-    return text if len(text) <= 160 else text[:157] + "..."
 
 
 class _Flattener:
@@ -344,7 +264,7 @@ class _Flattener:
         if self._connected_sets is None:
             pairs = [(comp, item) for comp in self.components if comp.components()
                      for item in self.connects.get(id(comp), ())]
-            self._connected_sets = _connection_sets_of(pairs)
+            self._connected_sets = connection_sets_of(pairs)
         group = self._connected_sets.get(id(connector), ())
         return [c for c in group if c is not connector]
 
@@ -435,349 +355,15 @@ class _Flattener:
                     f"{_where(comp)}: equation '{describe(shown)}' uses '{s}', which is not a "
                     f"variable or parameter of this model (a symbol of another model instance?)")
 
-    # -- connections ------------------------------------------------------------------------
-    def build_connection_graph(self) -> nx.Graph:
-        graph = nx.Graph()
-        for comp in self.components:
-            for stmt in self.connects.get(id(comp), ()):
-                nodes = [self._connect_node(comp, item, stmt) for item in stmt.items]
-                first = nodes[0]
-                for other in nodes[1:]:
-                    self._check_compatible(comp, stmt, first, other)
-                    graph.add_edge(first, other, owner=comp)
-        return graph
-
-    def _connect_node(self, comp, item, stmt):
-        if isinstance(item, Connector):
-            owner = item.owner
-            if owner is comp:
-                return (item, "outside")
-            if owner is not None and owner._parent is comp:
-                return (item, "inside")
-            raise InvalidConnectionError(
-                f"{_where(comp)}: {stmt!r} names connector '{item.path}', which is neither a "
-                f"connector of {comp.path or 'the model'} nor of one of its direct "
-                f"sub-components; connect through the sub-component's own connectors")
-        if isinstance(item, ca.SX) and item.numel() >= 1:
-            recs = [self.symbols.get(item[k].element_hash()) if item[k].is_symbolic() else None
-                    for k in range(item.numel())]
-            if all(recs) and not any(r.is_parameter for r in recs):
-                var_comp, decl = self.declared_in[recs[0].position]
-                if decl.kind in ("input", "output"):
-                    if var_comp is comp:
-                        return (decl, "outside")
-                    if var_comp._parent is comp:
-                        return (decl, "inside")
-                    raise InvalidConnectionError(
-                        f"{_where(comp)}: {stmt!r} names signal '{decl.path}', which belongs "
-                        f"neither to this component nor to a direct sub-component")
-                raise InvalidConnectionError(
-                    f"{_where(comp)}: connect() takes connectors or Input/Output signals; "
-                    f"'{self.variables[recs[0].position].name}' is a plain variable — write an "
-                    f"equation instead")
-        raise InvalidConnectionError(f"{_where(comp)}: connect() cannot take {item!r}; pass "
-                                     f"connectors (e.g. self.resistor.p) or Input/Output signals")
-
-    def _check_compatible(self, comp, stmt, a, b):
-        (ia, _), (ib, _) = a, b
-        if isinstance(ia, Connector) != isinstance(ib, Connector):
-            raise InvalidConnectionError(f"{_where(comp)}: {stmt!r} mixes a physical connector "
-                                         f"with a signal; connect like with like")
-        if isinstance(ia, Connector):
-            sa, sb = ia.signature(), ib.signature()
-            if sa != sb:
-                detail = _signature_difference(ia, ib)
-                raise InvalidConnectionError(
-                    f"{_where(comp)}: cannot connect '{ia.path}' ({type(ia).__name__}) with "
-                    f"'{ib.path}' ({type(ib).__name__}): {detail}")
-        elif ia.shape != ib.shape:
-            raise InvalidConnectionError(f"{_where(comp)}: {stmt!r}: signals '{ia.path}' "
-                                         f"{ia.shape} and '{ib.path}' {ib.shape} differ in size")
-
-    def connection_equations(self, graph: nx.Graph):
-        """Potentials equal, flows summed, per connection set; returns optional edges of the
-        overdetermined graph as (node_a, node_b, owner)."""
-        optional_edges = []
-        sym_of = self._symbol_of
-        for nodes in _connected_sets(graph):
-            owner = graph.edges[next(iter(graph.edges(nodes[0])))]["owner"]
-            first_item = nodes[0][0]
-            if isinstance(first_item, Connector):
-                for key, var in first_item._variables.items():
-                    if not self.active(var):
-                        continue
-                    if var.kind == "flow":
-                        terms = [sym_of(item, key) * (1 if side == "inside" else -1)
-                                 for item, side in nodes]
-                        total = _sum_columns(terms)
-                        names = ", ".join(f"{'+' if side == 'inside' else '-'}{item.path}.{key}"
-                                          for item, side in nodes)
-                        self._emit(total, owner, f"flow sum: {names} = 0", "connection")
-                    elif var.kind == "overdetermined":
-                        for (ia, _), (ib, _) in _tree_pairs(graph, nodes):
-                            optional_edges.append((ia._variables[key], ib._variables[key], owner))
-                    else:
-                        base = sym_of(nodes[0][0], key)
-                        for item, _side in nodes[1:]:
-                            self._emit(base - sym_of(item, key), owner,
-                                       f"{nodes[0][0].path}.{key} = {item.path}.{key}",
-                                       "connection")
-            else:
-                sources = [(d, s) for d, s in nodes
-                           if (d.kind == "output" and s == "inside")
-                           or (d.kind == "input" and s == "outside")]
-                if len(sources) != 1:
-                    what = ("no output drives" if not sources else
-                            "more than one output drives")
-                    raise InvalidConnectionError(
-                        f"{_where(owner)}: {what} the signals "
-                        f"{', '.join(d.path for d, _ in nodes)}; connect exactly one Output "
-                        f"(or the enclosing model's Input) to each set of Inputs")
-                src = sources[0][0]
-                for d, _ in nodes:
-                    if d is not src:
-                        self._emit(d.symbol - src.symbol, owner, f"{d.path} = {src.path}",
-                                   "connection")
-        return optional_edges
-
-    def unconnected(self, graph: nx.Graph):
-        for comp, conn in self.connectors:
-            if (conn, "inside") in graph:
-                continue
-            for key, var in conn._variables.items():
-                if var.kind == "flow" and self.active(var):
-                    self._emit(var.symbol, comp._parent or comp,
-                               f"{conn.path}.{key} = 0 (unconnected)", "unconnected flow")
-        for comp, sig in self.signals:
-            if sig.kind == "input" and comp is not self.root and (sig, "inside") not in graph:
-                raise InvalidConnectionError(
-                    f"input '{sig.path}' of {type(comp).__name__} is not connected; connect it "
-                    f"to an Output (e.g. a Constant block) in {_where(comp._parent)}")
-
-    def _symbol_of(self, connector, key):
-        return connector._variables[key].symbol
-
-    def _emit(self, expr, owner, description, kind):
+    def emit(self, expr, owner, description, kind):
+        """Add the generated equations ``expr == 0`` (connections, residues, unconnected
+        flows), counted for ``owner``."""
         expr = ca.SX(expr)
         for k in range(expr.numel()):
             suffix = "" if expr.numel() == 1 else f" [{k}]"
             self.equations.append(FlatEquation(expr[k], owner.path, description + suffix, kind))
             self.equation_owners[id(self.equations)].append(None)  # made here: no check
             self.local_equations[id(owner)] = self.local_equations.get(id(owner), 0) + 1
-
-    # -- overdetermined connectors ------------------------------------------------------------
-    def collect_roles(self):
-        roots, potential, branches = [], [], []
-        var_of = {}
-        for comp, conn, var in self.overdetermined:
-            var_of[var.symbol[0].element_hash()] = var
-        for comp in self.components:
-            for role in _iterate(comp.connection_roles(), comp, "connection_roles"):
-                if isinstance(role, Root):
-                    roots.append(self._overdetermined(comp, role.symbol, var_of))
-                elif isinstance(role, PotentialRoot):
-                    potential.append((self._overdetermined(comp, role.symbol, var_of),
-                                      role.priority))
-                elif isinstance(role, Branch):
-                    branches.append((self._overdetermined(comp, role.a, var_of),
-                                     self._overdetermined(comp, role.b, var_of), comp))
-                else:
-                    raise DeclarationError(f"{_where(comp)}: connection_roles() yields Root, "
-                                           f"PotentialRoot or Branch, not {role!r}")
-        return roots, potential, branches
-
-    def _overdetermined(self, comp, symbol, var_of):
-        var = var_of.get(ca.SX(symbol)[0].element_hash()) if isinstance(symbol, ca.SX) else None
-        if var is None:
-            raise DeclarationError(f"{_where(comp)}: connection roles take an Overdetermined "
-                                   f"connector variable (e.g. self.frame_a.R)")
-        return var
-
-    def spanning_tree(self, roots, potential, branches, optional_edges):
-        """Decide which overdetermined connections equate entries and which give residues."""
-        graph = nx.MultiGraph()
-        for _, _, var in self.overdetermined:
-            graph.add_node(var)
-        super_root = "<root>"
-        graph.add_node(super_root)
-        for a, b, comp in branches:
-            graph.add_edge(a, b, weight=0, kind="branch", owner=comp)
-        for a, b, comp in optional_edges:
-            graph.add_edge(a, b, weight=1, kind="connection", owner=comp)
-        for r in roots:
-            graph.add_edge(super_root, r, weight=-2, kind="root", owner=None)
-        chosen = _choose_potential_roots(graph.subgraph([n for n in graph if n != super_root]),
-                                         roots, potential)
-        for var in chosen:
-            graph.add_edge(super_root, var, weight=-1, kind="root", owner=None)
-        tree_edges = set()
-        for u, v, key, data in nx.minimum_spanning_edges(graph, algorithm="kruskal", keys=True,
-                                                          data=True):
-            tree_edges.add((id(data["owner"]), id(u), id(v), key))
-            tree_edges.add((id(data["owner"]), id(v), id(u), key))
-        for u, v, key, data in graph.edges(keys=True, data=True):
-            in_tree = (id(data["owner"]), id(u), id(v), key) in tree_edges
-            # Root edges (weight < 0) always enter the tree first; a connection that joins
-            # two rooted trees closes a loop and gives a residue like any other loop.
-            if data["kind"] == "branch" and not in_tree:
-                raise BalanceError(
-                    f"{_where(data['owner'])}: the rigid branch '{u.path}' -> '{v.path}' closes "
-                    f"a loop of rigid connections (or joins two roots); cut the loop with a "
-                    f"joint that has no branch, or remove a root")
-            if data["kind"] == "connection":
-                if in_tree:
-                    self._emit(u.symbol - v.symbol, data["owner"], f"{u.path} = {v.path}",
-                               "connection")
-                elif u.residue is None:
-                    raise KinematicLoopError(_loop_message(graph, tree_edges, u, v, data["owner"],
-                                                           roots + chosen))
-                else:
-                    self._emit(u.residue(u.symbol, v.symbol), data["owner"],
-                               f"loop residue {u.path} ~ {v.path}", "residue")
-        return {id(var) for var in chosen}
-
-    # -- balance ------------------------------------------------------------------------------
-    def check_balance(self):
-        n_unknown = sum(1 for v in self.variables if v.kind == "unknown")
-        n_eq = len(self.equations)
-        if n_eq == n_unknown:
-            return
-        lines = []
-        by_origin: dict[str, list[FlatEquation]] = {}
-        for e in self.equations:
-            by_origin.setdefault(e.origin, []).append(e)
-        for comp in self.components:
-            diff = self._local_imbalance(comp)
-            if diff:
-                sample = "; ".join(e.description for e in by_origin.get(comp.path, [])[:6])
-                lines.append(f"  {_where(comp)}: {diff:+d} equations "
-                             f"({'surplus' if diff > 0 else 'missing'}); its equations: "
-                             f"{sample or 'none'}")
-        what = "too many" if n_eq > n_unknown else "too few"
-        advice = ("remove or replace the surplus equations" if n_eq > n_unknown else
-                  "add the missing equations or bind the unconstrained variables")
-        raise BalanceError(
-            f"model {type(self.root).__name__} is unbalanced: {n_eq} equations for "
-            f"{n_unknown} unknowns ({what} equations); {advice}.\n" +
-            ("\n".join(lines) if lines else "  (every component is locally balanced; the "
-             "imbalance comes from connections)"))
-
-    def _local_imbalance(self, comp) -> int:
-        own_unknowns = 0
-        own_flows = 0
-        handed = 0
-        for key, m in comp._members.items():
-            if isinstance(m, Variable):
-                if m.kind != "input" and self.active(m) and m.input_in != self.analysis:
-                    own_unknowns += m.shape[0] * m.shape[1]
-            elif isinstance(m, Connector):
-                for v in m._variables.values():
-                    if not self.active(v):
-                        continue
-                    size = v.shape[0] * v.shape[1]
-                    if v.kind == "overdetermined":
-                        return 0  # counted by residue rules; checked globally
-                    own_unknowns += size
-                    if v.kind == "flow":
-                        own_flows += size
-            elif isinstance(m, Model):
-                for m2 in m._members.values():
-                    if isinstance(m2, Connector):
-                        handed += sum(v.shape[0] * v.shape[1] for v in m2._variables.values()
-                                      if v.kind == "flow" and self.active(v))
-                    elif isinstance(m2, Variable) and m2.kind == "input":
-                        handed += m2.shape[0] * m2.shape[1]
-        if comp is self.root:
-            handed += own_flows
-        have = self.local_equations.get(id(comp), 0)
-        return have - (own_unknowns - own_flows + handed)
-
-
-def _loop_message(graph, tree_edges, u, v, owner, roots) -> str:
-    """Name the components on the loop that the connection u–v closes."""
-    tree = nx.Graph()
-    tree.add_nodes_from([u, v])
-    for a, b, key, data in graph.edges(keys=True, data=True):
-        if "<root>" not in (a, b) and (id(data["owner"]), id(a), id(b), key) in tree_edges:
-            tree.add_edge(a, b)
-    try:
-        path = nx.shortest_path(tree, u, v)
-    except nx.NetworkXNoPath:
-        # u and v hang on different roots: the connection joins two roots.
-        def root_of(x):
-            part = nx.node_connected_component(tree, x)
-            return next((r for r in roots if r in part), None)
-        ru, rv = root_of(u), root_of(v)
-        names = [r.owner.path if r is not None else "?" for r in (ru, rv)]
-        return (f"{_where(owner)}: connect({u.owner.path}, {v.owner.path}) joins two roots "
-                f"rigidly: '{names[0]}' and '{names[1]}' both fix the orientation (e.g. a World "
-                f"and a Fixed frame connected through rigid parts); remove one root or put a "
-                f"joint between them — the closed chain is a kinematic loop, not supported "
-                f"by this connector type yet")
-    members = []
-    for var in path:
-        comp_path = var.owner.owner.path if var.owner is not None and var.owner.owner else "?"
-        if comp_path not in members:
-            members.append(comp_path)
-    return (f"{_where(owner)}: connect({u.owner.path}, {v.owner.path}) closes a kinematic loop "
-            f"through {' -> '.join(members)}; closed loops are not supported by this connector "
-            f"type yet (remove one connection or replace a joint of the loop by a force "
-            f"element)")
-
-
-def _signature_difference(a: Connector, b: Connector) -> str:
-    va, vb = a._variables, b._variables
-    for key in va:
-        if key not in vb:
-            return f"'{b.path}' has no variable '{key}'"
-        if va[key].kind != vb[key].kind:
-            return (f"'{key}' is a {va[key].kind} variable in '{a.path}' but a {vb[key].kind} "
-                    f"variable in '{b.path}' (flow connected to non-flow)")
-        if va[key].shape != vb[key].shape:
-            return f"'{key}' has shape {va[key].shape} vs {vb[key].shape}"
-    extra = [k for k in vb if k not in va]
-    return f"'{a.path}' has no variable '{extra[0]}'" if extra else "different connector types"
-
-
-def _connected_sets(graph: nx.Graph):
-    # Deterministic: networkx yields components in node insertion order; members sorted by
-    # that same order.
-    order = {n: i for i, n in enumerate(graph.nodes)}
-    for comp in nx.connected_components(graph):
-        yield sorted(comp, key=order.__getitem__)
-
-
-def _tree_pairs(graph: nx.Graph, nodes):
-    """Edges of a spanning tree of one connection set (for optional overdetermined edges)."""
-    sub = graph.subgraph(nodes)
-    return list(nx.bfs_edges(sub, nodes[0]))
-
-
-def _sum_columns(terms):
-    # Pairwise, so a flow sum over n connectors is an expression of depth log2(n).
-    while len(terms) > 1:
-        paired = [terms[k] + terms[k + 1] for k in range(0, len(terms) - 1, 2)]
-        if len(terms) % 2:
-            paired.append(terms[-1])
-        terms = paired
-    return terms[0]
-
-
-def _where(comp) -> str:
-    if comp is None:
-        return "model"
-    return f"{type(comp).__name__} '{comp.path}'" if comp.path else f"model {type(comp).__name__}"
-
-
-def _iterate(items, comp, method):
-    if items is None:
-        return
-    try:
-        iterator = iter(items)
-    except TypeError as exc:
-        raise DeclarationError(f"{_where(comp)}: {method}() must return or yield items") from exc
-    yield from iterator
-
 
 def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     """Flatten a model instance into a :class:`FlatModel` for ``analysis`` ("forward" or
@@ -790,7 +376,7 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     """
     fl = _Flattener(model, analysis)
     fl.collect()
-    roots, potential, branches = fl.collect_roles()
+    roots, potential, branches = collect_roles(fl)
     # Roots must be known before equations run (components may ask is_root()); the tree
     # itself needs the connect statements, which equations() yields. Potential-root choice
     # depends only on roles and the connection structure, so it is decided in two steps.
@@ -800,12 +386,12 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
 
     def is_root(symbol):
         nonlocal early_choice
-        var = fl._overdetermined(None, symbol, var_by_hash)
+        var = overdetermined_variable(fl, None, symbol, var_by_hash)
         if id(var) in root_ids:
             return True
         fl._ask("is_root")
         if early_choice is None:
-            early_choice = _choose_roots_early(fl, roots, potential, branches)
+            early_choice = choose_roots_early(fl, roots, potential, branches)
         return id(var) in early_choice
 
     fl.collect_equations(is_root)
@@ -813,14 +399,14 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     fl.check_questions()
     # After equations(): components may declare events there as well as in __init__.
     fl.time_events = [at for comp in fl.components for at in comp._time_events]
-    graph = fl.build_connection_graph()
-    optional = fl.connection_equations(graph)
+    graph = build_connection_graph(fl)
+    optional = connection_equations(fl, graph)
     if fl.overdetermined:
-        chosen = fl.spanning_tree(roots, potential, branches, optional)
+        chosen = spanning_tree(fl, roots, potential, branches, optional)
         if early_choice is not None and chosen != early_choice:
             raise DeclarationError("internal: potential-root choice changed after equations ran")
-    fl.unconnected(graph)
-    fl.check_balance()
+    unconnected(fl, graph)
+    check_balance(fl)
     flat = FlatModel(type(model).__name__, fl.variables, fl.parameters, fl.equations,
                      fl.initial_equations, fl.time_events, graph)
     flat.index = {v.name: i for i, v in enumerate(flat.variables)}
@@ -828,64 +414,3 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     return flat
 
 
-def _choose_roots_early(fl, roots, potential, branches):
-    """Potential-root choice from component roles and connect statements (needed while
-    equations are still being collected)."""
-    graph = nx.Graph()
-    for _, _, var in fl.overdetermined:
-        graph.add_node(var)
-    for a, b, _ in branches:
-        graph.add_edge(a, b)
-    # Leaves' equations() are still running: the composite models' connections are known.
-    for item in (item for comp in fl.components if comp.components()
-                 for item in fl.connects.get(id(comp), ())):
-        conns = [c for c in item.items if isinstance(c, Connector)]
-        for c1, c2 in zip(conns, conns[1:]):
-            for key, var in c1._variables.items():
-                if var.kind == "overdetermined" and key in c2._variables:
-                    graph.add_edge(var, c2._variables[key])
-    return {id(var) for var in _choose_potential_roots(graph, roots, potential)}
-
-
-def _choose_potential_roots(graph, roots, potential):
-    """In every connected part of the orientation graph without a definite root, the
-    potential root with the lowest (priority, declaration order) becomes the root. A part
-    with neither is an error. Linear in the graph size."""
-    parts = list(nx.connected_components(graph))
-    part_of = {var: k for k, nodes in enumerate(parts) for var in nodes}
-    rooted = {part_of[r] for r in roots}
-    best: dict[int, tuple] = {}
-    for i, (var, priority) in enumerate(potential):
-        k = part_of[var]
-        if k not in rooted and (k not in best or (priority, i) < best[k][0]):
-            best[k] = ((priority, i), var)
-    for k, nodes in enumerate(parts):
-        if k not in rooted and k not in best:
-            names = sorted(v.path for v in nodes)
-            raise BalanceError(
-                f"the orientation of {', '.join(names[:6])} is not determined: no root "
-                f"(world/fixed frame) and no potential root is connected to it; connect it "
-                f"to a root")
-    return [var for _, var in sorted(best.values(), key=lambda item: item[0][1])]
-
-
-def _connection_sets_of(statements) -> dict:
-    """Connection sets from connect statements (``(owner, Connect)`` pairs), as connector
-    id -> member connectors that belong to components stating physics (ports of composites
-    are looked through)."""
-    graph = nx.Graph()
-    ports = set()
-    for comp, item in statements:
-        conns = [c for c in item.items if isinstance(c, Connector)]
-        for c in conns:
-            graph.add_node(c)
-            if c.owner is comp:
-                ports.add(id(c))
-        graph.add_edges_from(zip(conns, conns[1:]))
-    sets = {}
-    order = {c: i for i, c in enumerate(graph.nodes)}  # deterministic member order
-    for part in nx.connected_components(graph):
-        members = sorted((c for c in part if id(c) not in ports), key=order.__getitem__)
-        for c in part:
-            sets[id(c)] = members
-    return sets

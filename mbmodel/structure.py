@@ -15,7 +15,7 @@ from . import graph
 from .alias import AliasResult, eliminate_aliases
 from .core import STATE_PRIORITY, time_derivative
 from .errors import DeclarationError, StructuralSingularityError
-from .flatten import FlatModel, describe
+from .flat import FlatModel, describe
 
 
 #: Largest linear torn system solved symbolically; larger ones become algebraic states.
