@@ -35,7 +35,14 @@ class InitializationError(ModelError):
 
 
 class SimulationError(ModelError):
-    """The integrator failed."""
+    """The integrator failed, or the solution became NaN or infinite. Raised during a run,
+    it carries ``time`` (where it happened), ``variable`` (the first non-finite one, if
+    that was the cause) and ``result`` (the :class:`~mbmodel.result.Result` up to the last
+    output time reached); these are None for errors found before the run starts."""
+
+    time = None
+    variable = None
+    result = None
 
 
 class KinematicLoopError(BalanceError):

@@ -47,7 +47,10 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         x, z = cm.initialize(params=params, inputs=inputs, t_start=t_start,
                              steady_state=steady_state)
     else:
-        x = np.asarray(x0, dtype=float)
+        x = np.asarray(x0, dtype=float).reshape(-1)
+        if x.shape != (len(cm.states),) or not np.all(np.isfinite(x)):
+            raise SimulationError(f"x0 must be {len(cm.states)} finite numbers ordered like "
+                                  f"cm.states ({', '.join(cm.states[:4])}...), not {x0!r}")
         z = cm.z_start.copy()
     events = [float(e) for e in np.array(cm.event_function(p)).reshape(-1)]
     events += u_of.breakpoints
@@ -86,8 +89,16 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                 z = _solve_algebraic(cm, z, p, u_seg, t)
                 zs[:, j] = z
         else:
-            xs, zs, used = _integrate(cm, dyn, method, a, tout, x, z,
-                                      np.concatenate([p, u_seg]), rtol, atol, max_step)
+            try:
+                xs, zs, used = _integrate(cm, dyn, method, a, tout, x, z,
+                                          np.concatenate([p, u_seg]), rtol, atol, max_step)
+            except SimulationError as exc:
+                xs, zs = exc.reached
+                for j, k in enumerate(inside[:xs.shape[1]]):
+                    X[:, k] = xs[:, j]
+                    Z[:, k] = zs[:, j]
+                exc.result = _result(cm, grid, X, Z, U, p, grid <= exc.time, methods_used)
+                raise
             methods_used.append(used)
             if n_z and method == "cvodes":
                 # the algebraic variables were solved inside the ODE; recover them
@@ -97,13 +108,42 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         for j, k in enumerate(inside):
             X[:, k] = xs[:, j]
             Z[:, k] = zs[:, j]
+        _check_finite(cm, grid, X, Z, U, p, methods_used, a, tout, xs, zs)
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
+    return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)
+
+
+def _result(cm, grid, X, Z, U, p, rows, methods_used) -> Result:
+    """The Result on the grid points selected by ``rows`` (all, or those reached)."""
+    grid, X, Z, U = grid[rows], X[:, rows], Z[:, rows], U[:, rows]
     result = Result(grid, _output_table(cm, grid, X, Z, U, p), cm.output_names, cm,
                     known=dict(zip(cm.states, X)))
     # What integrated each segment between events ("adams" segments may have fallen back).
-    result.methods = methods_used
+    result.methods = list(methods_used)
     return result
+
+
+def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs):
+    """A state or algebraic variable that is NaN or infinite stops the run with the time
+    and the variable, and the result up to the last finite output time."""
+    finite = np.all(np.isfinite(xs), axis=0) & np.all(np.isfinite(zs), axis=0)
+    if finite.all():
+        return
+    j = int(np.argmin(finite))
+    names = cm.states + cm.algebraic
+    values = np.concatenate([xs[:, j], zs[:, j]])
+    i = int(np.argmin(np.isfinite(values)))
+    last_good = tout[j - 1] if j else t0
+    exc = SimulationError(
+        f"the solution is not finite at t = {tout[j]:g}: {names[i]} = {values[i]} (last "
+        f"finite output at t = {last_good:g}). A division by zero or a variable leaving its "
+        f"domain (sqrt, log of a negative value) usually causes this; check the equations "
+        f"that use {names[i]} and the parameters and start values. The result up to "
+        f"t = {last_good:g} is in this error's 'result'.")
+    exc.time, exc.variable = float(tout[j]), names[i]
+    exc.result = _result(cm, grid, X, Z, U, p, grid <= last_good, methods_used)
+    raise exc
 
 
 def _output_table(cm, grid, X, Z, U, p):
@@ -170,15 +210,45 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
         except RuntimeError as exc:
             if attempt == "adams":
                 continue
-            raise SimulationError(
-                f"the integrator ({attempt}) failed between t = {t0:g} and {tout[-1]:g}: "
-                f"{str(exc).splitlines()[-1] if str(exc) else exc}. The model may be stiff "
+            xs, zs = _reached(cm, dyn, attempt, t0, tout, x, z, pu, rtol, atol, max_step)
+            reached = tout[xs.shape[1] - 1] if xs.shape[1] else t0
+            error = SimulationError(
+                f"the integrator ({attempt}) failed after t = {reached:g} (on the way from "
+                f"t = {t0:g} to {tout[-1]:g}): "
+                f"{_last_line(exc)}. The model may be stiff "
                 f"beyond the tolerances, have a singularity, or a variable may leave its "
-                f"domain (check start values and parameters).") from None
+                f"domain (check start values and parameters). The result up to t = "
+                f"{reached:g} is in this error's 'result'.")
+            error.time, error.reached = reached, (xs, zs)
+            raise error from None
     xs = np.array(out["xf"]).reshape(n_x, len(tout))
     zf = np.array(out["zf"])
     zs = zf.reshape(n_z, len(tout)) if zf.size else np.zeros((n_z, len(tout)))
     return xs, zs, attempt
+
+
+def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
+    """After a failed integration: the states (and algebraic variables) at the output times
+    that can still be reached, integrating from one to the next until the failure."""
+    xs, zs = [], []
+    t_prev = t0
+    for t in tout:
+        F = _integrator(cm, dyn, method, t_prev, [t], rtol, atol, max_step)
+        try:
+            out = F(x0=x, z0=z, p=pu)
+        except RuntimeError:
+            break
+        x = np.array(out["xf"]).reshape(-1)
+        zf = np.array(out["zf"]).reshape(-1)
+        z = zf if zf.size else z
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(z))):
+            break
+        xs.append(x)
+        zs.append(z)
+        t_prev = t
+    n = len(xs)
+    return (np.column_stack(xs) if n else np.zeros((len(x), 0)),
+            np.column_stack(zs) if n else np.zeros((len(z), 0)))
 
 
 def _solve_algebraic(cm, z, p, u, t):
@@ -207,7 +277,7 @@ def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step):
         return F
     # SUNDIALS' own warnings would flood stderr on a failing run; the error we raise says it.
     opts = {"abstol": atol, "reltol": rtol, "max_num_steps": 100000,
-            "disable_internal_warnings": True}
+            "disable_internal_warnings": True, "show_eval_warnings": False}
     if max_step is not None:
         opts["max_step_size"] = max_step
     grid = [float(t) for t in tout]
@@ -251,3 +321,8 @@ def simulate(model, t_end: float, **options) -> Result:
                               f"{type(model).__name__}")
     cm = model if isinstance(model, CompiledModel) else compile(model)
     return cm.simulate(t_end, **options)
+
+
+def _last_line(exc) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[-1].rstrip(".") if lines else type(exc).__name__

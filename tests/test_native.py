@@ -251,3 +251,47 @@ def test_auto_builds_large_dynamics_in_the_background(tmp_path, monkeypatch):
     assert np.allclose(res_c["slow_c.v"], res_vm["slow_c.v"], atol=1e-8)
     with pytest.raises(mb.DeclarationError, match="native must be"):
         native.dynamics(cm, "yes")
+
+
+class Escape(mb.Model):
+    """ẋ = x²: from x(0) = 1 the solution 1/(1 - t) leaves every bound at t = 1."""
+
+    x = mb.Variable(start=1.0, fixed=True)
+    y = mb.Variable()
+
+    def equations(self):
+        yield mb.der(self.x) == self.x ** 2
+        yield self.y == 2 * self.x
+
+
+def test_a_failed_run_says_when_and_keeps_the_result_so_far():
+    cm = mb.compile(Escape())
+    with pytest.raises(mb.SimulationError) as info:
+        cm.simulate(2.0, n_points=21)
+    err = info.value
+    assert err.time is not None and 0.9 <= err.time <= 1.0
+    partial = err.result
+    assert partial is not None and partial.t[-1] <= 1.0 and len(partial.t) >= 10
+    assert np.allclose(partial["x"], 1 / (1 - partial.t), rtol=1e-4)  # a blow-up: 1e-8 grows
+    assert np.allclose(partial["y"], 2 * partial["x"])  # computed variables too
+
+
+def test_a_non_finite_solution_names_the_variable_and_time(monkeypatch):
+    # The integrators stop on NaN themselves; this guards whatever returns one silently.
+    simulation = sys.modules["mbmodel.simulate"]  # (mb.simulate is the function)
+    cm = mb.compile(Escape())
+    real = simulation._integrate
+
+    def poisoned(*args, **kwargs):
+        xs, zs, used = real(*args, **kwargs)
+        xs = xs.copy()
+        xs[0, 3:] = np.nan
+        return xs, zs, used
+
+    monkeypatch.setattr(simulation, "_integrate", poisoned)
+    with pytest.raises(mb.SimulationError, match="not finite at t = 0.4: x = nan") as info:
+        cm.simulate(0.5, n_points=6)
+    assert info.value.variable == "x" and info.value.time == pytest.approx(0.4)
+    assert np.allclose(info.value.result.t, [0.0, 0.1, 0.2, 0.3])
+    with pytest.raises(mb.SimulationError, match="x0 must be 1 finite numbers"):
+        cm.simulate(0.5, x0=[np.nan])
