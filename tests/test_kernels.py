@@ -1,0 +1,89 @@
+"""Structure-preserving code for the dynamics (mbmodel.kernels): the kernel Function computes
+exactly what the flat dynamics compute, on every kind of model the suite has, and its number
+of distinct kernels does not grow with the number of instances."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import mbmodel as mb  # noqa: E402
+from mbmodel import native  # noqa: E402
+from mbmodel.kernels import structured_dynamics  # noqa: E402
+from mb_trees import DrivenChain, RevoluteChain, TreeModel, random_tree  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def example(module, name):
+    spec = importlib.util.spec_from_file_location(f"kernels_{module}", EXAMPLES / f"{module}.py")
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return getattr(loaded, name)()
+
+
+MODELS = {
+    "general chain": lambda: TreeModel(random_tree(7, np.random.default_rng(1), chain=True)),
+    "actuated tree": lambda: TreeModel(random_tree(9, np.random.default_rng(2)), actuated=True),
+    "floating base": lambda: TreeModel(random_tree(5, np.random.default_rng(3), spherical=True,
+                                                   floating=True)),
+    "revolute chain": lambda: RevoluteChain(5),
+    "geared chain": lambda: DrivenChain(3, losses=True),
+    "housed gears (torn linear block)": lambda: DrivenChain(3, housed_gear=True),
+    "Manutec r3 mechanics": lambda: example("robot_r3", "R3Mechanics"),
+    "DC motor drive": lambda: example("dc_motor_drive", "DCMotorDrive"),
+    "Cauer low-pass": lambda: example("cauer_filter", "CauerLowPass"),
+    "series RLC": lambda: example("rlc_circuit", "SeriesRLC"),
+}
+
+
+@pytest.mark.parametrize("parameters", ["symbolic", "constant"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_kernels_compute_the_flat_dynamics(name, parameters):
+    cm = mb.compile(MODELS[name](), parameters=parameters)
+    built = structured_dynamics(cm.system, cm.parameter_mode)
+    assert built is not None, "no algebraic variables: the kernel path applies"
+    fn, stats = built
+    assert stats.assignments == len(cm.system.sequence)
+    rng = np.random.default_rng(7)
+    p = cm.parameter_vector()
+    for _ in range(4):
+        x = rng.uniform(-1.0, 1.0, len(cm.states))
+        pu = np.concatenate([p, rng.normal(size=len(cm.inputs))])
+        t = rng.uniform(0.0, 2.0)
+        ours = np.array(fn(t, x, [], pu, [])[0]).ravel()
+        flat = np.array(cm.dynamics(t, x, [], pu, [])[0]).ravel()
+        assert np.all(np.isfinite(flat))
+        assert np.max(np.abs(ours - flat)) <= 1e-12 * max(1.0, np.max(np.abs(flat)))
+
+
+def test_kernel_count_does_not_grow_with_the_chain():
+    counts = {}
+    for n in (8, 16, 32):
+        spec = random_tree(n, np.random.default_rng(4), chain=True)
+        for link in spec:  # one joint type: every link is an instance of the same structure
+            link["kind"] = "revolute"
+        cm = mb.compile(TreeModel(spec))
+        _, stats = structured_dynamics(cm.system, cm.parameter_mode)
+        counts[n] = stats
+    # the ends of a short chain may lack a variant; from then on nothing new appears
+    assert counts[8].kernels <= counts[16].kernels == counts[32].kernels < 30
+    # a few calls per component (one per pass): linear in the chain
+    per_link = [counts[n].groups / n for n in (8, 16, 32)]
+    assert max(per_link) < 1.05 * min(per_link)
+
+
+def test_models_with_algebraic_variables_keep_the_flat_code():
+    cm = mb.compile(example("cartesian_pendulum", "CartesianPendulum"))
+    if cm.algebraic:
+        assert structured_dynamics(cm.system) is None
+        assert native.code_source(cm) is cm.dynamics
+    else:
+        assert native.code_source(cm) is not cm.dynamics
