@@ -37,7 +37,8 @@ import numpy as np
 from .core import time as TIME
 from .errors import DeclarationError
 
-__all__ = ["dynamics", "code_source", "evaluator", "Evaluator", "AUTO_BUILD_INSTRUCTIONS"]
+__all__ = ["dynamics", "code_source", "evaluator", "Evaluator", "AUTO_BUILD_INSTRUCTIONS",
+           "KERNEL_INSTRUCTIONS"]
 
 _lock = threading.Lock()
 _built: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -95,15 +96,24 @@ def dynamics(cm, native: bool | str = True) -> ca.Function:
 _sources: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+#: Dynamics of more casadi instructions than this are generated as kernel calls
+#: (:mod:`mbmodel.kernels`); smaller ones as one flat function, which runs faster where
+#: the overhead of a call per component and pass is not paid back (a 6-link chain: 1.4 µs
+#: flat, 2.6 µs in kernels; 100 links: the same speed, and gcc needs 10 s instead of 40 s).
+KERNEL_INSTRUCTIONS = 12000
+
+
 def code_source(cm) -> ca.Function:
-    """What C is generated from for ``cm``'s dynamics: the structure-preserving kernel
-    Function (:func:`mbmodel.kernels.structured_dynamics`) where it applies, else the flat
-    ``cm.dynamics``. Built once per compiled model."""
+    """What C is generated from for ``cm``'s dynamics: for large models the
+    structure-preserving kernel Function (:func:`mbmodel.kernels.structured_dynamics`)
+    where it applies, else the flat ``cm.dynamics``. Built once per compiled model."""
     with _lock:
         source = _sources.get(cm)
     if source is None:
         from .kernels import structured_dynamics
-        built = structured_dynamics(cm.system, cm.parameter_mode)
+        built = None
+        if cm.dynamics.n_instructions() > KERNEL_INSTRUCTIONS:
+            built = structured_dynamics(cm.system, cm.parameter_mode)
         source = built[0] if built is not None else cm.dynamics
         with _lock:
             source = _sources.setdefault(cm, source)

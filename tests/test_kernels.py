@@ -80,7 +80,15 @@ def test_kernel_count_does_not_grow_with_the_chain():
     assert max(per_link) < 1.05 * min(per_link)
 
 
-def test_models_with_algebraic_variables_keep_the_flat_code():
+def test_large_models_get_kernel_code_and_models_with_algebraic_variables_flat_code(
+        monkeypatch):
+    small = mb.compile(RevoluteChain(2))
+    assert native.code_source(small) is small.dynamics  # small: flat code runs faster
+    monkeypatch.setattr(native, "KERNEL_INSTRUCTIONS", 0)  # every model counts as large
+    chain = mb.compile(RevoluteChain(2))
+    assert native.code_source(chain) is not chain.dynamics
+    x = np.linspace(-0.5, 0.5, len(chain.states))
+    assert np.allclose(chain.evaluator()(x), small.evaluator()(x), rtol=1e-12, atol=1e-12)
     cm = mb.compile(example("cartesian_pendulum", "CartesianPendulum"))
     if cm.algebraic:
         assert structured_dynamics(cm.system) is None
