@@ -442,12 +442,59 @@ class _Analysis:
             self.pivot_guards.append((coef, description()))
         return True
 
+    def solve_unit_blocks(self, pairs) -> dict:
+        """Equations solved for their variable in a few batched casadi calls, for the
+        common case of a constant nonzero coefficient: ``e -> expression`` of the variable.
+        The equations are coloured greedily on the integer incidence into groups in which
+        no equation contains another member's variable; then one directional derivative per
+        group (seed 1 on the members' variables) gives every member's coefficient, and one
+        substitution of zero for the members' variables gives every member's remainder.
+        Other equations (coefficients that depend on parameters or variables) are left to
+        the one-by-one path, which checks and guards them."""
+        symbols, equations = self.symbols_all, self.equations_all
+        groups = []  # [variables, variables read, members]
+        for e, v in pairs:
+            reads = set(self.inc_all[e])
+            reads.discard(v)
+            for group in groups:
+                if v not in group[1] and not reads & group[0]:
+                    break
+            else:
+                group = [set(), set(), []]
+                groups.append(group)
+            group[0].add(v)
+            group[1].update(reads)
+            group[2].append((e, v))
+        solved = {}
+        for _, _, members in groups:
+            eqs = ca.vertcat(*[equations[e] for e, _ in members])
+            syms = ca.vertcat(*[symbols[v] for _, v in members])
+            coefs = ca.vertsplit(ca.jtimes(eqs, syms, ca.DM.ones(len(members))))
+            simple = [(e, v, c) for (e, v), c in zip(members, coefs)
+                      if c.is_constant() and float(c) != 0.0]
+            if not simple:
+                continue
+            rests = ca.substitute([equations[e] for e, _, _ in simple],
+                                  [symbols[v] for _, v, _ in simple],
+                                  [ca.SX(0)] * len(simple))
+            for (e, _, coef), rest in zip(simple, rests):
+                solved[e] = -rest / coef
+        return solved
+
     def solve_blocks(self, blocks_eqs, eq_match, descriptions, origins, names):
         symbols, equations = self.symbols_all, self.equations_all
         self.param_values = self.parameter_values()
         self.pivot_guards = []
         sequence, algebraic, residuals, blocks = [], [], [], []
+        solved = self.solve_unit_blocks([(b[0], eq_match[b[0]]) for b in blocks_eqs
+                                         if len(b) == 1])
         for beqs in blocks_eqs:
+            if len(beqs) == 1 and beqs[0] in solved:
+                e = beqs[0]
+                v = eq_match[e]
+                sequence.append((v, solved[e]))
+                blocks.append(Block("explicit", [e], [v], [(e, v)]))
+                continue
             if len(beqs) == 1:
                 e = beqs[0]
                 v = eq_match[e]
