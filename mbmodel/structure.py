@@ -478,7 +478,8 @@ class _Analysis:
                                   [symbols[v] for _, v, _ in simple],
                                   [ca.SX(0)] * len(simple))
             for (e, _, coef), rest in zip(simple, rests):
-                solved[e] = -rest / coef
+                c = float(coef)  # casadi simplifies a division by ±1 the same way
+                solved[e] = -rest if c == 1.0 else (rest if c == -1.0 else -rest / coef)
         return solved
 
     def solve_blocks(self, blocks_eqs, eq_match, descriptions, origins, names):
