@@ -6,11 +6,11 @@ through :mod:`mbmodel.codegen` (cached on disk, keyed by the generated C: compil
 model structure, reused by every run and process) and offers two ways to call it:
 
 * :func:`dynamics` — the model as a casadi DAE Function (``t, x, z, p, u -> ode, alg``) for
-  casadi's integrators. Its Jacobians are taken by finite differences of the compiled code
-  (:func:`mbmodel.codegen.compile_function` ``external_options``): integrators need them only
-  for the Newton iteration of implicit methods, where their accuracy changes the convergence
-  rate, not the solution, and no symbolic Jacobian has to be built, generated or compiled
-  (that costs more than the whole simulation of a large model).
+  casadi's integrators. The Adams method needs no Jacobian; casadi still asks for one when
+  it sets an integrator up, so the compiled function offers finite differences
+  (:func:`mbmodel.codegen.compile_function` ``external_options``). Simulation gives the
+  implicit methods (BDF, IDAS) the symbolic dynamics instead: their exact, sparse Jacobian
+  beats finite differences, which cost one right-hand side per state and a dense solve.
 * :class:`Evaluator` — one call from Python at buffer speed (casadi ``Function.buffer``):
   no conversion of numpy arrays per call. This is the path for model-predictive control,
   learning and sweeps that call forward or inverse dynamics millions of times.

@@ -291,9 +291,15 @@ def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step):
         F = ca.integrator("sim", "cvodes", dae, float(t0), grid, opts)
     else:
         solver = "idas" if method == "idas" else "cvodes"
+        rhs = dyn
         if method == "adams":
             opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
-        F = ca.integrator("sim", solver, dyn, float(t0), grid, opts)
+        else:
+            # Newton's method needs the Jacobian: the symbolic one is exact and sparse (a
+            # ladder of 500 states: a tridiagonal solve), where finite differences of the
+            # compiled code would cost one right-hand side per state and a dense solve.
+            rhs = cm.dynamics
+        F = ca.integrator("sim", solver, rhs, float(t0), grid, opts)
     return remember(cache, key, F)
 
 
