@@ -146,7 +146,9 @@ def structured_dynamics(system, parameter_mode: str = "symbolic"):
         kernel = kernels.get(key)
         if kernel is None:
             kernel = kernels[key] = ca.Function(f"kernel{len(kernels)}", [canonical], [body])
-        args = [env[s.element_hash()] for s in reads]
+        args = [env.get(s.element_hash()) for s in reads]
+        if any(a is None for a in args):
+            return None  # a value from outside the sorted system: keep the flat code
         out = kernel(ca.vertcat(*args) if args else ca.MX(0, 1))
         for s, value in zip(syms, ca.vertsplit(out)):
             env[s.element_hash()] = value
