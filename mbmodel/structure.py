@@ -16,6 +16,7 @@ from .alias import AliasResult, eliminate_aliases
 from .core import STATE_PRIORITY, time_derivative
 from .errors import DeclarationError, StructuralSingularityError
 from .flat import FlatModel, describe
+from .linear import reduce_linear
 
 
 #: Largest linear torn system solved symbolically; larger ones become algebraic states.
@@ -121,6 +122,9 @@ class _Texts:
     def append(self, item):
         self._items.append(item)
 
+    def __setitem__(self, i, item):
+        self._items[i] = item
+
     def copy(self) -> "_Texts":
         return _Texts(self._items)
 
@@ -223,6 +227,39 @@ class _Analysis:
                     f"reference, whose potentials are then undetermined); remove one of the "
                     f"conflicting elements or add the missing reference")
 
+    def expose_hidden_constraints(self, ids, inc):
+        """Exact elimination of the linear integer equations (:mod:`mbmodel.linear`):
+        constraints between differentiated variables that only appear when equations are
+        combined replace one of their source equations, so index reduction sees them;
+        linearly dependent equations stop the compilation."""
+        symbols = [self.symbols[g] for g in ids]
+        differentiated = [self.var_diff_all[g] is not None for g in ids]
+        reduction = reduce_linear(self.equations, symbols, differentiated, inc)
+        self.linear_reduction = reduction
+        texts = self.descriptions.copy()
+
+        def quoted(eqs):
+            return "\n".join(f"  '{texts[e]}' (from {self.origins[e] or 'the model'})"
+                              for e in eqs[:12]) + ("\n  ..." if len(eqs) > 12 else "")
+        if reduction.dependent:
+            eqs, redundant = reduction.dependent[0]
+            kind = ("redundant: together they say 0 = 0, so one equation is missing for the "
+                    "variables they contain" if redundant else
+                    "contradictory: combined they reduce to 0 = c with c not zero")
+            raise StructuralSingularityError(
+                f"the model is singular: these {len(eqs)} equations are linearly dependent "
+                f"and {kind}:\n{quoted(eqs)}\nTypical causes: two ideal voltage sources in "
+                "parallel, a current source in series with an inductor-free branch, two "
+                "position sources on one flange, a circuit part with no Ground. Remove or "
+                "replace one of the conflicting components (or add the missing reference).")
+        for e, (expr, used) in reduction.replaced.items():
+            self.equations[e] = expr
+            inc[e] = self.incidence([expr], ids)[0]
+            self.descriptions[e] = (lambda expr=expr, used=used: f"hidden constraint "
+                                    f"0 = {describe(expr)}, combined from "
+                                    + "; ".join(f"'{texts[u]}'" for u in used[:6])
+                                    + ("; ..." if len(used) > 6 else ""))
+
     # ---- incidence ------------------------------------------------------------------------
     def incidence(self, equations, var_ids):
         if not equations:
@@ -237,10 +274,11 @@ class _Analysis:
                               for a, (r, _, _) in self.alias.items()}
         self.build_equations()
         ids = self.unknown_ids
+        inc = self.incidence(self.equations, ids)
+        self.expose_hidden_constraints(ids, inc)
         local = {g: i for i, g in enumerate(ids)}
         n = len(ids)
         n_eq = len(self.equations)
-        inc = self.incidence(self.equations, ids)
         var_diff = [local.get(self.var_diff_all[g]) if self.var_diff_all[g] is not None else None
                     for g in ids]
         n_states = sum(d is not None for d in var_diff)

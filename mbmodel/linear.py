@@ -1,0 +1,252 @@
+"""Exact elimination of the linear integer-coefficient equations (before index reduction).
+
+Structural analysis sees which variables an equation contains, not what cancels when
+equations are combined. Two capacitors in parallel give ``v1 = va - vb`` and
+``v2 = va - vb``: structurally both capacitor voltages look like independent states, and the
+linear block that should determine ``va`` is singular. Subtracting the equations exposes the
+hidden constraint ``v1 - v2 = 0`` between variables that appear differentiated, which index
+reduction must differentiate.
+
+This pass collects the equations that are affine in the unknowns with rational coefficients
+(connection sets, ``v = p.v - n.v``, flow balances), and eliminates, in exact integer
+arithmetic, every variable that is not differentiated (sparse, Markowitz order: the column
+with the fewest entries first, so chains cost nothing and fill stays local). What is left are
+rows over differentiated variables only:
+
+- a row that no elimination touched is an equation the model already had: nothing changes;
+- a changed row is a hidden constraint: it replaces its own source equation (together with the
+  pivot equations, which stay as they were, the system is equivalent — the transformation is
+  triangular with nonzero diagonal);
+- a row that vanishes is a linear dependency: the equations involved are redundant or
+  contradictory, and the model is singular whatever the parameter values, so it stops with a
+  :class:`~mbmodel.errors.StructuralSingularityError` listing them.
+
+The result is plain data (:class:`LinearReduction`); nothing here knows about physics.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from fractions import Fraction
+from math import gcd, lcm
+
+import casadi as ca
+
+_CONST = "1"
+
+
+@dataclass
+class LinearReduction:
+    """``replaced[e] = (expression, sources)``: equation ``e`` is replaced by the hidden
+    constraint ``expression`` (a residual), an integer combination of equations ``sources``
+    (``e`` among them). ``dependent`` lists groups of equations that are linearly dependent
+    (each group: the equations combined, and whether the combination reduces to ``0 = 0``
+    (redundant) or to ``0 = c`` (contradictory)). ``n_linear`` counts the equations taken
+    into the elimination."""
+
+    replaced: dict[int, tuple[ca.SX, list[int]]] = field(default_factory=dict)
+    dependent: list[tuple[list[int], bool]] = field(default_factory=list)
+    n_linear: int = 0
+
+
+def integer_linear_form(expr: ca.SX, column_of: dict, incidence=None) -> tuple[dict, dict] | None:
+    """``expr`` as ``(coefficients, offset)`` when it is affine in the unknowns with rational
+    coefficients: ``coefficients[column] = Fraction``, ``offset[key] = (term, Fraction)`` for
+    the parts without unknowns (key :data:`_CONST` for the constant, term ``None``).
+    None if it is not (a product of unknowns, a nonlinear function of one, a coefficient that
+    is a parameter). ``incidence``, the columns ``expr`` contains if known, saves a graph
+    search in the common case of a nonlinear equation.
+
+    Example::
+
+        x, y, t = ca.SX.sym("x"), ca.SX.sym("y"), ca.SX.sym("t")
+        integer_linear_form(x - 2 * y + ca.sin(t), {x.element_hash(): 0, y.element_hash(): 1})
+        # -> ({0: 1, 1: -2}, {..: (sin(t), 1)})
+    """
+    coefficients: dict[int, Fraction] = {}
+    offset: dict = {}
+    opaque = []  # operands that are neither sums nor rational multiples: must be unknown-free
+
+    def add_offset(node, factor):
+        if node.op() == ca.OP_CONST:
+            key, term, value = _CONST, None, factor * Fraction(float(node))
+        else:
+            key, term, value = node.element_hash(), node, factor
+        old = offset.get(key)
+        offset[key] = (term, value + (old[1] if old else 0))
+
+    stack = [(expr, 1)]
+    while stack:
+        node, factor = stack.pop()
+        op = node.op()
+        if op == ca.OP_PARAMETER:
+            column = column_of.get(node.element_hash())
+            if column is None:
+                add_offset(node, factor)
+            else:
+                coefficients[column] = coefficients.get(column, 0) + factor
+        elif op == ca.OP_CONST:
+            add_offset(node, factor)
+        elif op == ca.OP_NEG:
+            stack.append((node.dep(0), -factor))
+        elif op == ca.OP_ADD:
+            stack.append((node.dep(0), factor))
+            stack.append((node.dep(1), factor))
+        elif op == ca.OP_SUB:
+            stack.append((node.dep(0), factor))
+            stack.append((node.dep(1), -factor))
+        elif op == ca.OP_TWICE:
+            stack.append((node.dep(0), 2 * factor))
+        else:
+            value = None
+            if op == ca.OP_MUL or op == ca.OP_DIV:
+                a, b = node.dep(0), node.dep(1)
+                value = _rational(b) if b.op() == ca.OP_CONST else None
+                if value:
+                    stack.append((a, Fraction(factor, value) if op == ca.OP_DIV else factor * value))
+                    continue
+                value = _rational(a) if a.op() == ca.OP_CONST and op == ca.OP_MUL else None
+                if value is not None:
+                    stack.append((b, factor * value))
+                    continue
+            for k in range(node.n_dep()):
+                operand = node.dep(k)  # an unknown as direct operand (m*a, sin(q)): reject now
+                if operand.op() == ca.OP_PARAMETER and operand.element_hash() in column_of:
+                    return None
+            opaque.append((node, factor))
+    if opaque:
+        if incidence is not None and len(incidence) != len(coefficients):
+            return None  # an unknown appears only inside an opaque operand
+        if any(s.element_hash() in column_of
+               for s in ca.symvar(ca.vertcat(*[node for node, _ in opaque]))):
+            return None
+        for node, factor in opaque:
+            add_offset(node, factor)
+    return {c: f for c, f in coefficients.items() if f != 0}, offset
+
+
+def _rational(node) -> Fraction | None:
+    """The constant ``node`` as an exact fraction with a small denominator, or None (a
+    coefficient like 0.1 is not exact in binary and is left to the numeric solver)."""
+    number = float(node)
+    if number.is_integer():
+        return int(number)
+    value = Fraction(number)
+    return value if value.denominator <= 1024 else None
+
+
+def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: list[bool],
+                  incidence: list[list[int]] | None = None) -> LinearReduction:
+    """Find hidden constraints and linear dependencies among ``equations`` (residuals over
+    the unknowns ``symbols``; ``differentiated[j]`` whether unknown ``j`` appears under
+    ``der``; ``incidence``, the columns of each equation, if known).
+
+    Example::
+
+        red = reduce_linear(system_equations, unknown_symbols, is_state)
+        for e, (expr, sources) in red.replaced.items():
+            print(e, "becomes", expr)
+    """
+    column_of = {s.element_hash(): j for j, s in enumerate(symbols)}
+    rows: dict[int, dict[int, int]] = {}
+    offsets: dict[int, dict] = {}
+    # Sparsity propagation in casadi finds the equations nonlinear in the unknowns at once.
+    nonlinear = ca.which_depends(ca.vertcat(*equations), ca.vertcat(*symbols), 2, True)
+    for e, expr in enumerate(equations):
+        if nonlinear[e]:
+            continue
+        form = integer_linear_form(expr, column_of, incidence[e] if incidence else None)
+        if form is None or not form[0]:
+            continue
+        coefficients, offset = form
+        scale = lcm(*(Fraction(f).denominator for f in coefficients.values()))
+        rows[e] = {c: int(f * scale) for c, f in coefficients.items()}
+        offsets[e] = {k: (t, v * scale) for k, (t, v) in offset.items() if v != 0}
+    result = LinearReduction(n_linear=len(rows))
+    if not rows:
+        return result
+    original = {e: dict(r) for e, r in rows.items()}
+    sources = {e: {e} for e in rows}
+    column_rows: dict[int, set[int]] = {}
+    for e, row in rows.items():
+        for c in row:
+            column_rows.setdefault(c, set()).add(e)
+
+    def eliminate(pivot_row, column):
+        pivot = rows[pivot_row]
+        a = pivot[column]
+        for e in sorted(column_rows[column] - {pivot_row}):
+            row = rows[e]
+            b = row[column]
+            combined = {c: a * v for c, v in row.items()}
+            for c, v in pivot.items():
+                combined[c] = combined.get(c, 0) - b * v
+            combined = {c: v for c, v in combined.items() if v != 0}
+            divisor = gcd(*combined.values()) if combined else 1
+            if combined and next(iter(combined.values())) < 0:
+                divisor = -divisor
+            for c in row:
+                if c not in combined:
+                    column_rows[c].discard(e)
+            for c, v in combined.items():
+                combined[c] = v // divisor
+                column_rows.setdefault(c, set()).add(e)
+            rows[e] = combined
+            offsets[e] = _combine(offsets[e], a, offsets[pivot_row], -b, divisor)
+            sources[e] |= sources[pivot_row]
+        for c in pivot:
+            column_rows[c].discard(pivot_row)
+        del rows[pivot_row]
+
+    def markowitz(columns):
+        """Pivot on ``columns`` (fewest remaining rows first) until none is left; returns
+        the pivot rows in order."""
+        heap = [(len(column_rows.get(c, ())), c) for c in columns if column_rows.get(c)]
+        heapq.heapify(heap)
+        pivots = []
+        while heap:
+            count, c = heapq.heappop(heap)
+            current = len(column_rows.get(c, ()))
+            if current == 0:
+                continue
+            if current != count:
+                heapq.heappush(heap, (current, c))
+                continue
+            pivot_row = min(column_rows[c], key=lambda e: (len(rows[e]), e))
+            touched = set().union(*(rows[e] for e in column_rows[c]))
+            eliminate(pivot_row, c)
+            pivots.append(pivot_row)
+            for t in touched:
+                if t != c and column_rows.get(t) and t in columns:
+                    heapq.heappush(heap, (len(column_rows[t]), t))
+        return pivots
+
+    algebraic = {c for c in column_rows if not differentiated[c]}
+    markowitz(algebraic)
+    # Rows left over differentiated variables only: constraints between states.
+    constraints = {e: (dict(r), dict(offsets[e]), set(sources[e])) for e, r in rows.items()}
+    markowitz({c for c in column_rows if differentiated[c]})
+    for e in sorted(rows):  # rows reduced to nothing: linear dependencies
+        redundant = not offsets[e]
+        result.dependent.append((sorted(sources[e]), redundant))
+        del constraints[e]
+    for e, (row, offset, used) in sorted(constraints.items()):
+        if row == original[e] and used == {e}:
+            continue  # the model's own equation, unchanged
+        expr = ca.SX(0)
+        for c, v in sorted(row.items()):
+            expr = expr + v * symbols[c] if v != 1 else expr + symbols[c]
+        for key, (term, value) in sorted(offset.items(), key=lambda kv: str(kv[0])):
+            expr = expr + float(value) * (term if term is not None else 1)
+        result.replaced[e] = (expr, sorted(used))
+    return result
+
+
+def _combine(first: dict, a: int, second: dict, b: int, divisor: int) -> dict:
+    """``(a*first + b*second) / divisor`` of two offsets (term key -> (term, value))."""
+    out = {k: (t, Fraction(a) * v) for k, (t, v) in first.items()}
+    for k, (t, v) in second.items():
+        old = out.get(k)
+        out[k] = (t, (old[1] if old else 0) + b * v)
+    return {k: (t, v / divisor) for k, (t, v) in out.items() if v != 0}
