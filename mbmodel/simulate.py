@@ -10,6 +10,7 @@ import numpy as np
 
 from .core import Model
 from .core import time as TIME
+from .diagnose import explain_point, locate_non_finite
 from .errors import SimulationError
 from .inputs import input_function
 from .native import dynamics
@@ -97,7 +98,8 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                 for j, k in enumerate(inside[:xs.shape[1]]):
                     X[:, k] = xs[:, j]
                     Z[:, k] = zs[:, j]
-                exc.result = _result(cm, grid, X, Z, U, p, grid <= exc.time, methods_used)
+                exc.result = _result(cm, grid, X, Z, U, p, grid <= exc.reached_time,
+                                     methods_used)
                 raise
             methods_used.append(used)
             if n_z and method == "cvodes":
@@ -108,7 +110,8 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         for j, k in enumerate(inside):
             X[:, k] = xs[:, j]
             Z[:, k] = zs[:, j]
-        _check_finite(cm, grid, X, Z, U, p, methods_used, a, tout, xs, zs)
+        _check_finite(cm, grid, X, Z, U, p, methods_used, a, tout, xs, zs, (x, z),
+                      np.concatenate([p, u_seg]))
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
     return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)
@@ -124,7 +127,7 @@ def _result(cm, grid, X, Z, U, p, rows, methods_used) -> Result:
     return result
 
 
-def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs):
+def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, pu):
     """A state or algebraic variable that is NaN or infinite stops the run with the time
     and the variable, and the result up to the last finite output time."""
     finite = np.all(np.isfinite(xs), axis=0) & np.all(np.isfinite(zs), axis=0)
@@ -135,13 +138,20 @@ def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs):
     values = np.concatenate([xs[:, j], zs[:, j]])
     i = int(np.argmin(np.isfinite(values)))
     last_good = tout[j - 1] if j else t0
+    x_good, z_good = (xs[:, j - 1], zs[:, j - 1]) if j else start
+    found = locate_non_finite(cm, last_good, tout[j], x_good, z_good, pu)
+    if found is None:
+        found = explain_point(cm, tout[j], xs[:, j], zs[:, j], pu[len(p):], p)
+    cause = (f"At t = {found.time:.9g}, {found.explanation}\n" if found else
+             f"A division by zero or a variable leaving its domain (sqrt, log of a negative "
+             f"value) usually causes this; check the equations that use {names[i]} and the "
+             f"parameters and start values. ")
     exc = SimulationError(
         f"the solution is not finite at t = {tout[j]:g}: {names[i]} = {values[i]} (last "
-        f"finite output at t = {last_good:g}). A division by zero or a variable leaving its "
-        f"domain (sqrt, log of a negative value) usually causes this; check the equations "
-        f"that use {names[i]} and the parameters and start values. The result up to "
+        f"finite output at t = {last_good:g}). {cause}The result up to "
         f"t = {last_good:g} is in this error's 'result'.")
-    exc.time, exc.variable = float(tout[j]), names[i]
+    exc.time = found.time if found else float(tout[j])
+    exc.variable = found.variable if found else names[i]
     exc.result = _result(cm, grid, X, Z, U, p, grid <= last_good, methods_used)
     raise exc
 
@@ -212,14 +222,19 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
                 continue
             xs, zs = _reached(cm, dyn, attempt, t0, tout, x, z, pu, rtol, atol, max_step)
             reached = tout[xs.shape[1] - 1] if xs.shape[1] else t0
+            x_last = xs[:, -1] if xs.shape[1] else x
+            z_last = zs[:, -1] if zs.shape[1] else z
+            found = locate_non_finite(cm, reached, tout[-1], x_last, z_last, pu, rtol, atol)
+            cause = (f" At t = {found.time:.9g}, {found.explanation}\n" if found else
+                     " The model may be stiff beyond the tolerances, have a singularity, or "
+                     "a variable may leave its domain (check start values and parameters).")
             error = SimulationError(
                 f"the integrator ({attempt}) failed after t = {reached:g} (on the way from "
-                f"t = {t0:g} to {tout[-1]:g}): "
-                f"{_last_line(exc)}. The model may be stiff "
-                f"beyond the tolerances, have a singularity, or a variable may leave its "
-                f"domain (check start values and parameters). The result up to t = "
-                f"{reached:g} is in this error's 'result'.")
-            error.time, error.reached = reached, (xs, zs)
+                f"t = {t0:g} to {tout[-1]:g}): {_last_line(exc)}.{cause} The result up to "
+                f"t = {reached:g} is in this error's 'result'.")
+            error.time = found.time if found else reached
+            error.variable = found.variable if found else None
+            error.reached_time, error.reached = reached, (xs, zs)
             raise error from None
     xs = np.array(out["xf"]).reshape(n_x, len(tout))
     zf = np.array(out["zf"])

@@ -17,6 +17,7 @@ from .core import STATE_PRIORITY, time_derivative
 from .errors import DeclarationError, StructuralSingularityError
 from .flat import FlatModel, describe
 from .linear import reduce_linear
+from .linsolve import pivoted_solve
 
 
 #: Largest linear torn system solved symbolically; larger ones become algebraic states.
@@ -80,6 +81,8 @@ class SortedSystem:
     initial_equations: list = field(default_factory=list)
     time_events: list = field(default_factory=list)
     asserts: list = field(default_factory=list)
+    #: Text of each equation (indexed like ``equations``), formatted when read.
+    equation_descriptions: object = None
 
 
 def incidence_lists(exprs: ca.SX, syms: ca.SX) -> list[list[int]]:
@@ -375,7 +378,7 @@ class _Analysis:
             model_name=self.flat.name, variables=self.flat.variables,
             variable_index=self.flat.index, parameters=self.flat.parameters,
             initial_equations=self.flat.initial_equations, time_events=self.flat.time_events,
-            asserts=self.flat.asserts)
+            asserts=self.flat.asserts, equation_descriptions=descriptions)
 
     def needed_blocks(self, blocks_eqs, eq_match, red, states, outputs, names):
         """Keep only the blocks that the state derivatives and the requested outputs depend
@@ -586,7 +589,7 @@ class _Analysis:
             linear = not ca.depends_on(jac, tsyms)
             if linear and len(tear.tear_vars) <= MAX_SYMBOLIC_LINEAR:
                 b = ca.substitute(local_res, tsyms, ca.DM.zeros(tsyms.shape))
-                sol = ca.solve(jac, -b)
+                sol = -b / jac if jac.numel() == 1 else pivoted_solve(jac, -b)
                 for k, v in enumerate(tear.tear_vars):
                     sequence.append((v, sol[k]))
                 sequence.extend(defs)

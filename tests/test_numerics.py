@@ -160,3 +160,78 @@ def test_numerically_singular_linear_system_is_named_at_compile_time():
     assert "'((x+(2.*y))==1)'" in message and "'(((2.*x)+(4*y))==3)'" in message
     with pytest.raises(mb.StructuralSingularityError, match="redundant"):
         mb.compile(Redundant())
+
+
+# ---- linear blocks solved with pivoting at run time -------------------------------------------
+
+_M0 = np.array([[2.0e-8, 1.0e-2, 3.0e-8, -1.0e-8],
+                [1.0, -3.0e6, 2.0, 0.5],
+                [-2.0, 1.5e6, 0.0, 1.0],
+                [0.3, 2.0e6, -1.0, 4.0]])
+
+
+class BadlyScaledBlock(Model):
+    """A regular 4x4 linear block with rows and columns scaled over 14 orders of magnitude
+    and a structural zero on the diagonal; coefficients vary with time so the block is
+    solved at run time."""
+
+    x0 = Variable()
+    x1 = Variable()
+    x2 = Variable()
+    x3 = Variable()
+    q = Variable(start=0.0, fixed=True)
+
+    def equations(self):
+        xs = [self.x0, self.x1, self.x2, self.x3]
+        s = 1 + 0.1 * mb.functions.sin(mb.time)
+        for i in range(4):
+            yield sum(_M0[i, j] * s ** (j + 1) * xs[j] for j in range(4)
+                      if _M0[i, j] != 0.0) == float(i + 1) * s
+        yield mb.der(self.q) == self.x0
+
+
+def test_badly_scaled_linear_block_is_as_accurate_as_lapack():
+    cm = mb.compile(BadlyScaledBlock())
+    assert any(b.kind == "linear" and len(b.tear_vars) == 4 for b in cm.system.blocks)
+    res = cm.simulate(2.0, n_points=9, **TIGHT)
+    for k, t in enumerate(res.t):
+        s = 1 + 0.1 * np.sin(t)
+        A = _M0 * np.array([s ** (j + 1) for j in range(4)])[None, :]
+        b = np.arange(1.0, 5.0) * s
+        expected = np.linalg.solve(A, b)
+        got = np.array([res[f"x{j}"][k] for j in range(4)])
+        # LAPACK itself is accurate to ~cond(A) * eps relative to |x| here
+        assert np.allclose(got, expected, rtol=1e-6, atol=1e-12 * np.abs(expected).max())
+
+
+class SingularAfterOne(Model):
+    """A 2x2 linear block that is regular for t < 1 and singular (rank one, consistent)
+    from t = 1 on."""
+
+    x = Variable()
+    y = Variable()
+    q = Variable(start=0.0, fixed=True)
+
+    def equations(self):
+        s = 1 + 0.1 * mb.functions.sin(mb.time)
+        c = mb.functions.fmax(0.0, 1.0 - mb.time)
+        yield s * self.x + s * self.y == s
+        yield s * self.x + (s + c) * self.y == s + c
+        yield mb.der(self.q) == self.y
+
+
+def test_block_singular_during_the_run_stops_with_its_equations_and_time():
+    cm = mb.compile(SingularAfterOne())
+    with pytest.raises(mb.SimulationError) as info:
+        cm.simulate(2.0, n_points=21)
+    error = info.value
+    message = str(error)
+    assert "singular" in message and "linear system" in message
+    assert "((s*x)" in message.replace(" ", "") or "x" in error.variable
+    assert 1.0 <= error.time <= 1.1  # the first evaluation past t = 1 that failed
+    assert error.variable in ("x", "y")
+    # the partial result holds the regular part of the run: y = 1, x = 0 there
+    partial = error.result
+    assert partial.t[-1] <= 1.0 and len(partial.t) >= 10
+    assert np.allclose(partial["y"], 1.0, atol=1e-12) and np.allclose(partial["x"], 0.0, atol=1e-12)
+    assert np.allclose(partial["q"], partial.t, atol=1e-8)
