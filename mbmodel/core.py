@@ -516,6 +516,16 @@ def der(expr):
     if ctx is None:
         raise DeclarationError("der() can only be used inside equations()")
     expr = ca.SX(expr)
+    symbols = ca.symvar(expr)
+    records = [ctx.symbol_to_variable.get(s.element_hash()) for s in symbols]
+    if symbols and all(r is not None and r.is_parameter for r in records):
+        names = ", ".join(str(s) for s in symbols[:4])
+        where = getattr(ctx, "component", None)
+        raise DeclarationError(
+            (f"{_where(where)}: " if where is not None else "") +
+            f"der({expr}): {names} {'is a parameter' if len(symbols) == 1 else 'are parameters'}"
+            f", constant in time, so this derivative is always 0; write 0, or declare the "
+            f"quantity as a Variable if it changes during the run")
     if expr.is_symbolic() and expr.numel() == 1 and expr.element_hash() in ctx.symbol_to_variable:
         return ctx.make_derivative(expr)
 
@@ -585,6 +595,8 @@ class Model:
         object.__setattr__(self, "_parent", None)
         object.__setattr__(self, "_members", {})
         object.__setattr__(self, "_time_events", [])
+        # Class-declared members that __init__ may replace once (a template made concrete).
+        object.__setattr__(self, "_replaceable", set())
         remaining = dict(modifiers)
         for key, decl in self._class_declarations():
             mod = remaining.pop(key, None)
@@ -597,6 +609,7 @@ class Model:
                 self._register(key, inst)
             else:
                 self._register(key, decl._instantiate(self, key, mod))
+        self._replaceable.update(self._members)
         if remaining:
             known = ", ".join(k for k, _ in self._class_declarations()) or "none"
             raise DeclarationError(
@@ -618,6 +631,7 @@ class Model:
         if members is None:
             raise DeclarationError(f"{type(self).__name__}: call super().__init__(**modifiers) "
                                    f"before declaring members in __init__")
+        self._claim(key)
         if isinstance(member, Model):
             if member._parent is not None:
                 raise DeclarationError(f"component '{member.path}' is already part of a model; "
@@ -645,7 +659,25 @@ class Model:
         else:
             object.__setattr__(self, key, value)
 
+    def _claim(self, key):
+        """A member name is used once: a second member under the same name would silently
+        replace the first (and its equations). A class-declared member may be replaced once
+        in ``__init__``."""
+        old = self._members.get(key)
+        if old is None:
+            return
+        if key not in self._replaceable:
+            raise DeclarationError(
+                f"{type(self).__name__} already has a member '{key}' ({type(old).__name__}); "
+                f"a second one with the same name would replace it: choose another name")
+        self._replaceable.discard(key)
+        if isinstance(old, Model):
+            object.__setattr__(old, "_parent", None)
+        del self._members[key]
+
     def _register_indexed(self, key, member):
+        if self.__dict__.get("_members") is not None:
+            self._claim(key)
         if member._parent is not None:
             raise DeclarationError(f"component '{member.path}' is already part of a model")
         object.__setattr__(member, "_name", key)
@@ -759,3 +791,63 @@ def _iterate(items, comp, method):
     except TypeError as exc:
         raise DeclarationError(f"{_where(comp)}: {method}() must return or yield items") from exc
     yield from iterator
+
+
+class _SymbolAsNumber(TypeError):
+    """A model variable was converted to a Python float (``math.sin(x)``, ``float(x)``)."""
+
+
+_float_guard_lock = threading.Lock()
+_float_guard_depth = 0
+_sx_float = ca.SX.__float__
+
+
+def _guarded_float(value):
+    if not value.is_constant():
+        raise _SymbolAsNumber(str(value))
+    return _sx_float(value)
+
+
+class _SymbolsStaySymbols:
+    """While components' equations run, converting a symbol to a float raises (casadi
+    returns NaN, which would compile into a silently wrong model). Re-entrant across
+    threads: the original conversion comes back when the last flattening ends."""
+
+    def __enter__(self):
+        global _float_guard_depth
+        with _float_guard_lock:
+            if _float_guard_depth == 0:
+                ca.SX.__float__ = _guarded_float
+            _float_guard_depth += 1
+
+    def __exit__(self, *exc):
+        global _float_guard_depth
+        with _float_guard_lock:
+            _float_guard_depth -= 1
+            if _float_guard_depth == 0:
+                ca.SX.__float__ = _sx_float
+        return False
+
+
+def _explain_equation_failure(comp, method, exc) -> DeclarationError | None:
+    """A clear error for the usual ways Python code in ``equations()`` fails on symbols,
+    or None for other exceptions (they are the component author's bugs, shown as they are)."""
+    if isinstance(exc, _SymbolAsNumber):
+        return DeclarationError(
+            f"{_where(comp)}: {method}() converted the model expression '{exc}' to a Python "
+            f"number (math.sin, math.exp, float(), ... cannot take model variables, which are "
+            f"symbols while the model is built); use the functions in mbmodel.functions "
+            f"(sin, exp, sqrt, fabs, fmin, if_else, ...) instead")
+    text = str(exc)
+    if "truth value" in text and "symbolic" in text:
+        return DeclarationError(
+            f"{_where(comp)}: {method}() used a model variable in a Python condition ('if', "
+            f"'and', 'or', 'while', min()/max() or a chained comparison such as a < x < b); "
+            f"its value is not known while the model is built: use "
+            f"mbmodel.functions.if_else(condition, value_if_true, value_if_false) (and "
+            f"fmin/fmax) instead")
+    if "to_int not defined" in text:
+        return DeclarationError(
+            f"{_where(comp)}: {method}() used a model variable as an integer (an index, "
+            f"range() or int()); its value is not known while the model is built")
+    return None

@@ -22,7 +22,7 @@ from .balance import check_balance
 from .connections import (build_connection_graph, connection_equations, connection_sets_of,
                           unconnected)
 from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContext, _iterate, _where
-from .errors import DeclarationError
+from .errors import DeclarationError, ModelError
 from .flat import FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable, describe
 from .orientation import (choose_roots_early, collect_roles, overdetermined_variable,
                           spanning_tree)
@@ -231,6 +231,23 @@ class _Flattener:
     def _collect(self, comp):
         """One component's equations and initial equations; its connect statements go to
         ``self.connects``, declared derivatives and asserts are registered on the way."""
+        method = "equations"
+        _FlattenContext.current().component = comp
+        with core._SymbolsStaySymbols():
+            try:
+                equations = self._sort_items(comp)
+                method = "initial_equations"
+                initial = list(_iterate(comp.initial_equations(), comp, method))
+            except ModelError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - explained when it is a symbol misuse
+                explained = core._explain_equation_failure(comp, method, exc)
+                if explained is None:
+                    raise
+                raise explained from exc
+        return equations, initial
+
+    def _sort_items(self, comp):
         equations, connects = [], self.connects.setdefault(id(comp), [])
         for item in _iterate(comp.equations(), comp, "equations"):
             if isinstance(item, Connect):
@@ -243,8 +260,7 @@ class _Flattener:
                 self.declare_assert(comp, item)
             else:
                 equations.append(item)
-        initial = list(_iterate(comp.initial_equations(), comp, "initial_equations"))
-        return equations, initial
+        return equations
 
     def _ask(self, question):
         """Bookkeeping of is_root()/connected(): answered from composite models'

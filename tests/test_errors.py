@@ -303,3 +303,72 @@ def test_run_time_parameter_that_zeroes_a_pivot_is_refused():
         cm.simulate(1.0, params={"k": 0.0})
     with pytest.raises(mb.StructuralSingularityError, match="does not depend on it"):
         mb.compile(Divided(k=0.0))
+
+
+# ---- language guards: Python on symbols ---------------------------------------------------
+
+class MathOnVariable(Model):
+    x = Variable(start=1.0, fixed=True)
+
+    def equations(self):
+        yield der(self.x) == -math.sin(self.x)
+
+
+class PythonIfOnVariable(Model):
+    x = Variable(start=1.0, fixed=True)
+
+    def equations(self):
+        if self.x > 0:
+            yield der(self.x) == -1.0
+        else:
+            yield der(self.x) == 1.0
+
+
+class DerivativeOfParameter(Model):
+    x = Variable(start=1.0, fixed=True)
+    k = Parameter(2.0)
+
+    def equations(self):
+        yield der(self.x) == der(self.k) - self.x
+
+
+class TwoMembersOneName(Model):
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.add("r", el.Resistor(R=1.0))
+        self.add("r", el.Resistor(R=2.0))
+
+
+def test_math_function_on_a_variable_points_to_mbmodel_functions():
+    with pytest.raises(mb.DeclarationError, match="MathOnVariable.*mbmodel.functions") as info:
+        mb.compile(MathOnVariable())
+    assert "'x'" in str(info.value)
+    # outside flattening, casadi's own conversion is untouched
+    assert math.isnan(float(mb.time))
+
+
+def test_python_condition_on_a_variable_points_to_if_else():
+    with pytest.raises(mb.DeclarationError, match="PythonIfOnVariable.*if_else"):
+        mb.compile(PythonIfOnVariable())
+
+
+def test_derivative_of_a_parameter_is_an_error():
+    with pytest.raises(mb.DeclarationError, match=r"DerivativeOfParameter.*der\(k\).*parameter"):
+        mb.compile(DerivativeOfParameter())
+
+
+def test_duplicate_member_name_is_an_error():
+    with pytest.raises(mb.DeclarationError, match="already has a member 'r'"):
+        TwoMembersOneName()
+
+
+def test_class_declared_member_may_be_replaced_once_in_init():
+    class Replaced(Model):
+        r = el.Resistor(R=1.0)
+
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.r = el.Resistor(R=5.0)
+
+    model = Replaced()
+    assert model.members()["r"].members()["R"].value == 5.0
