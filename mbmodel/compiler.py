@@ -17,7 +17,7 @@ import numpy as np
 
 from .core import Model, check_parameter_value
 from .core import time as TIME
-from .errors import DeclarationError, ParameterError
+from .errors import DeclarationError, ParameterError, SimulationError
 from .flat import FlatModel, describe
 from .flatten import flatten
 from .structure import SortedSystem, affine_expression, analyze
@@ -229,7 +229,7 @@ class CompiledModel:
                         raise ParameterError(
                             f"parameter '{name}' was folded into the code "
                             f"(compiled with parameters='constant'); recompile to change it")
-                    values[index[name]] = float(val)
+                    values[index[name]] = _scalar(val, f"params['{name}']", ParameterError)
                 elif name in bound:
                     raise ParameterError(
                         f"parameter '{name}' is bound to an expression of other parameters "
@@ -344,9 +344,11 @@ class CompiledModel:
             x0, z0 = self.initialize(params=params,
                                      inputs=given or {n: 0.0 for n in self.inputs})
         else:
-            x0 = np.asarray(x, dtype=float)
-            z0 = self.z_start if z is None else np.asarray(z, dtype=float)
-        u0 = np.zeros(len(self.inputs)) if u is None else np.asarray(u, dtype=float)
+            x0 = _vector(x, len(self.states), "x", self.states)
+            z0 = self.z_start if z is None else _vector(z, len(self.algebraic), "z",
+                                                        self.algebraic)
+        u0 = (np.zeros(len(self.inputs)) if u is None
+              else _vector(u, len(self.inputs), "u", self.inputs))
         X, Z, U, P = self.symbols.x, self.symbols.z, self.symbols.u, self.symbols.p
         f = self.ode(X, Z, U, P, TIME)
         g = self.alg(X, Z, U, P, TIME)
@@ -355,10 +357,24 @@ class CompiledModel:
                            ca.jacobian(g, X), ca.jacobian(g, Z), ca.jacobian(g, U)])
         fx, fz, fu, gx, gz, gu = (np.array(m) for m in jac(x0, z0, u0, p, t))
         if gz.size:
+            if not np.all(np.isfinite(gz)) or np.linalg.cond(gz) > 1e14:
+                raise SimulationError(
+                    f"linearize(): the algebraic equations are singular at this point (their "
+                    f"Jacobian with respect to {', '.join(self.algebraic[:6])} has condition "
+                    f"number {np.linalg.cond(gz):.3g}), so the algebraic variables cannot be "
+                    f"eliminated; linearize at another operating point")
             A = fx - fz @ np.linalg.solve(gz, gx)
             B = fu - fz @ np.linalg.solve(gz, gu)
         else:
             A, B = fx, fu
+        for name, matrix in (("A", A), ("B", B)):
+            if not np.all(np.isfinite(matrix)):
+                row = int(np.argmin(np.all(np.isfinite(matrix), axis=1)))
+                raise SimulationError(
+                    f"linearize(): the Jacobian {name} is not finite in the row of "
+                    f"der({self.states[row]}) at this point (a division by zero or a "
+                    f"function outside its domain there); linearize at another operating "
+                    f"point")
         return A, B
 
     def __repr__(self):
@@ -410,3 +426,30 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     finally:
         if gc_enabled:
             gc.enable()
+
+
+def _scalar(value, what: str, error) -> float:
+    """``value`` as one float, or ``error`` saying what was given instead."""
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        raise error(f"{what} must be a number, not {value!r}")
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise error(f"{what} must be a number, not {value!r}") from None
+    if array.size != 1:
+        raise error(f"{what} must be one number (a scalar parameter), not an array of shape "
+                    f"{array.shape}; set the entries of an array parameter one by one, by their "
+                    f"scalar names")
+    return float(array.reshape(-1)[0])
+
+
+def _vector(value, n: int, what: str, names: list[str]) -> np.ndarray:
+    """``value`` as ``n`` finite floats ordered like ``names``, or a SimulationError."""
+    try:
+        array = np.asarray(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.shape != (n,) or not np.all(np.isfinite(array)):
+        raise SimulationError(f"{what} must be {n} finite numbers ordered like "
+                              f"{', '.join(names[:4])}{'...' if n > 4 else ''}, not {value!r}")
+    return array

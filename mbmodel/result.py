@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import os
 
 import numpy as np
+
+from .files import atomic_write
 
 
 class Result:
@@ -78,10 +81,11 @@ class Result:
         return pd.DataFrame({n: self[n] for n in names}, index=pd.Index(self.t, name="time"))
 
     def to_csv(self, path, names=None):
-        """Write ``time`` and the chosen variables (default: all) as CSV."""
+        """Write ``time`` and the chosen variables (default: all) as CSV. The file appears
+        complete or not at all (written to a temporary file, then renamed)."""
         names = self.names if names is None else list(names)
         cols = [self[n] for n in names]
-        with open(path, "w", newline="") as fh:
+        with atomic_write(path, "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(["time"] + names)
             for k in range(len(self.t)):
@@ -114,7 +118,9 @@ class Result:
             axes[0].set_title(title)
         fig.tight_layout()
         if file is not None:
-            fig.savefig(file, dpi=110)
+            kind = os.path.splitext(os.fspath(file))[1].lstrip(".").lower() or "png"
+            with atomic_write(file, "wb") as fh:
+                fig.savefig(fh, dpi=110, format=kind)
             plt.close(fig)
         return fig
 

@@ -32,6 +32,8 @@ STIFFNESS_LIMIT = 1e4
 def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, params=None,
                       inputs=None, rtol=1e-8, atol=1e-10, x0=None, steady_state=False,
                       method=None, max_step=None, native="auto") -> Result:
+    t_start, t_end, n_points, rtol, atol, max_step = _checked_options(
+        t_start, t_end, n_points, rtol, atol, max_step)
     p = cm.parameter_vector(params)
     if not np.isfinite(t_end) or t_end <= t_start:
         raise SimulationError(f"t_end ({t_end}) must be finite and after t_start ({t_start})")
@@ -115,6 +117,28 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
     return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)
+
+
+def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
+    """The run's numeric options as numbers, or a SimulationError naming the bad one."""
+    from .compiler import _scalar
+    t_start = _scalar(t_start, "t_start", SimulationError)
+    t_end = _scalar(t_end, "t_end", SimulationError)
+    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1:
+        raise SimulationError(f"n_points must be a whole number >= 1 (output times including "
+                              f"t_start and t_end), not {n_points!r}")
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        value = _scalar(value, name, SimulationError)
+        if not (np.isfinite(value) and value > 0):
+            raise SimulationError(f"{name} must be a positive finite tolerance (e.g. 1e-8), "
+                                  f"not {value!r}")
+    rtol, atol = float(rtol), float(atol)
+    if max_step is not None:
+        max_step = _scalar(max_step, "max_step", SimulationError)
+        if not (np.isfinite(max_step) and max_step > 0):
+            raise SimulationError(f"max_step must be a positive step size or None, not "
+                                  f"{max_step!r}")
+    return t_start, t_end, int(n_points), rtol, atol, max_step
 
 
 def _result(cm, grid, X, Z, U, p, rows, methods_used) -> Result:

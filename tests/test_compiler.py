@@ -560,3 +560,46 @@ def test_a_composite_model_may_not_ask_for_roots():
 
     with pytest.raises(mb.DeclarationError, match="only components without sub-components"):
         mb.flatten(Asking())
+
+
+_SLOW_CSV_WRITER = textwrap.dedent("""
+    import csv, sys, time
+    import numpy as np
+    from mbmodel.result import Result
+
+    real_writer = csv.writer
+
+    class Slow:
+        def __init__(self, fh):
+            self.inner, self.rows = real_writer(fh), 0
+        def writerow(self, row):
+            self.inner.writerow(row)
+            self.rows += 1
+            if self.rows == 2000:
+                print("half-way", flush=True)
+                time.sleep(60)
+
+    csv.writer = Slow
+    t = np.linspace(0.0, 1.0, 20001)
+    Result(t, np.vstack([t, 2 * t]), ["x", "y"]).to_csv(sys.argv[1])
+""")
+
+
+def test_csv_survives_a_killed_writer(tmp_path):
+    import signal
+    path = tmp_path / "run.csv"
+    path.write_text("time,x\n0.0,1.0\n")
+    child = subprocess.Popen([sys.executable, "-c", _SLOW_CSV_WRITER, str(path)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "half-way"
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    assert path.read_text() == "time,x\n0.0,1.0\n"  # the old file, not a cut new one
+    left_by_the_killed_writer = {p.name for p in tmp_path.iterdir()} - {"run.csv"}
+    from mbmodel.result import Result
+    t = np.linspace(0.0, 1.0, 5)
+    Result(t, np.vstack([t]), ["x"]).to_csv(path)  # a complete write replaces it
+    assert path.read_text().splitlines()[0] == "time,x" and path.read_text().count("\n") == 6
+    assert {p.name for p in tmp_path.iterdir()} - {"run.csv"} == left_by_the_killed_writer

@@ -372,3 +372,54 @@ def test_class_declared_member_may_be_replaced_once_in_init():
 
     model = Replaced()
     assert model.members()["r"].members()["R"].value == 5.0
+
+
+# ---- API misuse: ModelError subclasses with a hint ---------------------------------------------
+
+class _RC(Model):
+    src = el.ConstantVoltage(V=1.0)
+    r = el.Resistor(R=1.0)
+    c = el.Capacitor(C=1.0, v=Fixed(0.0))
+    ground = el.Ground()
+
+    def equations(self):
+        yield connect(self.src.p, self.r.p)
+        yield connect(self.r.n, self.c.p)
+        yield connect(self.c.n, self.src.n, self.ground.p)
+
+
+@pytest.fixture(scope="module")
+def rc():
+    return mb.compile(_RC())
+
+
+@pytest.mark.parametrize("options, error, text", [
+    (dict(params={"r.R": "abc"}), mb.ParameterError, r"params\['r.R'\] must be a number"),
+    (dict(params={"r.R": [1.0, 2.0]}), mb.ParameterError, "one number"),
+    (dict(params={"r.R": None}), mb.ParameterError, "must be a number"),
+    (dict(n_points=0), mb.SimulationError, "n_points must be a whole number >= 1"),
+    (dict(n_points=2.5), mb.SimulationError, "n_points"),
+    (dict(rtol=-1.0), mb.SimulationError, "rtol must be a positive finite tolerance"),
+    (dict(atol=float("nan")), mb.SimulationError, "atol must be a positive"),
+    (dict(max_step=0.0), mb.SimulationError, "max_step must be a positive"),
+    (dict(t_start="0"), mb.SimulationError, "t_start must be a number"),
+])
+def test_bad_simulation_options_are_named(rc, options, error, text):
+    with pytest.raises(error, match=text):
+        rc.simulate(1.0, **options)
+
+
+def test_linearize_bad_point_and_singular_point(rc):
+    with pytest.raises(mb.SimulationError, match="x must be 1 finite numbers ordered like c.v"):
+        rc.linearize(x=[1.0, 2.0])
+    A, B = rc.linearize(x=[0.5])
+    assert A.shape == (1, 1) and A[0, 0] == pytest.approx(-1.0)
+
+    class Pole(Model):
+        x = Variable(start=1.0, fixed=True)
+
+        def equations(self):
+            yield der(self.x) == 1 / self.x
+
+    with pytest.raises(mb.SimulationError, match=r"not finite in the row of der\(x\)"):
+        mb.compile(Pole()).linearize(x=[0.0])
