@@ -281,33 +281,40 @@ class CompiledModel:
                     f"those values, or compile the model with them so the equations are "
                     f"sorted for them")
 
-    def explicit_ode(self) -> ca.Function:
+    def explicit_ode(self, guess: bool = False) -> ca.Function:
         """``(x, u, p, t) -> (ẋ, z)`` with the algebraic variables solved inside by casadi's
         rootfinder (Newton from their start values) — a pure ODE for any integrator, for code
         generation and for linearization. Models without algebraic variables need no solver.
+        With ``guess=True`` the function takes a fifth argument, the Newton start (the
+        simulator passes the previous solution, so a loop with several roots stays on the
+        branch it is on).
 
         Example: ``xdot, z = cm.explicit_ode()(x, u, p, 0.0)``
         """
-        if self._explicit_ode is not None:
-            return self._explicit_ode
-        sym = self.symbols
-        X = ca.MX.sym("x", sym.x.numel())
-        U = ca.MX.sym("u", sym.u.numel())
-        P = ca.MX.sym("p", sym.p.numel())
-        T = ca.MX.sym("t")
-        if sym.z.numel():
-            known = ca.vertcat(sym.x, sym.u, sym.p, TIME)
-            g = ca.Function("g", [sym.z, known], [self.alg(sym.x, sym.z, sym.u, sym.p, TIME)])
-            solver = ca.rootfinder("algebraic_loops", "newton", g,
-                                   {"error_on_fail": True, "abstol": 1e-12})
-            Z = solver(ca.DM(self.z_start), ca.vertcat(X, U, P, T))
-        else:
-            Z = ca.MX(0, 1)
-        xdot = self.ode(X, Z, U, P, T)
-        fn = ca.Function("explicit_ode", [X, U, P, T], [xdot, Z], ["x", "u", "p", "t"],
-                         ["xdot", "z"])
-        self._explicit_ode = fn
-        return fn
+        if self._explicit_ode is None:
+            sym = self.symbols
+            X = ca.MX.sym("x", sym.x.numel())
+            U = ca.MX.sym("u", sym.u.numel())
+            P = ca.MX.sym("p", sym.p.numel())
+            T = ca.MX.sym("t")
+            G = ca.MX.sym("z_guess", sym.z.numel())
+            if sym.z.numel():
+                known = ca.vertcat(sym.x, sym.u, sym.p, TIME)
+                g = ca.Function("g", [sym.z, known],
+                                [self.alg(sym.x, sym.z, sym.u, sym.p, TIME)])
+                solver = ca.rootfinder("algebraic_loops", "newton", g,
+                                       {"error_on_fail": True, "abstol": 1e-12})
+                Z = solver(G, ca.vertcat(X, U, P, T))
+            else:
+                Z = ca.MX(0, 1)
+            xdot = self.ode(X, Z, U, P, T)
+            with_guess = ca.Function("explicit_ode_from", [X, U, P, T, G], [xdot, Z],
+                                     ["x", "u", "p", "t", "z_guess"], ["xdot", "z"])
+            xdot, Z = with_guess(X, U, P, T, ca.DM(self.z_start))
+            plain = ca.Function("explicit_ode", [X, U, P, T], [xdot, Z],
+                                ["x", "u", "p", "t"], ["xdot", "z"])
+            self._explicit_ode = (plain, with_guess)
+        return self._explicit_ode[1 if guess else 0]
 
     # -- running ------------------------------------------------------------------------------
     def evaluator(self, outputs: list[str] | None = None, native: bool = True):

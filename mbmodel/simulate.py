@@ -93,8 +93,13 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                 zs[:, j] = z
         else:
             try:
-                xs, zs, used = _integrate(cm, dyn, method, a, tout, x, z,
-                                          np.concatenate([p, u_seg]), rtol, atol, max_step)
+                if n_z and method == "cvodes":
+                    xs, zs, used = _integrate_with_loops(cm, a, tout, x, z, p, u_seg, rtol,
+                                                         atol, max_step)
+                else:
+                    xs, zs, used = _integrate(cm, dyn, method, a, tout, x, z,
+                                              np.concatenate([p, u_seg]), rtol, atol,
+                                              max_step)
             except SimulationError as exc:
                 xs, zs = exc.reached
                 for j, k in enumerate(inside[:xs.shape[1]]):
@@ -104,11 +109,6 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                                      methods_used)
                 raise
             methods_used.append(used)
-            if n_z and method == "cvodes":
-                # the algebraic variables were solved inside the ODE; recover them
-                zfun = cm.explicit_ode()
-                zs = np.column_stack([np.array(zfun(xs[:, j], u_seg, p, t)[1]).reshape(-1)
-                                      for j, t in enumerate(tout)])
         for j, k in enumerate(inside):
             X[:, k] = xs[:, j]
             Z[:, k] = zs[:, j]
@@ -266,6 +266,62 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
     return xs, zs, attempt
 
 
+def _integrate_with_loops(cm, t0, tout, x, z, p, u, rtol, atol, max_step):
+    """``method="cvodes"`` with torn nonlinear blocks: output interval by output interval,
+    the Newton iterations inside the right-hand side starting from the algebraic variables
+    solved at the interval's start — never from the start values, which may lie nearer
+    another root (the mirror image of a pendulum)."""
+    solved = cm.explicit_ode(guess=True)
+    xs, zs = [], []
+    t_prev = t0
+    for t in tout:
+        F = _loop_integrator(cm, rtol, atol, None if max_step is None else max_step / (t - t_prev))
+        try:
+            out = F(x0=x, p=np.concatenate([p, u, z, [t_prev, t - t_prev]]))
+            x_new = np.array(out["xf"]).reshape(-1)
+            z = np.array(solved(x_new, u, p, t, z)[1]).reshape(-1)
+        except RuntimeError as exc:
+            reached = np.column_stack(xs) if xs else np.zeros((len(x), 0))
+            reached_z = np.column_stack(zs) if zs else np.zeros((len(z), 0))
+            error = SimulationError(
+                f"the integrator (cvodes, nonlinear blocks solved inside) failed after "
+                f"t = {t_prev:g}: {_last_line(exc)}. A torn nonlinear block may have no "
+                f"solution near the previous one there (check the start values and "
+                f"parameters, or use method='idas'). The result up to t = {t_prev:g} is in "
+                f"this error's 'result'.")
+            error.time = error.reached_time = t_prev
+            error.reached = (reached, reached_z)
+            raise error from None
+        x = x_new
+        xs.append(x)
+        zs.append(z)
+        t_prev = t
+    return np.column_stack(xs), np.column_stack(zs), "cvodes"
+
+
+def _loop_integrator(cm, rtol, atol, max_step):
+    """CVODES on the pure ODE whose torn nonlinear blocks are solved by casadi's rootfinder
+    inside, Newton starting from ``z_guess``. In scaled time ``s`` in [0, 1] over an interval
+    ``[t0, t0 + dt]`` (both passed with the parameters), so one integrator serves every
+    output interval: ``p = (parameters, inputs, z_guess, t0, dt)``."""
+    cache = workspace(cm, "integrators")
+    key = ("loops", rtol, atol, max_step)
+    F = cache.get(key)
+    if F is not None:
+        return F
+    X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
+    Xm, Zm, Um, Pm = (ca.MX.sym(n, v.numel()) for n, v in
+                      (("x", X), ("z", Z), ("u", U), ("p", P)))
+    S, T0, DT = ca.MX.sym("s"), ca.MX.sym("t0"), ca.MX.sym("dt")
+    xdot = cm.explicit_ode(guess=True)(Xm, Um, Pm, T0 + S * DT, Zm)[0]
+    dae = {"x": Xm, "p": ca.vertcat(Pm, Um, Zm, T0, DT), "t": S, "ode": DT * xdot}
+    opts = {"abstol": atol, "reltol": rtol, "max_num_steps": 100000,
+            "disable_internal_warnings": True, "show_eval_warnings": False}
+    if max_step is not None:
+        opts["max_step_size"] = max_step
+    return remember(cache, key, ca.integrator("sim", "cvodes", dae, 0.0, [1.0], opts))
+
+
 def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
     """After a failed integration: the states (and algebraic variables) at the output times
     that can still be reached, integrating from one to the next until the failure."""
@@ -320,25 +376,16 @@ def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step):
     if max_step is not None:
         opts["max_step_size"] = max_step
     grid = [float(t) for t in tout]
-    if method == "cvodes" and cm.symbols.z.numel():
-        # Pure ODE: the torn nonlinear blocks are solved by casadi's rootfinder inside.
-        X, U, P = cm.symbols.x, cm.symbols.u, cm.symbols.p
-        Xm, Um, Pm, Tm = (ca.MX.sym(n, v.numel()) for n, v in
-                          (("x", X), ("u", U), ("p", P), ("t", TIME)))
-        xdot = cm.explicit_ode()(Xm, Um, Pm, Tm)[0]
-        dae = {"x": Xm, "p": ca.vertcat(Pm, Um), "t": Tm, "ode": xdot}
-        F = ca.integrator("sim", "cvodes", dae, float(t0), grid, opts)
+    solver = "idas" if method == "idas" else "cvodes"
+    rhs = dyn
+    if method == "adams":
+        opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
     else:
-        solver = "idas" if method == "idas" else "cvodes"
-        rhs = dyn
-        if method == "adams":
-            opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
-        else:
-            # Newton's method needs the Jacobian: the symbolic one is exact and sparse (a
-            # ladder of 500 states: a tridiagonal solve), where finite differences of the
-            # compiled code would cost one right-hand side per state and a dense solve.
-            rhs = cm.dynamics
-        F = ca.integrator("sim", solver, rhs, float(t0), grid, opts)
+        # Newton's method needs the Jacobian: the symbolic one is exact and sparse (a
+        # ladder of 500 states: a tridiagonal solve), where finite differences of the
+        # compiled code would cost one right-hand side per state and a dense solve.
+        rhs = cm.dynamics
+    F = ca.integrator("sim", solver, rhs, float(t0), grid, opts)
     return remember(cache, key, F)
 
 

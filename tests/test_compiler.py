@@ -388,6 +388,10 @@ def test_nonlinear_loop_by_rootfinder_inside_a_pure_ode():
         assert np.max(np.abs(energy - energy[0])) < 1e-6 * abs(energy[0])
     xdot, z = cm.explicit_ode()([0.6, 0.0], [], [1.0, 9.81], 0.0)
     assert np.isclose(float(z[0]), -0.8)
+    # the simulator's Newton starts from the previous solution: each root is kept
+    continued = cm.explicit_ode(guess=True)
+    assert np.isclose(float(continued([0.6, 0.0], [], [1.0, 9.81], 0.0, 0.3)[1]), 0.8)
+    assert np.isclose(float(continued([0.6, 0.0], [], [1.0, 9.81], 0.0, -0.3)[1]), -0.8)
 
 
 def test_equations_no_output_needs_are_removed():
