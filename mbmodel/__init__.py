@@ -23,7 +23,8 @@ Example::
 from .core import (ANALYSES, Assert, Branch, Connect, Connector, Derivative, Fixed, Flow, Guess, Input, Model, Output,
                    Overdetermined, Parameter, Potential, PotentialRoot, Root, Start, Variable,
                    connect, der, time)
-from .errors import (BalanceError, DeclarationError, InitializationError, InvalidConnectionError,
+from .errors import (BalanceError, DeclarationError, ImplicitStartWarning, InitializationError,
+                     InvalidConnectionError,
                      KinematicLoopError, ModelError, ParameterError, SimulationError,
                      StructuralSingularityError)
 from . import functions
@@ -42,6 +43,6 @@ __all__ = [
     "Fixed", "Guess", "der",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
-    "InitializationError", "SimulationError", "KinematicLoopError", "analyze", "SortedSystem", "compile",
+    "InitializationError", "SimulationError", "ImplicitStartWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
 ]

@@ -13,11 +13,13 @@ import time as _clock
 from dataclasses import dataclass
 
 import casadi as ca
+import warnings
+
 import numpy as np
 
 from .core import Model, check_parameter_value
 from .core import time as TIME
-from .errors import DeclarationError, ParameterError, SimulationError
+from .errors import DeclarationError, ImplicitStartWarning, ParameterError, SimulationError
 from .flat import FlatModel, describe
 from .flatten import flatten
 from .structure import SortedSystem, affine_expression, analyze
@@ -214,6 +216,16 @@ class CompiledModel:
         self.start = np.array([sys_.start[v] for v in sys_.states], dtype=float)
         self.z_start = np.array([sys_.start[v] for v in sys_.algebraic], dtype=float)
         self._check_parameters(self.parameter_defaults)  # e.g. asserts on declared values
+        #: States and iteration variables that start from an implicit 0 (no start given).
+        self.implicit_starts = [name for name in self.states + self.algebraic
+                                if not _start_given(sys_, name)]
+        if self.implicit_starts:
+            shown = ", ".join(self.implicit_starts[:10])
+            more = f" and {len(self.implicit_starts) - 10} more" if len(self.implicit_starts) > 10 else ""
+            warnings.warn(ImplicitStartWarning(
+                f"{self.name}: these states and iteration variables have no start value and "
+                f"start from 0: {shown}{more}. Give them one (Fixed(value) or Guess(value) as "
+                f"a modifier, or a start in the declaration)."), stacklevel=3)
 
     # -- parameters -------------------------------------------------------------------------
     def parameter_vector(self, params: dict | None = None) -> np.ndarray:
@@ -460,3 +472,13 @@ def _vector(value, n: int, what: str, names: list[str]) -> np.ndarray:
         raise SimulationError(f"{what} must be {n} finite numbers ordered like "
                               f"{', '.join(names[:4])}{'...' if n > 4 else ''}, not {value!r}")
     return array
+
+
+def _start_given(system, name) -> bool:
+    """Whether the flat variable behind ``name`` (a derivative counts as its own) declared
+    or was given a start value."""
+    index = system.variable_index.get(name)
+    if index is None:
+        return True  # created by the compiler (a derivative): started by the initialization
+    var = system.variables[index]
+    return var.start_given or var.fixed

@@ -218,7 +218,7 @@ class Variable(Declaration):
 
     kind = "variable"
 
-    def __init__(self, start=0.0, *, fixed: bool = False, unit: str = "", min: float = -math.inf,
+    def __init__(self, start=None, *, fixed: bool = False, unit: str = "", min: float = -math.inf,
                  max: float = math.inf, nominal: float = 1.0, state_select: str = "default",
                  shape=(), analysis: str | None = None, input_in: str | None = None,
                  doc: str = ""):
@@ -230,7 +230,10 @@ class Variable(Declaration):
         self.input_in = input_in
         if state_select not in STATE_SELECT:
             raise DeclarationError(f"state_select must be one of {STATE_SELECT}, not {state_select!r}")
-        self.start = start
+        #: Whether a start value was given (else 0: a warning lists the states and iteration
+        #: variables that start from this implicit 0, as Dymola and OpenModelica do).
+        self.start_given = start is not None
+        self.start = 0.0 if start is None else start
         self.fixed = fixed
         self.unit = unit
         self.min = min
@@ -255,6 +258,7 @@ class Variable(Declaration):
                 f"variable '{self.path}': give its start value as Fixed(value) (hard initial "
                 f"condition), Guess(value) or Start(value, fixed=...), not {modifier!r}")
         self.start = modifier.value
+        self.start_given = True
         if modifier.fixed is not None:
             self.fixed = modifier.fixed
         if modifier.state_select is not None:

@@ -48,3 +48,9 @@ class SimulationError(ModelError):
 class KinematicLoopError(BalanceError):
     """A connection closes a loop of an overdetermined connector that cannot handle loops
     (e.g. a closed kinematic chain of multibody frames)."""
+
+
+class ImplicitStartWarning(UserWarning):
+    """States or iteration variables start from an implicit 0: no start value was declared
+    or given. Dymola and OpenModelica warn the same way; give a start (``Fixed(value)`` for a
+    hard initial condition, ``Guess(value)`` for a guess) to silence it."""

@@ -37,6 +37,7 @@ class FlatVariable:
     is_flow: bool = False
     derivative_of: int | None = None
     derivative: int | None = None
+    start_given: bool = True
 
 
 @dataclass

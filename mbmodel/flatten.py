@@ -178,7 +178,8 @@ class _Flattener:
             self.declared_in[len(self.variables)] = (comp, var)
             self.variables.append(FlatVariable(
                 name, sym, kind, comp.path, float(start[k]), bool(var.fixed), var.state_select,
-                var.unit, var.nominal, var.min, var.max, is_flow))
+                var.unit, var.nominal, var.min, var.max, is_flow,
+                start_given=getattr(var, "start_given", True)))
 
     # -- derivatives ----------------------------------------------------------------------
     def make_derivative(self, symbol):

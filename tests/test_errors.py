@@ -423,3 +423,28 @@ def test_linearize_bad_point_and_singular_point(rc):
 
     with pytest.raises(mb.SimulationError, match=r"not finite in the row of der\(x\)"):
         mb.compile(Pole()).linearize(x=[0.0])
+
+
+def test_states_starting_from_an_implicit_zero_are_listed_in_a_warning():
+    class NoStart(Model):
+        x = Variable()
+        y = Variable(0.0)
+
+        def equations(self):
+            yield der(self.x) == -self.x + 1
+            yield der(self.y) == -self.y
+
+    with pytest.warns(mb.ImplicitStartWarning, match=r"NoStart: .*start from 0: x\.") as record:
+        cm = mb.compile(NoStart())
+    assert cm.implicit_starts == ["x"] and len(record) == 1
+
+    class Started(Model):
+        x = Variable(1.0)
+
+        def equations(self):
+            yield der(self.x) == -self.x
+
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mb.ImplicitStartWarning)
+        assert mb.compile(Started()).implicit_starts == []
