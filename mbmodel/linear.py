@@ -151,11 +151,7 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
     column_of = {s.element_hash(): j for j, s in enumerate(symbols)}
     rows: dict[int, dict[int, int]] = {}
     offsets: dict[int, dict] = {}
-    # Sparsity propagation in casadi finds the equations nonlinear in the unknowns at once.
-    nonlinear = ca.which_depends(ca.vertcat(*equations), ca.vertcat(*symbols), 2, True)
     for e, expr in enumerate(equations):
-        if nonlinear[e]:
-            continue
         form = integer_linear_form(expr, column_of, incidence[e] if incidence else None)
         if form is None or not form[0]:
             continue

@@ -32,9 +32,6 @@ from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
 import mbmodel as mb
-from mbmodel.libraries import blocks
-from mbmodel.libraries import electrical as el
-from mbmodel.libraries import rotational as rot
 
 T_END = 1.5                  # about a sine period and a few time constants
 TIMES = [0.0, T_END / 2, T_END]
@@ -45,8 +42,8 @@ MB_OPTIONS = dict(rtol=1e-10, atol=1e-12, native=False)
 SETTINGS = dict(deadline=None, derandomize=True, database=None, print_blob=False,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                        HealthCheck.data_too_large])
-N_ELECTRICAL = 300
-N_ROTATIONAL = 300
+N_ELECTRICAL = 1500
+N_ROTATIONAL = 1500
 
 
 # ======================================================================================
@@ -499,7 +496,7 @@ def rotational_case(net):
         return v
 
     def rel(a, b, idx_of=phi):                 # y_a - y_b
-        return [(idx_of[a], 1.0)] * bool(a) + [(idx_of[b], -1.0)] * bool(b)
+        return [(idx_of[k], s) for k, s in ((a, 1.0), (b, -1.0)) if k]
 
     def mass(k, J):
         if k:
