@@ -235,3 +235,26 @@ def test_block_singular_during_the_run_stops_with_its_equations_and_time():
     assert partial.t[-1] <= 1.0 and len(partial.t) >= 10
     assert np.allclose(partial["y"], 1.0, atol=1e-12) and np.allclose(partial["x"], 0.0, atol=1e-12)
     assert np.allclose(partial["q"], partial.t, atol=1e-8)
+
+
+class UnusedPole(Model):
+    """``y = 1/c`` is not needed by the dynamics; c reaches zero at t = 1 and stays there."""
+
+    x = Variable(start=1.0, fixed=True)
+    c = Variable()
+    y = Variable()
+
+    def equations(self):
+        yield mb.der(self.x) == -1.0
+        yield self.c == mb.functions.fmax(0.0, 1.0 - mb.time)
+        yield self.y * self.c == 1.0
+
+
+def test_non_finite_output_is_an_error_with_its_equation():
+    with pytest.raises(mb.SimulationError) as info:
+        mb.simulate(UnusedPole(), 2.0, n_points=21)
+    error = info.value
+    assert error.variable == "y" and error.time == pytest.approx(1.0)
+    assert "division by zero" in str(error) and "(y*c)" in str(error).replace(" ", "")
+    assert error.result.t[-1] == pytest.approx(0.9)
+    assert np.allclose(error.result["y"], 1.0 / (1.0 - error.result.t))
