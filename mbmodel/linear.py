@@ -13,7 +13,9 @@ arithmetic, every variable that is not differentiated (sparse, Markowitz order: 
 with the fewest entries first, so chains cost nothing and fill stays local). What is left are
 rows over differentiated variables only:
 
-- a row that no elimination touched is an equation the model already had: nothing changes;
+- a row that no elimination touched is an equation the model already had: nothing changes
+  (unless terms cancel in it, as ``(i1 - i0) - i1`` after alias substitution: it is then
+  rewritten without them, so that structural analysis does not count the cancelled ones);
 - a changed row is a hidden constraint: it replaces its own source equation (together with the
   pivot equations, which stay as they were, the system is equivalent — the transformation is
   triangular with nonzero diagonal);
@@ -137,10 +139,13 @@ def _rational(node) -> Fraction | None:
 
 
 def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: list[bool],
-                  incidence: list[list[int]] | None = None) -> LinearReduction:
+                  incidence: list[list[int]] | None = None,
+                  preference: list | None = None) -> LinearReduction:
     """Find hidden constraints and linear dependencies among ``equations`` (residuals over
     the unknowns ``symbols``; ``differentiated[j]`` whether unknown ``j`` appears under
-    ``der``; ``incidence``, the columns of each equation, if known).
+    ``der``; ``incidence``, the columns of each equation, if known; ``preference``, how
+    much each differentiated unknown deserves to stay a state, as sortable keys: the
+    constraints between states are pivoted on the least deserving first).
 
     Example::
 
@@ -163,13 +168,14 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
     if not rows:
         return result
     original = {e: dict(r) for e, r in rows.items()}
+    offsets_at_start = {e: dict(o) for e, o in offsets.items()}
     sources = {e: {e} for e in rows}
     column_rows: dict[int, set[int]] = {}
     for e, row in rows.items():
         for c in row:
             column_rows.setdefault(c, set()).add(e)
 
-    def eliminate(pivot_row, column):
+    def eliminate(pivot_row, column, keep_pivot=False):
         pivot = rows[pivot_row]
         a = pivot[column]
         for e in sorted(column_rows[column] - {pivot_row}):
@@ -191,6 +197,8 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
             rows[e] = combined
             offsets[e] = _combine(offsets[e], a, offsets[pivot_row], -b, divisor)
             sources[e] |= sources[pivot_row]
+        if keep_pivot:
+            return
         for c in pivot:
             column_rows[c].discard(pivot_row)
         del rows[pivot_row]
@@ -220,15 +228,30 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
 
     algebraic = {c for c in column_rows if not differentiated[c]}
     markowitz(algebraic)
-    # Rows left over differentiated variables only: constraints between states.
-    constraints = {e: (dict(r), dict(offsets[e]), set(sources[e])) for e, r in rows.items()}
-    markowitz({c for c in column_rows if differentiated[c]})
-    for e in sorted(rows):  # rows reduced to nothing: linear dependencies
-        redundant = not offsets[e]
-        result.dependent.append((sorted(sources[e]), redundant))
-        del constraints[e]
+    # Rows left over differentiated variables only: constraints between states. They are
+    # brought to reduced row-echelon form, pivoting on the variables least worth keeping as
+    # states first — the order in which state selection picks dummy derivatives — so that
+    # the structural choice it makes is also numerically regular (with c0 + c1 = V and
+    # c3 - c0 - c1 = 0 it could otherwise take c0 and c1 both as dummies).
+    active = set(rows)
+    order = sorted((c for c in column_rows if differentiated[c] and column_rows[c]),
+                   key=lambda c: (preference[c] if preference is not None else 0, c))
+    for c in order:
+        candidates = [e for e in column_rows[c] if e in active]
+        if not candidates:
+            continue
+        pivot_row = min(candidates, key=lambda e: (len(rows[e]), e))
+        eliminate(pivot_row, c, keep_pivot=True)
+        active.discard(pivot_row)
+    constraints = {e: (rows[e], offsets[e], sources[e]) for e in rows if e not in active}
+    for e in sorted(active):  # rows reduced to nothing: linear dependencies
+        result.dependent.append((sorted(sources[e]), not offsets[e]))
+    cancelled = {e for e, row in original.items()
+                 if incidence is not None and len(row) != len(incidence[e])}
+    for e in cancelled - set(constraints):  # e.g. (i1 - i0) - i1 after alias substitution
+        constraints[e] = (original[e], offsets_at_start[e], {e})
     for e, (row, offset, used) in sorted(constraints.items()):
-        if row == original[e] and used == {e}:
+        if row == original[e] and used == {e} and e not in cancelled:
             continue  # the model's own equation, unchanged
         expr = ca.SX(0)
         for c, v in sorted(row.items()):

@@ -230,14 +230,28 @@ class _Analysis:
                     f"reference, whose potentials are then undetermined); remove one of the "
                     f"conflicting elements or add the missing reference")
 
-    def expose_hidden_constraints(self, ids, inc):
+    def state_preference(self, g, state_priority):
+        """How much flat variable ``g`` deserves to stay a state (None: a variable the
+        compiler created): user-declared state_select first, a fixed start next."""
+        if g is not None and g < len(self.flat.variables) and self.flat.variables[g].kind == "unknown":
+            var = self.flat.variables[g]
+            if state_priority is not None and var.name in state_priority:
+                return state_priority[var.name]
+            return STATE_PRIORITY[var.state_select] + (0.5 if var.fixed else 0.0)
+        return 1.5
+
+    def expose_hidden_constraints(self, ids, inc, local, state_priority):
         """Exact elimination of the linear integer equations (:mod:`mbmodel.linear`):
         constraints between differentiated variables that only appear when equations are
         combined replace one of their source equations, so index reduction sees them;
         linearly dependent equations stop the compilation."""
         symbols = [self.symbols[g] for g in ids]
         differentiated = [self.var_diff_all[g] is not None for g in ids]
-        reduction = reduce_linear(self.equations, symbols, differentiated, inc)
+        # Sorted like the dummy-derivative candidates der(w): preference of w, then index.
+        preference = [(self.state_preference(g, state_priority), local[self.var_diff_all[g]])
+                      if differentiated[j] and self.var_diff_all[g] in local else (0, j)
+                      for j, g in enumerate(ids)]
+        reduction = reduce_linear(self.equations, symbols, differentiated, inc, preference)
         self.linear_reduction = reduction
         texts = self.descriptions.copy()
 
@@ -278,8 +292,8 @@ class _Analysis:
         self.build_equations()
         ids = self.unknown_ids
         inc = self.incidence(self.equations, ids)
-        self.expose_hidden_constraints(ids, inc)
         local = {g: i for i, g in enumerate(ids)}
+        self.expose_hidden_constraints(ids, inc, local, state_priority)
         n = len(ids)
         n_eq = len(self.equations)
         var_diff = [local.get(self.var_diff_all[g]) if self.var_diff_all[g] is not None else None
@@ -318,19 +332,11 @@ class _Analysis:
         # Preference of a candidate dummy derivative d = der(w): how much w deserves to be a
         # state. User-declared state_select first, a fixed start value next; variables the
         # compiler created (derivatives) least.
-        n_flat = len(self.flat.variables)
         priority = []
         for v in range(n_all):
             w = red.var_integral[v]
             g = ids[w] if (w is not None and w < n) else None
-            if g is not None and g < n_flat and self.flat.variables[g].kind == "unknown":
-                var = self.flat.variables[g]
-                pr = STATE_PRIORITY[var.state_select] + (0.5 if var.fixed else 0.0)
-                if state_priority is not None and var.name in state_priority:
-                    pr = state_priority[var.name]
-            else:
-                pr = 1.5
-            priority.append(pr)
+            priority.append(self.state_preference(g, state_priority))
         try:
             dummies = graph.dummy_derivatives(red, priority) if red.new_eqs else set()
         except graph.StructurallySingular as exc:
