@@ -15,7 +15,7 @@ from .errors import SimulationError
 from .inputs import input_function
 from .native import dynamics
 from .result import Result
-from .workspace import remember, workspace
+from .workspace import built, remember, workspace
 
 
 #: Integration methods: "auto" picks "adams" (CVODES, Adams–Moulton with functional
@@ -343,7 +343,7 @@ def _loop_integrator(cm, rtol, atol, max_step):
             "disable_internal_warnings": True, "show_eval_warnings": False}
     if max_step is not None:
         opts["max_step_size"] = max_step
-    return remember(cache, key, ca.integrator("sim", "cvodes", dae, 0.0, [1.0], opts))
+    return built(cache, key, lambda: ca.integrator("sim", "cvodes", dae, 0.0, [1.0], opts))
 
 
 def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
@@ -409,8 +409,7 @@ def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step):
         # ladder of 500 states: a tridiagonal solve), where finite differences of the
         # compiled code would cost one right-hand side per state and a dense solve.
         rhs = cm.dynamics
-    F = ca.integrator("sim", solver, rhs, float(t0), grid, opts)
-    return remember(cache, key, F)
+    return built(cache, key, lambda: ca.integrator("sim", solver, rhs, float(t0), grid, opts))
 
 
 def simulate(model, t_end: float, **options) -> Result:

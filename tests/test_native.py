@@ -296,3 +296,24 @@ def test_a_non_finite_solution_names_the_variable_and_time(monkeypatch):
     assert np.allclose(info.value.result.t, [0.0, 0.1, 0.2, 0.3])
     with pytest.raises(mb.SimulationError, match="x0 must be 1 finite numbers"):
         cm.simulate(0.5, x0=[np.nan])
+
+
+def test_solver_caches_are_bounded_in_count_and_in_memory(monkeypatch):
+    from mbmodel import workspace as ws
+
+    class Owner:  # any weakly referable object stands for a compiled model
+        pass
+
+    owner = Owner()
+    cache = ws.workspace(owner, "integrators")
+    monkeypatch.setattr(ws, "MAX_BYTES_PER_KIND", 1000)
+    for k in range(3):
+        ws.remember(cache, k, f"solver {k}", 400)
+    assert list(cache) == [1, 2]  # 3 x 400 bytes do not fit in 1000: the oldest went
+    monkeypatch.setattr(ws, "MAX_BYTES_PER_KIND", 1 << 40)
+    for k in range(3, 3 + ws.MAX_PER_KIND):
+        ws.remember(cache, k, f"solver {k}")
+    assert len(cache) == ws.MAX_PER_KIND and 1 not in cache
+    # a built entry records what its construction took
+    value = ws.built(cache, "big", lambda: bytes(range(256)) * (1 << 18))  # 64 MB, touched
+    assert len(value) == 64 << 20 and cache.sizes["big"] >= 32 << 20
