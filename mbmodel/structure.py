@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import casadi as ca
+import numpy as np
 
 from . import graph
 from .alias import AliasResult, eliminate_aliases
@@ -489,6 +490,25 @@ class _Analysis:
             self.pivot_guards.append((coef, description()))
         return True
 
+    def check_regular(self, jac, equations, descriptions, origins, unknowns):
+        """A linear block whose matrix depends on parameters only is checked at the declared
+        values: singular there, it has no unique solution at any state."""
+        syms = ca.symvar(jac)
+        matrix = ca.evalf(ca.substitute(jac, ca.vertcat(*syms), ca.DM(
+            [self.param_values[s.element_hash()] for s in syms])) if syms else jac)
+        matrix = np.array(ca.DM(matrix))
+        singular_values = np.linalg.svd(matrix, compute_uv=False)
+        if singular_values[-1] > 1e-13 * singular_values[0]:
+            return
+        condition = (singular_values[0] / singular_values[-1] if singular_values[-1] > 0
+                     else float("inf"))
+        shown = "\n".join(f"  '{descriptions[e]}' (from {origins[e] or 'the model'})"
+                          for e in equations[:10])
+        raise StructuralSingularityError(
+            f"the model is singular with the given parameter values: the linear block of "
+            f"{len(equations)} equations solved for {', '.join(unknowns[:8])} has a singular "
+            f"matrix (condition number {condition:.3g}):\n{shown}\nChange the parameters that make these equations dependent.")
+
     def solve_unit_blocks(self, pairs) -> dict:
         """Equations solved for their variable in a few batched casadi calls, for the
         common case of a constant nonzero coefficient: ``e -> expression`` of the variable.
@@ -593,6 +613,8 @@ class _Analysis:
                                                         [d for _, d in defs], [res], False)
             jac = ca.jacobian(local_res, tsyms)
             linear = not ca.depends_on(jac, tsyms)
+            if linear and self.parameter_only(jac):
+                self.check_regular(jac, beqs, descriptions, origins, [names[v] for v in bvars])
             if linear and len(tear.tear_vars) <= MAX_SYMBOLIC_LINEAR:
                 b = ca.substitute(local_res, tsyms, ca.DM.zeros(tsyms.shape))
                 sol = -b / jac if jac.numel() == 1 else pivoted_solve(jac, -b)

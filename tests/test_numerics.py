@@ -306,3 +306,21 @@ def test_terms_that_cancel_after_alias_substitution_are_not_counted():
     assert cm.states == []  # the inductor current is constrained to zero
     res = cm.simulate(1.0, n_points=3)
     assert np.all(res["l0.i"] == 0.0) and np.all(res["r1.i"] == 0.0)
+
+
+class SingularForOneParameterValue(Model):
+    a = mb.Parameter(2.0)
+    x = Variable()
+    y = Variable()
+
+    def equations(self):
+        yield self.x + self.a * self.y == 1
+        yield 2 * self.x + 4 * self.y == 3
+
+
+def test_linear_block_singular_at_the_declared_parameters_is_named_at_compile_time():
+    with pytest.raises(mb.StructuralSingularityError, match="singular with the given parameter "
+                                                            "values.*x, y"):
+        mb.compile(SingularForOneParameterValue())
+    res = mb.compile(SingularForOneParameterValue(a=3.0)).simulate(1.0, n_points=2)
+    assert np.allclose(res["x"], 2.5) and np.allclose(res["y"], -0.5)
