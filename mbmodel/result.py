@@ -24,7 +24,7 @@ class Result:
         res.plot(["load.w", "motor.i"], file="run.png")
     """
 
-    def __init__(self, t, values, names, compiled=None, known=None):
+    def __init__(self, t, values, names, compiled=None, known=None, check=None):
         self.t = np.asarray(t, dtype=float)
         self.names = list(names)
         self._index = {n: i for i, n in enumerate(self.names)}
@@ -36,6 +36,9 @@ class Result:
         self._compute = values if callable(values) else None
         self._values = None if callable(values) else self._shaped(values)
         self._known = dict(known or {})
+        # ``check(result, name, trajectory)``: the error to raise when a trajectory read is
+        # not finite (a simulation's result never hands out NaN or inf silently).
+        self._check = check
         #: The integration method of each interval between events ("adams", "bdf",
         #: "idas" or "cvodes"), as chosen by ``simulate(method=...)``.
         self.methods: list[str] = []
@@ -57,12 +60,15 @@ class Result:
         if self._values is None and name in self._known:
             return self._known[name]
         try:
-            return self.values[self._index[name]]
+            row = self.values[self._index[name]]
         except KeyError:
             tail = name.split(".")[-1]
             close = [n for n in self.names if n.split(".")[-1] == tail][:6]
             hint = f"; similar names: {', '.join(close)}" if close else ""
             raise KeyError(f"no variable '{name}' in the result{hint}") from None
+        if self._check is not None and not np.all(np.isfinite(row)):
+            raise self._check(self, name, row)
+        return row
 
     def __contains__(self, name: str) -> bool:
         return name in self._index

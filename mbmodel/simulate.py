@@ -116,16 +116,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                       np.concatenate([p, u_seg]))
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
-    result = _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)
-    if len(cm.output_names) * len(grid) <= EAGER_OUTPUT_CHECK:
-        result.values  # noqa: B018 - computes the table now: its finiteness is checked
-    return result
-
-
-#: Output tables up to this many values are computed (and checked for NaN/inf) when the run
-#: ends; larger ones when the Result is first read (computing every variable of a large
-#: model costs more than its simulation).
-EAGER_OUTPUT_CHECK = 5_000_000
+    return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)
 
 
 def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
@@ -154,7 +145,7 @@ def _result(cm, grid, X, Z, U, p, rows, methods_used) -> Result:
     """The Result on the grid points selected by ``rows`` (all, or those reached)."""
     grid, X, Z, U = grid[rows], X[:, rows], Z[:, rows], U[:, rows]
     result = Result(grid, _output_table(cm, grid, X, Z, U, p), cm.output_names, cm,
-                    known=dict(zip(cm.states, X)))
+                    known=dict(zip(cm.states, X)), check=_output_check(cm, grid, X, Z, U, p))
     # What integrated each segment between events ("adams" segments may have fallen back).
     result.methods = list(methods_used)
     return result
@@ -192,25 +183,29 @@ def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, p
 def _output_table(cm, grid, X, Z, U, p):
     """Every output variable on the grid, computed when the Result first needs it."""
     def compute():
-        table = np.array(_mapped(cm, cm.output_function, len(grid))(
+        return np.array(_mapped(cm, cm.output_function, len(grid))(
             X, Z, U, np.repeat(p[:, None], len(grid), 1), grid[None, :]))
-        finite = np.isfinite(table)
-        if not finite.all():
-            k = int(np.argmin(finite.all(axis=0)))  # first output time with a bad value
-            found = explain_point(cm, grid[k], X[:, k], Z[:, k], U[:, k], p)
-            name = cm.output_names[int(np.argmin(finite[:, k]))]
-            error = SimulationError(
-                f"the result is not finite at t = {grid[k]:g}: "
-                + (found.explanation if found else f"{name} = {table[:, k]}")
-                + (f"\nThe states are finite; the variable is not used by the dynamics. The "
-                   f"result up to t = {grid[k - 1]:g} is in this error's 'result'." if k else ""))
-            error.time = float(grid[k])
-            error.variable = found.variable if found else name
-            rows = np.arange(len(grid)) < k
-            error.result = Result(grid[rows], table[:, rows], cm.output_names, cm)
-            raise error
-        return table
     return compute
+
+
+def _output_check(cm, grid, X, Z, U, p):
+    """The error for a variable of the result that is not finite (read from the Result: the
+    states are checked during the run; every other variable when it is read, since
+    computing them all can cost more than the run): when, and the equation behind it."""
+    def check(result, name, row):
+        k = int(np.argmin(np.isfinite(row)))
+        found = explain_point(cm, grid[k], X[:, k], Z[:, k], U[:, k], p)
+        error = SimulationError(
+            f"'{name}' is not finite from t = {grid[k]:g} on ({name} = {row[k]}): "
+            + (found.explanation if found else "")
+            + f"\nThe states are finite there: the variable is not used by the dynamics. The "
+            f"result up to t = {grid[k - 1] if k else grid[0]:g} is in this error's 'result'.")
+        error.time = float(grid[k])
+        error.variable = found.variable if found else name
+        rows = np.arange(len(grid)) < k
+        error.result = Result(grid[rows], result.values[:, rows], result.names, cm)
+        return error
+    return check
 
 
 def _mapped(cm, fn, n):
