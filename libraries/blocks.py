@@ -212,6 +212,7 @@ class Sine(SO):
     def __init__(self, **modifiers):
         super().__init__(**modifiers)
         self.time_event(self.startTime)
+        self.time_scale(1 / self.f)  # the simulator's steps stay a fraction of a period
 
     def _wave(self):
         return sin(2 * math.pi * self.f * (mb.time - self.startTime) + self.phase)

@@ -387,6 +387,10 @@ class SineVoltage(_TimedSource):
     f = Parameter(1.0, unit="Hz", min=0.0, doc="Frequency of sine wave")
     offset = Parameter(0.0, unit="V", doc="Voltage offset")
 
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.time_scale(1 / self.f)  # the simulator's steps stay a fraction of a period
+
     def equations(self):
         yield from super().equations()
         yield self.v == self.offset + _sine(self.startTime, self.V, self.f, self.phase)
@@ -450,6 +454,10 @@ class SineCurrent(_TimedSource):
     phase = Parameter(0.0, unit="rad", doc="Phase of sine wave")
     f = Parameter(1.0, unit="Hz", min=0.0, doc="Frequency of sine wave")
     offset = Parameter(0.0, unit="A", doc="Current offset")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.time_scale(1 / self.f)  # the simulator's steps stay a fraction of a period
 
     def equations(self):
         yield from super().equations()

@@ -71,6 +71,7 @@ class GeneratedModel:
     output_names: list[str]
     initial: ca.Function
     events: ca.Function
+    time_scales: ca.Function = None
 
 
 def generate(system: SortedSystem, parameters: str = "symbolic",
@@ -122,15 +123,17 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
             out_exprs.append(sys_.symbols[idx[name]])
     init_eqs = [e.residual for e in sys_.initial_equations]
     events = [ca.SX(e) for e in sys_.time_events]
+    scales = [ca.SX(s) for s in sys_.time_scales]
     n_x, n_g, n_y, n_i = len(xdot), len(sys_.residuals), len(out_exprs), len(init_eqs)
-    piggy = xdot + list(sys_.residuals) + out_exprs + init_eqs + events
+    piggy = xdot + list(sys_.residuals) + out_exprs + init_eqs + events + scales
     if def_syms:
         _, piggy = ca.substitute_inplace(def_syms, def_exprs, piggy, False)
     xdot_e = piggy[:n_x]
     g_e = piggy[n_x:n_x + n_g]
     y_e = piggy[n_x + n_g:n_x + n_g + n_y]
     init_e = piggy[n_x + n_g + n_y:n_x + n_g + n_y + n_i]
-    ev_e = piggy[n_x + n_g + n_y + n_i:]
+    ev_e = piggy[n_x + n_g + n_y + n_i:len(piggy) - len(scales)]
+    scale_e = piggy[len(piggy) - len(scales):]
     args = [x, z, u, p, TIME]
     names = ["x", "z", "u", "p", "t"]
     # Common subexpressions left by local equations (e.g. the same product in two
@@ -147,7 +150,8 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
         outputs=ca.Function("outputs", args, [_vcat(y_e)], names, ["y"]),
         output_names=out_names,
         initial=ca.Function("initial", args, [_vcat(init_e)], names, ["r"]),
-        events=ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"]))
+        events=ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"]),
+        time_scales=ca.Function("time_scales", [p], [_vcat(scale_e)], ["p"], ["periods"]))
 
 
 def _expression_of(system, name):
@@ -203,6 +207,7 @@ class CompiledModel:
         self.output_function, self.output_names = code.outputs, code.output_names
         self.output_index = {n: i for i, n in enumerate(code.output_names)}
         self.initial_function, self.event_function = code.initial, code.events
+        self.time_scale_function = code.time_scales
         self.fixed_starts = [(v.name, v.start) for v in sys_.variables
                              if v.fixed and v.kind == "unknown"]
         self.initial_equation_descriptions = [e.description for e in sys_.initial_equations]

@@ -599,6 +599,7 @@ class Model:
         object.__setattr__(self, "_parent", None)
         object.__setattr__(self, "_members", {})
         object.__setattr__(self, "_time_events", [])
+        object.__setattr__(self, "_time_scales", [])
         # Class-declared members that __init__ may replace once (a template made concrete).
         object.__setattr__(self, "_replaceable", set())
         remaining = dict(modifiers)
@@ -718,6 +719,13 @@ class Model:
         """Declare a discontinuity at time ``at`` (a number or parameter expression), e.g. a
         step; the simulator stops and restarts the integration there so it is exact."""
         self._time_events.append(at)
+
+    def time_scale(self, period):
+        """Declare the period (a number or parameter expression) of a signal this component
+        makes from time, e.g. a sine source's ``1/f``. Without an explicit ``max_step`` the
+        simulator keeps its steps to a fraction of the shortest declared period, so it
+        cannot step over features that recur with it (a rectifier's conduction windows)."""
+        self._time_scales.append(period)
 
     def is_root(self, symbol) -> bool:
         """Inside ``equations()``: whether the overdetermined variable ``symbol`` (declared

@@ -94,6 +94,8 @@ class FlatModel:
     connection_graph: nx.Graph
     index: dict[str, int] = field(default_factory=dict)  # variable name -> position
     asserts: list[FlatAssert] = field(default_factory=list)
+    #: Declared periods of time-made signals (parameter expressions), see Model.time_scale.
+    time_scales: list = field(default_factory=list)
 
     def variable(self, name: str) -> FlatVariable:
         return self.variables[self.index[name]]

@@ -143,7 +143,9 @@ class _Flattener:
         bound = [m for comp in order for m in comp._members.values()
                  if isinstance(m, Parameter) and isinstance(m.value, ca.SX)]
         events = [(comp, k) for comp in order for k in range(len(comp._time_events))]
-        exprs = [m.value for m in bound] + [ca.SX(comp._time_events[k]) for comp, k in events]
+        scales = [(comp, k) for comp in order for k in range(len(comp._time_scales))]
+        exprs = ([m.value for m in bound] + [ca.SX(comp._time_events[k]) for comp, k in events]
+                 + [ca.SX(comp._time_scales[k]) for comp, k in scales])
         if not exprs:
             return
         renamed = ca.substitute(exprs, [ca.vertcat(*old)], [ca.vertcat(*new)])
@@ -151,6 +153,8 @@ class _Flattener:
             m.value = value
         for (comp, k), value in zip(events, renamed[len(bound):]):
             comp._time_events[k] = value
+        for (comp, k), value in zip(scales, renamed[len(bound) + len(events):]):
+            comp._time_scales[k] = value
 
     def _add_parameter(self, comp, par: Parameter):
         names = _element_names(par.path, par.shape)
@@ -416,6 +420,7 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     fl.check_questions()
     # After equations(): components may declare events there as well as in __init__.
     fl.time_events = [at for comp in fl.components for at in comp._time_events]
+    time_scales = [period for comp in fl.components for period in comp._time_scales]
     graph = build_connection_graph(fl)
     optional = connection_equations(fl, graph)
     if fl.overdetermined:
@@ -428,6 +433,7 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
                      fl.initial_equations, fl.time_events, graph)
     flat.index = {v.name: i for i, v in enumerate(flat.variables)}
     flat.asserts = fl.asserts
+    flat.time_scales = time_scales
     return flat
 
 

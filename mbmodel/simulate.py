@@ -55,6 +55,8 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
             raise SimulationError(f"x0 must be {len(cm.states)} finite numbers ordered like "
                                   f"cm.states ({', '.join(cm.states[:4])}...), not {x0!r}")
         z = cm.z_start.copy()
+    if max_step is None:
+        max_step = default_max_step(cm, p, t_end - t_start)
     events = [float(e) for e in np.array(cm.event_function(p)).reshape(-1)]
     events += u_of.breakpoints
     events = sorted({e for e in events if t_start < e < t_end})
@@ -117,6 +119,23 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
     return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)
+
+
+#: Without an explicit ``max_step``, steps are kept to this fraction of the shortest period
+#: the model's components declare (``Model.time_scale``: sine sources declare 1/f).
+STEP_FRACTION_OF_PERIOD = 1 / 16
+
+
+def default_max_step(cm, p, duration) -> float | None:
+    """The largest step the integrator may take when the user gives none: a sixteenth of the
+    shortest declared period (None when no component declares one)."""
+    if cm.time_scale_function is None or not cm.time_scale_function.size1_out(0):
+        return None
+    periods = np.array(cm.time_scale_function(p)).reshape(-1)
+    periods = periods[np.isfinite(periods) & (periods > 0)]
+    if not periods.size:
+        return None
+    return float(min(periods.min() * STEP_FRACTION_OF_PERIOD, duration))
 
 
 def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
@@ -414,7 +433,9 @@ def simulate(model, t_end: float, **options) -> Result:
     (name -> value), ``inputs`` (name -> number or (times, values)), ``rtol`` (1e-8), ``atol``
     (1e-10), ``steady_state`` (start in steady state), ``x0`` (initial states), ``method``
     (``"auto"``: Adams for non-stiff, BDF for stiff models, IDAS with algebraic variables;
-    or ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``), ``max_step``, ``native``
+    or ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``), ``max_step`` (default: a
+    sixteenth of the shortest period declared with ``Model.time_scale``, e.g. by sine
+    sources; none without such declarations), ``native``
     (``"auto"``: the dynamics run as generated C, built once per model structure and cached
     on disk, when cached or quick to build, else in casadi's virtual machine while the C
     builds in the background; True: always C, building it first; False: the virtual

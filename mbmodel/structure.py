@@ -81,6 +81,7 @@ class SortedSystem:
     parameters: list = field(default_factory=list)
     initial_equations: list = field(default_factory=list)
     time_events: list = field(default_factory=list)
+    time_scales: list = field(default_factory=list)
     asserts: list = field(default_factory=list)
     #: Text of each equation (indexed like ``equations``), formatted when read.
     equation_descriptions: object = None
@@ -385,6 +386,7 @@ class _Analysis:
             model_name=self.flat.name, variables=self.flat.variables,
             variable_index=self.flat.index, parameters=self.flat.parameters,
             initial_equations=self.flat.initial_equations, time_events=self.flat.time_events,
+            time_scales=self.flat.time_scales,
             asserts=self.flat.asserts, equation_descriptions=descriptions)
 
     def needed_blocks(self, blocks_eqs, eq_match, red, states, outputs, names):

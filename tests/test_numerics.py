@@ -326,3 +326,49 @@ def test_linear_block_singular_at_the_declared_parameters_is_named_at_compile_ti
         mb.compile(SingularForOneParameterValue())
     res = mb.compile(SingularForOneParameterValue(a=3.0)).simulate(1.0, n_points=2)
     assert np.allclose(res["x"], 2.5) and np.allclose(res["y"], -0.5)
+
+
+# ---- step control ------------------------------------------------------------------------------
+
+class _PiecewiseDiode(el.OnePort):
+    Ron = mb.Parameter(1e-2)
+    Goff = mb.Parameter(1e-8)
+
+    def equations(self):
+        yield from super().equations()
+        yield self.i == mb.functions.if_else(self.v > 0, self.v / self.Ron, self.v * self.Goff)
+
+
+class Rectifier(Model):
+    """Half-wave rectifier whose smoothing capacitor starts above the source's peak: the
+    diode stays off while the capacitor discharges, then conducts in short windows at the
+    peaks — which an integrator stepping freely over the smooth decay steps over."""
+
+    src = el.SineVoltage(V=10.0, f=50.0)
+    diode = _PiecewiseDiode()
+    cap = el.Capacitor(C=1e-3, v=mb.Fixed(10.5))
+    load = el.Resistor(R=1000.0)
+    ground = el.Ground()
+
+    def equations(self):
+        yield connect(self.src.p, self.diode.p)
+        yield connect(self.diode.n, self.cap.p, self.load.p)
+        yield connect(self.cap.n, self.load.n, self.src.n, self.ground.p)
+
+
+def test_rectifier_windows_are_resolved_with_default_options():
+    def rhs(t, v):
+        drop = 10.0 * np.sin(2 * np.pi * 50.0 * t) - v[0]
+        current = drop / 1e-2 if drop > 0 else drop * 1e-8
+        return [(current - v[0] / 1000.0) / 1e-3]
+
+    ref = solve_ivp(rhs, (0.0, 2.0), [10.5], method="LSODA", rtol=1e-10, atol=1e-12,
+                    max_step=1e-5, dense_output=True)
+    cm = mb.compile(Rectifier())
+    from mbmodel.simulate import default_max_step
+    assert default_max_step(cm, cm.parameter_vector(), 2.0) == pytest.approx(1 / 50 / 16)
+    res = cm.simulate(2.0, n_points=51)
+    assert np.max(np.abs(res["cap.v"] - ref.sol(res.t)[0])) < 1e-5
+    # the failure it prevents: free steps jump over the conduction windows (about 1 V off)
+    free = cm.simulate(2.0, n_points=51, max_step=1.0)
+    assert np.max(np.abs(free["cap.v"] - ref.sol(free.t)[0])) > 0.1
