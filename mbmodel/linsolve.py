@@ -23,6 +23,34 @@ SINGULAR_PIVOT = 1e-13
 _TINY = 1e-300  # keeps a row that is zero at run time from giving 0/0 (it is singular)
 
 
+def smallest_relative_pivot(matrix) -> float:
+    """What :func:`pivoted_solve` would meet on the numeric ``matrix``: the smallest
+    relative pivot (|pivot| / largest entry of its original row) of Gaussian elimination
+    with scaled partial pivoting. Below :data:`SINGULAR_PIVOT` the solve gives NaN.
+
+    Example::
+
+        smallest_relative_pivot(np.array([[1.0, 2.0], [2.0, 4.0]]))  # -> 0.0
+    """
+    import numpy as np
+
+    a = np.array(matrix, dtype=float)
+    n = a.shape[0]
+    scales = np.abs(a).max(axis=1) + _TINY
+    worst = np.inf
+    for k in range(n):
+        weights = np.abs(a[k:, k]) / scales[k:]
+        best = k + int(np.argmax(weights))
+        worst = min(worst, float(weights[best - k]))
+        if best != k:
+            a[[k, best]] = a[[best, k]]
+            scales[[k, best]] = scales[[best, k]]
+        if a[k, k] == 0.0:
+            return 0.0
+        a[k + 1:, k:] -= np.outer(a[k + 1:, k] / a[k, k], a[k, k:])
+    return worst
+
+
 def _select(condition, when_true, when_false):
     """``if_else`` that leaves structural zeros and identical operands alone."""
     if when_true.is_zero() and when_false.is_zero():

@@ -18,11 +18,19 @@ from .core import STATE_PRIORITY, time_derivative
 from .errors import DeclarationError, StructuralSingularityError
 from .flat import FlatModel, describe
 from .linear import reduce_linear
-from .linsolve import pivoted_solve
+from .linsolve import SINGULAR_PIVOT, pivoted_solve, smallest_relative_pivot
 
 
 #: Largest linear torn system solved symbolically; larger ones become algebraic states.
 MAX_SYMBOLIC_LINEAR = 12
+
+#: Tearing solves an equation for a variable only if its coefficient is at least this
+#: fraction of the equation's largest coefficient (at the declared parameter values).
+TEARING_PIVOT_RATIO = 1e-2
+
+#: Largest linear block whose matrix is checked for regularity at the declared parameter
+#: values (a dense elimination: cubic in the block size).
+MAX_CHECKED_BLOCK = 400
 
 
 @dataclass
@@ -492,24 +500,39 @@ class _Analysis:
             self.pivot_guards.append((coef, description()))
         return True
 
+    def well_scaled(self, e, coef, block_vars, scales) -> bool:
+        """Whether solving equation ``e`` by dividing by ``coef`` keeps the torn system
+        well scaled: at the declared parameter values the coefficient must not be far
+        smaller than the equation's largest coefficient on the block's variables. Solving
+        ``v = R*i`` for ``v`` with R = 1e6 and chaining such assignments multiplies the
+        scales along the chain, and a regular block can then look singular to any solver
+        (a resistor mesh spanning 1e-3..1e6 ohm: relative pivot 1e-17)."""
+        if not self.parameter_only(coef):
+            return True  # state-dependent coefficients are refused by safe_pivot anyway
+        if e not in scales:
+            own = [v for v in self.inc_all[e] if v in block_vars]
+            row = ca.jacobian(self.equations_all[e], ca.vertcat(*[self.symbols_all[v] for v in own]))
+            values = [abs(self.value_of(c)) for c in ca.horzsplit(row)
+                      if not c.is_zero() and self.parameter_only(c)]
+            scales[e] = max(values, default=0.0)
+        return abs(self.value_of(coef)) >= TEARING_PIVOT_RATIO * scales[e]
+
     def check_regular(self, jac, equations, descriptions, origins, unknowns):
         """A linear block whose matrix depends on parameters only is checked at the declared
         values: singular there, it has no unique solution at any state."""
         syms = ca.symvar(jac)
         matrix = ca.evalf(ca.substitute(jac, ca.vertcat(*syms), ca.DM(
             [self.param_values[s.element_hash()] for s in syms])) if syms else jac)
-        matrix = np.array(ca.DM(matrix))
-        singular_values = np.linalg.svd(matrix, compute_uv=False)
-        if singular_values[-1] > 1e-13 * singular_values[0]:
+        pivot = smallest_relative_pivot(np.array(ca.DM(matrix)))
+        if pivot >= SINGULAR_PIVOT:
             return
-        condition = (singular_values[0] / singular_values[-1] if singular_values[-1] > 0
-                     else float("inf"))
         shown = "\n".join(f"  '{descriptions[e]}' (from {origins[e] or 'the model'})"
                           for e in equations[:10])
         raise StructuralSingularityError(
             f"the model is singular with the given parameter values: the linear block of "
             f"{len(equations)} equations solved for {', '.join(unknowns[:8])} has a singular "
-            f"matrix (condition number {condition:.3g}):\n{shown}\nChange the parameters that make these equations dependent.")
+            f"matrix (Gaussian elimination with scaled partial pivoting meets a relative "
+            f"pivot of {pivot:.3g}):\n{shown}\nChange the parameters that make these equations dependent.")
 
     def solve_unit_blocks(self, pairs) -> dict:
         """Equations solved for their variable in a few batched casadi calls, for the
@@ -595,9 +618,14 @@ class _Analysis:
 
             coefficients = {}
 
+            block_vars = set(bvars)
+            scales = {}
+
             def solvable(e, v, _eqs=equations, _syms=symbols, _coefs=coefficients):
                 _coefs[e, v] = coef = ca.jacobian(_eqs[e], _syms[v])
                 where = origins[e] or "the model"
+                if not self.well_scaled(e, coef, block_vars, scales):
+                    return False
                 return self.safe_pivot(coef, lambda: f"'{descriptions[e]}' ({where}) solved "
                                                      f"for '{names[v]}'")
 
@@ -615,8 +643,15 @@ class _Analysis:
                                                         [d for _, d in defs], [res], False)
             jac = ca.jacobian(local_res, tsyms)
             linear = not ca.depends_on(jac, tsyms)
-            if linear and self.parameter_only(jac):
-                self.check_regular(jac, beqs, descriptions, origins, [names[v] for v in bvars])
+            if linear and len(beqs) <= MAX_CHECKED_BLOCK and self.parameter_only(jac):
+                # Regularity is a property of the block, checked on its own equations: the
+                # torn matrix can be far worse scaled (tearing multiplies coefficients along
+                # its assignment chains).
+                whole = ca.jacobian(ca.vertcat(*[equations[e] for e in beqs]),
+                                    ca.vertcat(*[symbols[v] for v in bvars]))
+                if self.parameter_only(whole):
+                    self.check_regular(whole, beqs, descriptions, origins,
+                                       [names[v] for v in bvars])
             if linear and len(tear.tear_vars) <= MAX_SYMBOLIC_LINEAR:
                 b = ca.substitute(local_res, tsyms, ca.DM.zeros(tsyms.shape))
                 sol = -b / jac if jac.numel() == 1 else pivoted_solve(jac, -b)

@@ -372,3 +372,60 @@ def test_rectifier_windows_are_resolved_with_default_options():
     # the failure it prevents: free steps jump over the conduction windows (about 1 V off)
     free = cm.simulate(2.0, n_points=51, max_step=1.0)
     assert np.max(np.abs(free["cap.v"] - ref.sol(free.t)[0])) > 0.1
+
+
+# ---- badly scaled networks: tearing keeps the torn system well scaled ----------------------
+
+_RNG = np.random.default_rng(1)
+_N_NODES = 30
+_EDGES = ([(i, i + 1) for i in range(_N_NODES - 1)]
+          + [tuple(sorted(_RNG.choice(_N_NODES, 2, replace=False))) for _ in range(51)])
+_OHMS = 10 ** _RNG.uniform(-3, 6, len(_EDGES))
+
+
+class ScaledMesh(Model):
+    """A resistor mesh with resistances from 1 mOhm to 1 MOhm, fed by a current source,
+    with one capacitor: solving v = R*i for v with R = 1 MOhm along tearing chains made
+    the torn 10x10 system look singular (relative pivot 1e-17)."""
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.ground = el.Ground()
+        self.source = el.ConstantCurrent(I=1.0)
+        self.cap = el.Capacitor(C=1e-3, v=mb.Fixed(0.0))
+        for k, ohms in enumerate(_OHMS):
+            self.add(f"r{k}", el.Resistor(R=float(ohms)))
+
+    def equations(self):
+        pins = {i: [] for i in range(_N_NODES)}
+        for k, (a, b) in enumerate(_EDGES):
+            pins[a].append(getattr(self, f"r{k}").p)
+            pins[b].append(getattr(self, f"r{k}").n)
+        pins[0] += [self.ground.p, self.source.p, self.cap.n]
+        pins[_N_NODES - 1].append(self.source.n)
+        pins[_N_NODES // 2].append(self.cap.p)
+        for i in range(_N_NODES):
+            yield connect(*pins[i])
+
+
+def test_badly_scaled_resistor_mesh_matches_nodal_analysis():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mb.ImplicitStartWarning)  # node voltages: linear
+        cm = mb.compile(ScaledMesh())
+    res = cm.simulate(0.01, n_points=3, rtol=1e-10, atol=1e-12)
+    # Nodal analysis with the capacitor voltage the run reached as a known potential.
+    G = np.zeros((_N_NODES, _N_NODES))
+    for (a, b), ohms in zip(_EDGES, _OHMS):
+        G[[a, b, a, b], [a, b, b, a]] += np.array([1, 1, -1, -1]) / ohms
+    injected = np.zeros(_N_NODES)
+    injected[_N_NODES - 1] = 1.0  # the source drives 1 A from node 0 through itself into it
+    fixed = _N_NODES // 2
+    free = [i for i in range(1, _N_NODES) if i != fixed]
+    v = np.zeros(_N_NODES)
+    v[fixed] = res["cap.v"][-1]
+    v[free] = np.linalg.solve(G[np.ix_(free, free)],
+                              injected[free] - G[np.ix_(free, [fixed])][:, 0] * v[fixed])
+    for k, (a, b) in enumerate(_EDGES):
+        for node, pin in ((a, "p"), (b, "n")):
+            assert res[f"r{k}.{pin}.v"][-1] == pytest.approx(v[node], rel=1e-9, abs=1e-9)
