@@ -350,7 +350,14 @@ class CompiledModel:
 
     def simulate(self, t_end: float, **options):
         """Simulate from ``t_start`` (default 0) to ``t_end``; see :func:`mbmodel.simulate`."""
+        import inspect
+
         from .simulate import simulate_compiled
+        known = list(inspect.signature(simulate_compiled).parameters)[2:]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise SimulationError(f"simulate() has no option {', '.join(map(repr, unknown))}; "
+                                  f"its options are {', '.join(known)}")
         return simulate_compiled(self, t_end, **options)
 
     def initialize(self, **options):
@@ -363,6 +370,9 @@ class CompiledModel:
         Algebraic variables are eliminated by the implicit function theorem. Returns
         ``(A, B)`` as numpy arrays ordered like ``states`` and ``inputs``."""
         p = self.parameter_vector(params)
+        t = _scalar(t, "linearize(t=...)", SimulationError)
+        if not np.isfinite(t):
+            raise SimulationError(f"linearize(t=...) must be a finite time, not {t}")
         if x is None:
             given = {} if u is None else dict(zip(self.inputs, np.atleast_1d(u).tolist()))
             x0, z0 = self.initialize(params=params,
@@ -432,6 +442,13 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     """
     if parameters not in ("symbolic", "constant"):
         raise DeclarationError("parameters must be 'symbolic' or 'constant'")
+    if outputs is not None and (isinstance(outputs, str) or
+                                not all(isinstance(o, str) for o in outputs)):
+        raise DeclarationError(f"compile(outputs=...) takes a list of variable names, not "
+                               f"{outputs!r}")
+    if state_priority is not None and not isinstance(state_priority, dict):
+        raise DeclarationError(f"compile(state_priority=...) takes a dict name -> priority, "
+                               f"not {state_priority!r}")
     times = BuildTimes()
     # Compilation allocates millions of small objects and frees none of them until the end;
     # the cyclic collector would rescan them over and over (superlinear build times).
@@ -441,6 +458,12 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
         t0 = _clock.perf_counter()
         flat = flatten(model, analysis)                   # instance tree -> flat DAE
         t1 = _clock.perf_counter()
+        if state_priority:
+            unknown = [n for n in state_priority if n not in flat.index]
+            if unknown:
+                raise DeclarationError(
+                    f"compile(state_priority=...): the model has no variable "
+                    f"{', '.join(map(repr, unknown[:5]))}")
         system = analyze(flat, state_priority, outputs)   # -> sorted, index-reduced, torn
         t2 = _clock.perf_counter()
         code = generate(system, parameters, outputs)      # -> casadi Functions

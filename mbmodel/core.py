@@ -70,7 +70,10 @@ def _shape_of(shape) -> tuple[int, int]:
 
 
 def _as_array(value, shape: tuple[int, int], what: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise DeclarationError(f"{what}: {value!r} is not a number") from None
     if arr.size == 1:
         arr = np.full(shape, float(arr.reshape(-1)[0]))
     elif arr.size == shape[0] * shape[1]:
@@ -154,6 +157,9 @@ class Parameter(Declaration):
         super().__init__(doc=doc)
         self.default = value
         self.unit = unit
+        if min > max:
+            raise DeclarationError(f"Parameter({value!r}): its bounds are impossible: min = "
+                                   f"{min} is above max = {max}")
         self.min = min
         self.max = max
         self.shape = _shape_of(shape) if shape != () else _shape_of(np.shape(value) if not
@@ -249,6 +255,9 @@ class Variable(Declaration):
         if modifier is not None:
             new.modify(modifier)
         new.start = _as_array(new.start, new.shape, f"variable '{new.path}'")
+        if not np.all(np.isfinite(new.start)):
+            raise DeclarationError(f"variable '{new.path}': its start value {new.start.tolist()} "
+                                   f"is not finite; give a finite number")
         return new
 
     def modify(self, modifier):

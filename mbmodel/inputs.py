@@ -27,14 +27,21 @@ def input_function(cm, inputs):
     tables = []
     for name in cm.inputs:
         spec = inputs[name]
-        if np.isscalar(spec):
-            tables.append((np.array([-np.inf]), np.array([float(spec)])))
-        else:
-            ts, vs = (np.asarray(a, dtype=float) for a in spec)
-            if ts.ndim != 1 or ts.shape != vs.shape or np.any(np.diff(ts) < 0):
-                raise SimulationError(f"input '{name}': give (times, values) with increasing "
-                                      f"times of the same length as values")
-            tables.append((ts, vs))
+        try:
+            if np.isscalar(spec):
+                ts, vs = np.array([-np.inf]), np.array([float(spec)])
+            else:
+                ts, vs = (np.asarray(a, dtype=float) for a in spec)
+        except (TypeError, ValueError):
+            raise SimulationError(f"input '{name}': give a number or a (times, values) table of "
+                                  f"numbers, not {spec!r}") from None
+        if ts.ndim != 1 or ts.shape != vs.shape or np.any(np.diff(ts) < 0) or not ts.size:
+            raise SimulationError(f"input '{name}': give (times, values) with increasing "
+                                  f"times of the same length as values")
+        if not np.all(np.isfinite(vs)) or np.any(np.isnan(ts)):
+            raise SimulationError(f"input '{name}': its values must be finite numbers, not "
+                                  f"{spec!r}")
+        tables.append((ts, vs))
 
     def u_at(t):
         out = np.zeros(len(tables))

@@ -40,8 +40,16 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
     method = "auto" if method is None else method
     if method not in METHODS:
         raise SimulationError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-    grid = (np.linspace(t_start, t_end, n_points) if times is None
-            else np.asarray(times, dtype=float))
+    if times is None:
+        grid = np.linspace(t_start, t_end, n_points)
+    else:
+        try:
+            grid = np.asarray(times, dtype=float)
+        except (TypeError, ValueError):
+            raise SimulationError(f"times must be a sequence of numbers, not {times!r}") from None
+        if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)):
+            raise SimulationError(f"times must be a non-empty sequence of finite output times, "
+                                  f"not {times!r}")
     if grid.ndim != 1 or np.any(np.diff(grid) < 0) or grid[0] < t_start or grid[-1] > t_end:
         raise SimulationError(f"times must be increasing and within [t_start, t_end] = "
                               f"[{t_start}, {t_end}]")
@@ -50,7 +58,10 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         x, z = cm.initialize(params=params, inputs=inputs, t_start=t_start,
                              steady_state=steady_state)
     else:
-        x = np.asarray(x0, dtype=float).reshape(-1)
+        try:
+            x = np.asarray(x0, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            x = np.array([np.nan])
         if x.shape != (len(cm.states),) or not np.all(np.isfinite(x)):
             raise SimulationError(f"x0 must be {len(cm.states)} finite numbers ordered like "
                                   f"cm.states ({', '.join(cm.states[:4])}...), not {x0!r}")
@@ -138,6 +149,10 @@ def default_max_step(cm, p, duration) -> float | None:
     return float(min(periods.min() * STEP_FRACTION_OF_PERIOD, duration))
 
 
+#: Most output times a run may ask for (each costs a value per variable).
+MAX_POINTS = 10_000_000
+
+
 def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
     """The run's numeric options as numbers, or a SimulationError naming the bad one."""
     from .compiler import _scalar
@@ -146,6 +161,10 @@ def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
     if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1:
         raise SimulationError(f"n_points must be a whole number >= 1 (output times including "
                               f"t_start and t_end), not {n_points!r}")
+    if n_points > MAX_POINTS:
+        raise SimulationError(f"n_points = {n_points} output times would not fit in memory "
+                              f"(at most {MAX_POINTS:.0e}); use fewer, or times=[...] for the "
+                              f"instants you need")
     for name, value in (("rtol", rtol), ("atol", atol)):
         value = _scalar(value, name, SimulationError)
         if not (np.isfinite(value) and value > 0):

@@ -448,3 +448,45 @@ def test_states_starting_from_an_implicit_zero_are_listed_in_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", mb.ImplicitStartWarning)
         assert mb.compile(Started()).implicit_starts == []
+
+
+@pytest.mark.parametrize("options, text", [
+    (dict(times=[]), "non-empty sequence of finite output times"),
+    (dict(times=[0.0, float("nan"), 1.0]), "finite output times"),
+    (dict(n_points=10 ** 12), "would not fit in memory"),
+    (dict(x0=["a"]), "x0 must be 1 finite numbers"),
+    (dict(rtoll=1e-6), "no option 'rtoll'"),
+])
+def test_more_bad_simulation_options(rc, options, text):
+    with pytest.raises(mb.SimulationError, match=text):
+        rc.simulate(1.0, **options)
+
+
+def test_bad_input_values_are_named():
+    class Driven(Model):
+        u = mb.Input()
+        x = Variable(0.0, fixed=True)
+
+        def equations(self):
+            yield der(self.x) == self.u
+
+    cm = mb.compile(Driven())
+    with pytest.raises(mb.SimulationError, match="input 'u': give a number"):
+        cm.simulate(1.0, inputs={"u": "one"})
+    with pytest.raises(mb.SimulationError, match="input 'u': its values must be finite"):
+        cm.simulate(1.0, inputs={"u": float("nan")})
+    with pytest.raises(mb.SimulationError, match="finite time"):
+        cm.linearize(x=[0.0], u=[0.0], t=float("nan"))
+
+
+def test_bad_declarations_of_starts_bounds_and_compile_options():
+    with pytest.raises(mb.DeclarationError, match="'zero' is not a number"):
+        el.Capacitor(v=mb.Fixed("zero"))
+    with pytest.raises(mb.DeclarationError, match="start value .* is not finite"):
+        el.Capacitor(v=mb.Fixed(float("nan")))
+    with pytest.raises(mb.DeclarationError, match="min = 2 is above max = 0"):
+        Parameter(1.0, min=2, max=0)
+    with pytest.raises(mb.DeclarationError, match="list of variable names"):
+        mb.compile(_RC(), outputs="c.v")
+    with pytest.raises(mb.DeclarationError, match="state_priority.*no variable 'bogus'"):
+        mb.compile(_RC(), state_priority={"bogus": 3})
