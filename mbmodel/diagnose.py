@@ -88,23 +88,55 @@ def locate_non_finite(cm, t0, t1, x, z, pu, rtol=1e-8, atol=1e-10) -> NonFinite 
     found = explain_point(cm, t0, x, z, u, p)
     if found is not None or not len(x) or len(z):
         return found  # a DAE keeps its algebraic variables in the integrator: point only
-    first = []
+    first, last = [], [(t0, np.asarray(x, dtype=float))]
 
     def rhs(t, state):
         xdot = np.array(cm.ode(state, z, u, p, t)).reshape(-1)
         if not np.all(np.isfinite(xdot)) and not first:
             first.append((t, state.copy()))
+        elif t >= last[0][0]:
+            last[0] = (t, state.copy())
         return np.where(np.isfinite(xdot), xdot, 0.0) if first else xdot
 
     def stop(t, state):
         return 0.0 if first else 1.0
     stop.terminal = True
+    reached_end = False
     try:
-        solve_ivp(rhs, (t0, t1), np.asarray(x, dtype=float), method="BDF", rtol=rtol,
-                  atol=atol, events=stop)
+        solution = solve_ivp(rhs, (t0, t1), np.asarray(x, dtype=float), method="BDF",
+                             rtol=rtol, atol=atol, events=stop)
+        reached_end = solution.status == 0
     except Exception:  # noqa: BLE001 - a diagnosis must never mask the original failure
         pass
-    if not first:
+    if first:
+        t, state = first[0]
+        return explain_point(cm, t, state, z, u, p)
+    if reached_end:
         return None
-    t, state = first[0]
-    return explain_point(cm, t, state, z, u, p)
+    return _fastest(cm, *last[0], z, u, p)
+
+
+def _fastest(cm, t, x, z, u, p) -> NonFinite | None:
+    """Where an integration stalled without a non-finite value: the state changing fastest
+    relative to its size, and the equations that compute its derivative (a pole such as
+    1/(1 - t), or a finite-time blow-up such as der(x) = x^2)."""
+    system = cm.system
+    xdot = np.array(cm.ode(x, z, u, p, t)).reshape(-1)
+    if not len(xdot) or not np.all(np.isfinite(xdot)):
+        return explain_point(cm, t, x, z, u, p)
+    i = int(np.argmax(np.abs(xdot) / (np.abs(x) + 1.0)))
+    state = system.names[system.states[i]]
+    derivative = system.state_derivatives[i]
+    texts, origins = system.equation_descriptions, system.equation_origins
+    shown = ""
+    for block in system.blocks:
+        if derivative in block.variables:
+            shown = ":\n" + "\n".join(
+                f"  '{texts[e] if texts is not None else system.equations[e]}' "
+                f"(from {origins[e] or 'the model'})" for e in block.equations[:8])
+            break
+    return NonFinite(float(t), state, (
+        f"the solution runs away: der({state}) = {xdot[i]:.6g} with {state} = {x[i]:.6g}, "
+        f"the fastest change relative to its size (a pole — a division by a quantity going to "
+        f"zero — or a finite-time blow-up such as der(x) = x^2); its derivative comes from"
+        + (shown or " the model's equations")))

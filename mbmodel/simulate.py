@@ -167,9 +167,9 @@ def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
                               f"instants you need")
     for name, value in (("rtol", rtol), ("atol", atol)):
         value = _scalar(value, name, SimulationError)
-        if not (np.isfinite(value) and value > 0):
-            raise SimulationError(f"{name} must be a positive finite tolerance (e.g. 1e-8), "
-                                  f"not {value!r}")
+        if not (np.isfinite(value) and value > 0) or (name == "rtol" and value >= 1):
+            raise SimulationError(f"{name} must be a positive finite tolerance (e.g. 1e-8"
+                                  f"{', below 1' if name == 'rtol' else ''}), not {value!r}")
     rtol, atol = float(rtol), float(atol)
     if max_step is not None:
         max_step = _scalar(max_step, "max_step", SimulationError)

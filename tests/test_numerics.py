@@ -429,3 +429,19 @@ def test_badly_scaled_resistor_mesh_matches_nodal_analysis():
     for k, (a, b) in enumerate(_EDGES):
         for node, pin in ((a, "p"), (b, "n")):
             assert res[f"r{k}.{pin}.v"][-1] == pytest.approx(v[node], rel=1e-9, abs=1e-9)
+
+
+class FiniteTimeBlowUp(Model):
+    x = Variable(1.0, fixed=True)
+
+    def equations(self):
+        yield mb.der(self.x) == self.x ** 2  # x = 1/(1 - t): infinite at t = 1
+
+
+def test_run_away_solution_names_the_state_and_its_equation():
+    with pytest.raises(mb.SimulationError) as info:
+        mb.simulate(FiniteTimeBlowUp(), 2.0, n_points=21)
+    error = info.value
+    assert error.variable == "x" and 0.99 < error.time <= 1.0
+    assert "runs away" in str(error) and "(der(x)==sq(x))" in str(error)
+    assert np.allclose(error.result["x"], 1.0 / (1.0 - error.result.t), rtol=1e-6)
