@@ -851,8 +851,9 @@ class _SymbolsStaySymbols:
 
 
 def _explain_equation_failure(comp, method, exc) -> DeclarationError | None:
-    """A clear error for the usual ways Python code in ``equations()`` fails on symbols,
-    or None for other exceptions (they are the component author's bugs, shown as they are)."""
+    """A clear error for the ways Python code in ``equations()`` fails: symbols used as
+    numbers or in conditions get their own advice; any other exception is reported with the
+    component it came from (the original is chained as the cause)."""
     if isinstance(exc, _SymbolAsNumber):
         return DeclarationError(
             f"{_where(comp)}: {method}() converted the model expression '{exc}' to a Python "
@@ -871,4 +872,7 @@ def _explain_equation_failure(comp, method, exc) -> DeclarationError | None:
         return DeclarationError(
             f"{_where(comp)}: {method}() used a model variable as an integer (an index, "
             f"range() or int()); its value is not known while the model is built")
-    return None
+    return DeclarationError(
+        f"{_where(comp)}: {method}() raised {type(exc).__name__}: {text} (if a numpy or math "
+        f"function was applied to a model variable, use the one in mbmodel.functions; the "
+        f"original traceback is chained below)")

@@ -490,3 +490,29 @@ def test_bad_declarations_of_starts_bounds_and_compile_options():
         mb.compile(_RC(), outputs="c.v")
     with pytest.raises(mb.DeclarationError, match="state_priority.*no variable 'bogus'"):
         mb.compile(_RC(), state_priority={"bogus": 3})
+
+
+def test_any_exception_in_equations_names_its_component():
+    class Typo(Model):
+        x = Variable(0.0, fixed=True)
+
+        def equations(self):
+            yield der(self.x) == self.flange_x  # no such member
+
+    with pytest.raises(mb.DeclarationError, match="model Typo: equations\\(\\) raised "
+                                                  "AttributeError.*flange_x") as info:
+        mb.compile(Typo())
+    assert isinstance(info.value.__cause__, AttributeError)
+
+
+def test_numpy_scalar_conversion_of_a_variable_is_refused():
+    import numpy as np
+
+    class ToNumpy(Model):
+        x = Variable(0.0, fixed=True)
+
+        def equations(self):
+            yield der(self.x) == np.float64(self.x)  # would be NaN
+
+    with pytest.raises(mb.DeclarationError, match="to a Python number"):
+        mb.compile(ToNumpy())
