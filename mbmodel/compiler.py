@@ -365,51 +365,23 @@ class CompiledModel:
         from .initialization import initialize
         return initialize(self, **options)
 
-    def linearize(self, x=None, u=None, params=None, t=0.0, z=None):
-        """Linearization ``ẋ = A x + B u`` around ``(x, u)`` (default: the initial state).
-        Algebraic variables are eliminated by the implicit function theorem. Returns
-        ``(A, B)`` as numpy arrays ordered like ``states`` and ``inputs``."""
-        p = self.parameter_vector(params)
-        t = _scalar(t, "linearize(t=...)", SimulationError)
-        if not np.isfinite(t):
-            raise SimulationError(f"linearize(t=...) must be a finite time, not {t}")
-        if x is None:
-            given = {} if u is None else dict(zip(self.inputs, np.atleast_1d(u).tolist()))
-            x0, z0 = self.initialize(params=params,
-                                     inputs=given or {n: 0.0 for n in self.inputs})
-        else:
-            x0 = _vector(x, len(self.states), "x", self.states)
-            z0 = self.z_start if z is None else _vector(z, len(self.algebraic), "z",
-                                                        self.algebraic)
-        u0 = (np.zeros(len(self.inputs)) if u is None
-              else _vector(u, len(self.inputs), "u", self.inputs))
-        X, Z, U, P = self.symbols.x, self.symbols.z, self.symbols.u, self.symbols.p
-        f = self.ode(X, Z, U, P, TIME)
-        g = self.alg(X, Z, U, P, TIME)
-        jac = ca.Function("lin", [X, Z, U, P, TIME],
-                          [ca.jacobian(f, X), ca.jacobian(f, Z), ca.jacobian(f, U),
-                           ca.jacobian(g, X), ca.jacobian(g, Z), ca.jacobian(g, U)])
-        fx, fz, fu, gx, gz, gu = (np.array(m) for m in jac(x0, z0, u0, p, t))
-        if gz.size:
-            if not np.all(np.isfinite(gz)) or np.linalg.cond(gz) > 1e14:
-                raise SimulationError(
-                    f"linearize(): the algebraic equations are singular at this point (their "
-                    f"Jacobian with respect to {', '.join(self.algebraic[:6])} has condition "
-                    f"number {np.linalg.cond(gz):.3g}), so the algebraic variables cannot be "
-                    f"eliminated; linearize at another operating point")
-            A = fx - fz @ np.linalg.solve(gz, gx)
-            B = fu - fz @ np.linalg.solve(gz, gu)
-        else:
-            A, B = fx, fu
-        for name, matrix in (("A", A), ("B", B)):
-            if not np.all(np.isfinite(matrix)):
-                row = int(np.argmin(np.all(np.isfinite(matrix), axis=1)))
-                raise SimulationError(
-                    f"linearize(): the Jacobian {name} is not finite in the row of "
-                    f"der({self.states[row]}) at this point (a division by zero or a "
-                    f"function outside its domain there); linearize at another operating "
-                    f"point")
-        return A, B
+    def linearize(self, x=None, u=None, params=None, t=0.0, z=None, *, inputs=None,
+                  outputs=None, steady_state=False):
+        """Linearization ``ẋ = A x + B u``, ``y = C x + D u`` around the operating point
+        ``(x, u)`` at time ``t`` (default: the initial state for inputs ``u``, or with
+        ``steady_state=True`` the steady state). Algebraic variables are eliminated by the
+        implicit function theorem. ``inputs`` selects and orders the inputs (default: all),
+        ``outputs`` names any model variables as outputs. Returns a
+        :class:`~mbmodel.linearize.LinearSystem` (``A, B = cm.linearize()`` or
+        ``A, B, C, D = cm.linearize(outputs=[...])``; ``.to_control()`` for python-control).
+
+        Example::
+
+            lin = cm.linearize(outputs=["load.w"], steady_state=True)
+            print(lin.eigenvalues())
+        """
+        from .linearize import linearize
+        return linearize(self, x, u, params, t, z, inputs, outputs, steady_state)
 
     def __repr__(self):
         return (f"<CompiledModel {self.name}: {len(self.states)} states, {len(self.algebraic)} "

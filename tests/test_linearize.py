@@ -1,0 +1,105 @@
+"""Linearization with named inputs and outputs, against closed forms and python-control."""
+
+import math
+
+import numpy as np
+import pytest
+
+import mbmodel as mb
+from mbmodel import Input, Model, Parameter, Variable, connect, der
+from mbmodel.libraries import rotational as rot
+
+control = pytest.importorskip("control")
+
+
+class FeedbackLoop(Model):
+    """u = kp (r - y), der(x) = -x + u, y = x."""
+
+    kp = Parameter(1.0)
+    r = Input()
+    x = Variable(0.0, fixed=True)
+    u = Variable()
+    y = Variable()
+
+    def equations(self):
+        yield self.u == self.kp * (self.r - self.y)
+        yield der(self.x) == -self.x + self.u
+        yield self.y == self.x
+
+
+def test_feedback_loop_state_space_and_control_export():
+    cm = mb.compile(FeedbackLoop())
+    lin = cm.linearize(outputs=["y", "u"])
+    A, B, C, D = lin
+    assert np.allclose(A, [[-2.0]]) and np.allclose(B, [[1.0]])
+    assert np.allclose(C, [[1.0], [-1.0]]) and np.allclose(D, [[0.0], [1.0]])
+    assert (lin.states, lin.inputs, lin.outputs) == (["x"], ["r"], ["y", "u"])
+    sys = lin.to_control()
+    assert sys.input_labels == ["r"] and sys.output_labels == ["y", "u"]
+    assert control.dcgain(sys)[0] == pytest.approx(0.5)
+    # kp enters A: with kp = 3, A = -4
+    assert np.allclose(cm.linearize(params={"kp": 3.0}).A, [[-4.0]])
+    # without outputs it unpacks as (A, B), as before
+    A2, B2 = cm.linearize(x=[0.2], u=[1.0])
+    assert np.allclose(A2, A) and np.allclose(B2, B)
+
+
+def test_steady_state_operating_point():
+    cm = mb.compile(FeedbackLoop())
+    lin = cm.linearize(u=[1.0], steady_state=True, outputs=["y"])
+    assert lin.x0 == pytest.approx([0.5])  # x = kp r / (1 + kp)
+    with pytest.raises(mb.SimulationError, match="not both"):
+        cm.linearize(x=[0.0], steady_state=True)
+    with pytest.raises(mb.SimulationError, match="no variable 'nope'"):
+        cm.linearize(outputs=["nope"])
+
+
+class Pendulum(Model):
+    """Index-3 cartesian pendulum; linearized at the bottom through its index-reduced form
+    (states x, vx; y and the rod force eliminated)."""
+
+    L = Parameter(0.7, min=0.0)
+    g = Parameter(9.81)
+    x = Variable(start=0.0, fixed=True)
+    y = Variable(start=-0.7)
+    vx = Variable(start=0.0, fixed=True)
+    vy = Variable()
+    F = Variable()
+
+    def equations(self):
+        yield der(self.x) == self.vx
+        yield der(self.y) == self.vy
+        yield der(self.vx) == -self.F * self.x / self.L
+        yield der(self.vy) == -self.F * self.y / self.L - self.g
+        yield self.x ** 2 + self.y ** 2 == self.L ** 2
+
+
+def test_pendulum_eigenvalues_are_plus_minus_i_sqrt_g_over_l():
+    cm = mb.compile(Pendulum())
+    lin = cm.linearize(x=[0.0, 0.0], outputs=["y"])
+    eigenvalues = np.sort_complex(lin.eigenvalues())
+    omega = math.sqrt(9.81 / 0.7)
+    assert np.allclose(eigenvalues, [-1j * omega, 1j * omega], atol=1e-9)
+    assert np.allclose(lin.C, 0.0, atol=1e-12)  # y is stationary at the bottom
+
+
+class DampedInertia(Model):
+    tau = Input()
+    torque = rot.Torque()
+    inertia = rot.Inertia(J=2.0)
+    damper = rot.Damper(d=0.5)
+    fixed = rot.Fixed()
+
+    def equations(self):
+        yield connect(self.tau, self.torque.tau)
+        yield connect(self.torque.flange, self.inertia.flange_a)
+        yield connect(self.inertia.flange_b, self.damper.flange_a)
+        yield connect(self.damper.flange_b, self.fixed.flange)
+
+
+def test_transfer_function_matches_the_closed_form():
+    cm = mb.compile(DampedInertia())
+    sys = cm.linearize(outputs=["inertia.w"]).to_control()
+    for w in (0.1, 1.0, 10.0):
+        response = complex(sys(1j * w)[0, 0]) if np.ndim(sys(1j * w)) else complex(sys(1j * w))
+        assert response == pytest.approx(1.0 / (2.0 * 1j * w + 0.5), rel=1e-10)
