@@ -333,6 +333,25 @@ class CompiledModel:
             self._explicit_ode = (plain, with_guess)
         return self._explicit_ode[1 if guess else 0]
 
+    @property
+    def units(self) -> dict:
+        """Unit of every variable that declares one (name -> unit text); a derivative's
+        unit is its variable's per second.
+
+        Example: ``cm.units["inertia.w"]`` -> ``"rad/s"``"""
+        if getattr(self, "_units", None) is None:
+            units = {}
+            for var in self.system.variables:
+                if var.unit:
+                    units[var.name] = var.unit
+            for var in self.system.variables:
+                if var.derivative_of is not None:
+                    base = self.system.variables[var.derivative_of]
+                    if base.unit and var.name not in units:
+                        units[var.name] = f"{base.unit}/s"
+            self._units = units
+        return self._units
+
     # -- running ------------------------------------------------------------------------------
     def evaluator(self, outputs: list[str] | None = None, native: bool = True):
         """A fast function ``(x, u, p, t) -> values`` for calls from Python: the state

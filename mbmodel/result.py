@@ -77,6 +77,29 @@ class Result:
         """The value of ``name`` at the last time point."""
         return float(self[name][-1])
 
+    def at(self, t: float, names=None):
+        """Values at time ``t``, interpolated linearly between output times: a float for
+        one name, a dict name -> value for a list (default: every variable).
+
+        Example: ``res.at(0.25, "inertia.w")``"""
+        if not (self.t[0] <= t <= self.t[-1]):
+            raise ValueError(f"t = {t} is outside the result's times [{self.t[0]}, {self.t[-1]}]")
+        if isinstance(names, str):
+            return float(np.interp(t, self.t, self[names]))
+        chosen = self.names if names is None else list(names)
+        return {n: float(np.interp(t, self.t, self[n])) for n in chosen}
+
+    def unit(self, name: str) -> str:
+        """The unit ``name`` was declared with ("" if none)."""
+        if name in ("t", "time"):
+            return "s"
+        units = getattr(self.compiled, "units", None) or {}
+        return units.get(name, "")
+
+    def _label(self, name: str) -> str:
+        unit = self.unit(name)
+        return f"{name} [{unit}]" if unit else name
+
     def to_dataframe(self, names=None):
         """A pandas DataFrame indexed by time (needs the ``dataframe`` extra)."""
         try:
@@ -93,30 +116,39 @@ class Result:
         cols = [self[n] for n in names]
         with atomic_write(path, "w", newline="") as fh:
             w = csv.writer(fh)
-            w.writerow(["time"] + names)
+            w.writerow(["time [s]"] + [self._label(n) for n in names])
             for k in range(len(self.t)):
                 w.writerow([repr(float(self.t[k]))] + [repr(float(c[k])) for c in cols])
 
     def plot(self, names, *, file=None, title=None, ax=None):
         """Plot variables over time (needs the ``plot`` extra); saves to ``file`` if given.
-        ``names`` is a list of variable names or a list of lists (one subplot each)."""
+        ``names`` is a variable name, a list of names, or a list of lists (one subplot each);
+        units label the curves and the axes. Saving to a file leaves matplotlib's global
+        backend alone (the figure is drawn off-screen)."""
         try:
-            import matplotlib
-            if file is not None and ax is None:
-                matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
+            import matplotlib.figure
+            if file is None and ax is None:
+                import matplotlib.pyplot as plt
         except ImportError as exc:  # pragma: no cover
             raise ImportError("plot() needs matplotlib: pip install 'mbmodel[plot]'") from exc
+        if isinstance(names, str):
+            names = [names]
         groups = [names] if names and isinstance(names[0], str) else names
-        if ax is None:
-            fig, axes = plt.subplots(len(groups), 1, sharex=True, squeeze=False,
-                                     figsize=(8, 2.6 * len(groups) + 0.6))
-            axes = axes[:, 0]
-        else:
+        size = (8, 2.6 * len(groups) + 0.6)
+        if ax is not None:
             fig, axes = ax.figure, [ax]
+        elif file is not None:
+            fig = matplotlib.figure.Figure(figsize=size)
+            axes = fig.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
+        else:
+            fig, axes = plt.subplots(len(groups), 1, sharex=True, squeeze=False, figsize=size)
+            axes = axes[:, 0]
         for a, group in zip(axes, groups):
             for n in group:
-                a.plot(self.t, self[n], label=n)
+                a.plot(self.t, self[n], label=self._label(n))
+            units = {self.unit(n) for n in group}
+            if len(units) == 1 and "" not in units:
+                a.set_ylabel(f"[{units.pop()}]")
             a.grid(True, alpha=0.3)
             a.legend(loc="best", fontsize=8)
         axes[-1].set_xlabel("time [s]")
@@ -127,7 +159,6 @@ class Result:
             kind = os.path.splitext(os.fspath(file))[1].lstrip(".").lower() or "png"
             with atomic_write(file, "wb") as fh:
                 fig.savefig(fh, dpi=110, format=kind)
-            plt.close(fig)
         return fig
 
 

@@ -605,5 +605,24 @@ def test_csv_survives_a_killed_writer(tmp_path):
     from mbmodel.result import Result
     t = np.linspace(0.0, 1.0, 5)
     Result(t, np.vstack([t]), ["x"]).to_csv(path)  # a complete write replaces it
-    assert path.read_text().splitlines()[0] == "time,x" and path.read_text().count("\n") == 6
+    assert path.read_text().splitlines()[0] == "time [s],x" and path.read_text().count("\n") == 6
     assert {p.name for p in tmp_path.iterdir()} - {"run.csv"} == left_by_the_killed_writer
+
+
+def test_result_units_interpolation_and_plot_leave_the_backend_alone(tmp_path):
+    import matplotlib
+    backend = matplotlib.get_backend()
+    res = mb.simulate(RCLadder(n=1), 1.0, n_points=11)
+    assert res.unit("capacitors[0].v") == "V" and res.unit("time") == "s"
+    assert res.unit("der(capacitors[0].v)") == "V/s"
+    assert res.at(0.55, "capacitors[0].v") == pytest.approx(
+        0.5 * (res["capacitors[0].v"][5] + res["capacitors[0].v"][6]))
+    assert set(res.at(0.5, ["capacitors[0].v", "resistors[0].i"])) == {"capacitors[0].v",
+                                                                        "resistors[0].i"}
+    fig = res.plot("capacitors[0].v", file=tmp_path / "one.png")  # a single name works
+    assert fig.axes[0].get_ylabel() == "[V]"
+    assert fig.axes[0].get_legend().get_texts()[0].get_text() == "capacitors[0].v [V]"
+    assert matplotlib.get_backend() == backend
+    path = tmp_path / "u.csv"
+    res.to_csv(path, ["capacitors[0].v"])
+    assert path.read_text().splitlines()[0] == "time [s],capacitors[0].v [V]"
