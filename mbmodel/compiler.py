@@ -222,8 +222,9 @@ class CompiledModel:
         self.z_start = np.array([sys_.start[v] for v in sys_.algebraic], dtype=float)
         self._check_parameters(self.parameter_defaults)  # e.g. asserts on declared values
         #: States and iteration variables that start from an implicit 0 (no start given).
+        in_linear_blocks = {sys_.names[v] for b in sys_.blocks if b.linear for v in b.tear_vars}
         self.implicit_starts = [name for name in self.states + self.algebraic
-                                if not _start_given(sys_, name)]
+                                if not _start_given(sys_, name) and name not in in_linear_blocks]
         if self.implicit_starts:
             shown = ", ".join(self.implicit_starts[:10])
             more = f" and {len(self.implicit_starts) - 10} more" if len(self.implicit_starts) > 10 else ""

@@ -45,6 +45,9 @@ class Block:
     assignments: list[tuple[int, int]] = field(default_factory=list)
     tear_vars: list[int] = field(default_factory=list)
     residuals: list[int] = field(default_factory=list)
+    #: A "nonlinear" block whose residuals are in fact linear in its tearing variables (too
+    #: many of them to solve symbolically): the solution does not depend on start values.
+    linear: bool = False
 
 
 @dataclass
@@ -665,7 +668,7 @@ class _Analysis:
                 residuals.extend(_sx_list(res))
                 sequence.extend(defs)
                 blocks.append(Block("nonlinear", beqs, bvars, tear.assignments,
-                                    tear.tear_vars, tear.residuals))
+                                    tear.tear_vars, tear.residuals, linear=linear))
         return blocks, sequence, algebraic, residuals
 
 

@@ -411,8 +411,8 @@ class ScaledMesh(Model):
 def test_badly_scaled_resistor_mesh_matches_nodal_analysis():
     import warnings
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", mb.ImplicitStartWarning)  # node voltages: linear
-        cm = mb.compile(ScaledMesh())
+        warnings.simplefilter("error", mb.ImplicitStartWarning)
+        cm = mb.compile(ScaledMesh())  # node voltages of a linear block need no start
     res = cm.simulate(0.01, n_points=3, rtol=1e-10, atol=1e-12)
     # Nodal analysis with the capacitor voltage the run reached as a known potential.
     G = np.zeros((_N_NODES, _N_NODES))
