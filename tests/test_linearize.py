@@ -7,6 +7,7 @@ import pytest
 
 import mbmodel as mb
 from mbmodel import Input, Model, Parameter, Variable, connect, der
+from mbmodel.libraries import electrical as el
 from mbmodel.libraries import rotational as rot
 
 control = pytest.importorskip("control")
@@ -147,3 +148,43 @@ def test_six_joint_robot_linearization_matches_pinocchio():
     assert np.allclose(A[np.ix_(velocity, velocity)], ddq_dv, atol=1e-7)
     assert np.allclose(B[velocity, :], ddq_dtau, atol=1e-8)  # M^-1: linear, exact quotient
     assert np.allclose(A[np.ix_(position, velocity)], np.eye(n), atol=1e-12)
+
+
+class DCMotor(Model):
+    """Armature R, L, EMF k, rotor inertia J with viscous friction d; input: voltage."""
+
+    voltage = Input()
+    source = el.SignalVoltage()
+    resistor = el.Resistor(R=0.5)
+    inductor = el.Inductor(L=0.05)
+    emf = el.EMF(k=0.8)
+    ground = el.Ground()
+    rotor = rot.Inertia(J=0.02)
+    friction = rot.Damper(d=0.01)
+    fixed = rot.Fixed()
+
+    def equations(self):
+        yield connect(self.voltage, self.source.v)
+        yield connect(self.source.p, self.resistor.p)
+        yield connect(self.resistor.n, self.inductor.p)
+        yield connect(self.inductor.n, self.emf.p)
+        yield connect(self.emf.n, self.source.n, self.ground.p)
+        yield connect(self.emf.flange, self.rotor.flange_a)
+        yield connect(self.rotor.flange_b, self.friction.flange_a)
+        yield connect(self.friction.flange_b, self.fixed.flange)
+
+
+def test_dc_motor_transfer_function_matches_the_closed_form():
+    R, L, k, J, d = 0.5, 0.05, 0.8, 0.02, 0.01
+    lin = mb.compile(DCMotor()).linearize(outputs=["rotor.w", "inductor.i"])
+    sys = lin.to_control()
+    for w in (0.3, 3.0, 30.0):
+        s = 1j * w
+        denominator = (L * s + R) * (J * s + d) + k ** 2
+        response = np.asarray(sys(s)).reshape(2)
+        assert response[0] == pytest.approx(k / denominator, rel=1e-10)           # speed
+        assert response[1] == pytest.approx((J * s + d) / denominator, rel=1e-10)  # current
+    # the rotor angle is a pure integrator: one eigenvalue at 0, the others the motor's poles
+    poles = np.sort_complex(lin.eigenvalues())
+    expected = np.sort_complex(np.append(np.roots([L * J, L * d + R * J, R * d + k ** 2]), 0.0))
+    assert np.allclose(poles, expected, atol=1e-9)
