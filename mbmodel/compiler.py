@@ -12,11 +12,12 @@ import gc
 import time as _clock
 from dataclasses import dataclass
 
-import casadi as ca
 import warnings
 
+import casadi as ca
 import numpy as np
 
+from .checks import scalar
 from .core import Model, check_parameter_value
 from .core import time as TIME
 from .errors import DeclarationError, ImplicitStartWarning, ParameterError, SimulationError
@@ -247,7 +248,7 @@ class CompiledModel:
                         raise ParameterError(
                             f"parameter '{name}' was folded into the code "
                             f"(compiled with parameters='constant'); recompile to change it")
-                    values[index[name]] = _scalar(val, f"params['{name}']", ParameterError)
+                    values[index[name]] = scalar(val, f"params['{name}']", ParameterError)
                 elif name in bound:
                     raise ParameterError(
                         f"parameter '{name}' is bound to an expression of other parameters "
@@ -465,33 +466,6 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     finally:
         if gc_enabled:
             gc.enable()
-
-
-def _scalar(value, what: str, error) -> float:
-    """``value`` as one float, or ``error`` saying what was given instead."""
-    if isinstance(value, (bool, str, bytes)) or value is None:
-        raise error(f"{what} must be a number, not {value!r}")
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise error(f"{what} must be a number, not {value!r}") from None
-    if array.size != 1:
-        raise error(f"{what} must be one number (a scalar parameter), not an array of shape "
-                    f"{array.shape}; set the entries of an array parameter one by one, by their "
-                    f"scalar names")
-    return float(array.reshape(-1)[0])
-
-
-def _vector(value, n: int, what: str, names: list[str]) -> np.ndarray:
-    """``value`` as ``n`` finite floats ordered like ``names``, or a SimulationError."""
-    try:
-        array = np.asarray(value, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        array = None
-    if array is None or array.shape != (n,) or not np.all(np.isfinite(array)):
-        raise SimulationError(f"{what} must be {n} finite numbers ordered like "
-                              f"{', '.join(names[:4])}{'...' if n > 4 else ''}, not {value!r}")
-    return array
 
 
 def _start_given(system, name) -> bool:

@@ -56,20 +56,16 @@ def explain_point(cm, t, x, z, u, p) -> NonFinite | None:
     if np.all(np.isfinite(values)):
         return None
     index = cm.output_index
-    texts = system.equation_descriptions
-    origins = system.equation_origins
     for block in system.blocks:
         bad = [system.names[v] for v in block.variables
                if system.names[v] in index and not np.isfinite(values[index[system.names[v]]])]
         if not bad:
             continue
-        shown = [f"  '{texts[e] if texts is not None else system.equations[e]}' "
-                 f"(from {origins[e] or 'the model'})" for e in block.equations[:8]]
         what = "the equation" if len(block.equations) == 1 else (
             f"the block of {len(block.equations)} equations")
         names = ", ".join(system.names[v] for v in block.variables[:8])
         explanation = (f"{bad[0]} = {values[index[bad[0]]]}: {what} solved for {names} "
-                       f"{_KIND_TEXT[block.kind]}:\n" + "\n".join(shown))
+                       f"{_KIND_TEXT[block.kind]}:\n{_equations_text(system, block)}")
         return NonFinite(float(t), bad[0], explanation)
     first = int(np.argmin(np.isfinite(values)))
     name = cm.output_names[first]
@@ -127,16 +123,17 @@ def _fastest(cm, t, x, z, u, p) -> NonFinite | None:
     i = int(np.argmax(np.abs(xdot) / (np.abs(x) + 1.0)))
     state = system.names[system.states[i]]
     derivative = system.state_derivatives[i]
-    texts, origins = system.equation_descriptions, system.equation_origins
-    shown = ""
-    for block in system.blocks:
-        if derivative in block.variables:
-            shown = ":\n" + "\n".join(
-                f"  '{texts[e] if texts is not None else system.equations[e]}' "
-                f"(from {origins[e] or 'the model'})" for e in block.equations[:8])
-            break
+    shown = next((":\n" + _equations_text(system, block) for block in system.blocks
+                  if derivative in block.variables), "")
     return NonFinite(float(t), state, (
         f"the solution runs away: der({state}) = {xdot[i]:.6g} with {state} = {x[i]:.6g}, "
         f"the fastest change relative to its size (a pole — a division by a quantity going to "
         f"zero — or a finite-time blow-up such as der(x) = x^2); its derivative comes from"
         + (shown or " the model's equations")))
+
+
+def _equations_text(system, block) -> str:
+    """A block's equations as quoted lines with the component each comes from."""
+    texts, origins = system.equation_descriptions, system.equation_origins
+    return "\n".join(f"  '{texts[e] if texts is not None else system.equations[e]}' "
+                     f"(from {origins[e] or 'the model'})" for e in block.equations[:8])

@@ -204,11 +204,10 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
         del rows[pivot_row]
 
     def markowitz(columns):
-        """Pivot on ``columns`` (fewest remaining rows first) until none is left; returns
-        the pivot rows in order."""
+        """Pivot on ``columns`` (fewest remaining rows first) until none is left; pivot
+        rows leave the active set."""
         heap = [(len(column_rows.get(c, ())), c) for c in columns if column_rows.get(c)]
         heapq.heapify(heap)
-        pivots = []
         while heap:
             count, c = heapq.heappop(heap)
             current = len(column_rows.get(c, ()))
@@ -220,11 +219,9 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
             pivot_row = min(column_rows[c], key=lambda e: (len(rows[e]), e))
             touched = set().union(*(rows[e] for e in column_rows[c]))
             eliminate(pivot_row, c)
-            pivots.append(pivot_row)
             for t in touched:
                 if t != c and column_rows.get(t) and t in columns:
                     heapq.heappush(heap, (len(column_rows[t]), t))
-        return pivots
 
     algebraic = {c for c in column_rows if not differentiated[c]}
     markowitz(algebraic)
@@ -256,7 +253,7 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
         expr = ca.SX(0)
         for c, v in sorted(row.items()):
             expr = expr + v * symbols[c] if v != 1 else expr + symbols[c]
-        for key, (term, value) in sorted(offset.items(), key=lambda kv: str(kv[0])):
+        for term, value in offset.values():  # insertion order: deterministic, not addresses
             expr = expr + float(value) * (term if term is not None else 1)
         result.replaced[e] = (expr, sorted(used))
     return result

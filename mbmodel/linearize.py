@@ -15,6 +15,7 @@ import casadi as ca
 import numpy as np
 
 from .core import time as TIME
+from .checks import scalar, vector
 from .errors import SimulationError
 
 
@@ -71,14 +72,12 @@ class LinearSystem:
 def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outputs=None,
               steady_state=False) -> LinearSystem:
     """Linearize the compiled model ``cm``; see :meth:`CompiledModel.linearize`."""
-    from .compiler import _scalar, _vector
-
     p = cm.parameter_vector(params)
-    t = _scalar(t, "linearize(t=...)", SimulationError)
+    t = scalar(t, "linearize(t=...)", SimulationError)
     if not np.isfinite(t):
         raise SimulationError(f"linearize(t=...) must be a finite time, not {t}")
     u0 = (np.zeros(len(cm.inputs)) if u is None
-          else _vector(u, len(cm.inputs), "u", cm.inputs))
+          else vector(u, len(cm.inputs), "u", cm.inputs))
     if x is None and steady_state:
         x0, z0 = _steady_state(cm, u0, p, t)
     elif x is None:
@@ -88,9 +87,9 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
         if steady_state:
             raise SimulationError("linearize(): give either x (an operating point) or "
                                   "steady_state=True (find one), not both")
-        x0 = _vector(x, len(cm.states), "x", cm.states)
+        x0 = vector(x, len(cm.states), "x", cm.states)
         if z is not None:
-            z0 = _vector(z, len(cm.algebraic), "z", cm.algebraic)
+            z0 = vector(z, len(cm.algebraic), "z", cm.algebraic)
         elif len(cm.algebraic):
             # the algebraic variables consistent with x, by Newton from their start values
             try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
+from .checks import scalar, vector
 from .core import Model
 from .core import time as TIME
 from .diagnose import explain_point, locate_non_finite
@@ -58,13 +59,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         x, z = cm.initialize(params=params, inputs=inputs, t_start=t_start,
                              steady_state=steady_state)
     else:
-        try:
-            x = np.asarray(x0, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            x = np.array([np.nan])
-        if x.shape != (len(cm.states),) or not np.all(np.isfinite(x)):
-            raise SimulationError(f"x0 must be {len(cm.states)} finite numbers ordered like "
-                                  f"cm.states ({', '.join(cm.states[:4])}...), not {x0!r}")
+        x = vector(x0, len(cm.states), "x0", cm.states)
         z = cm.z_start.copy()
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
@@ -155,9 +150,8 @@ MAX_POINTS = 10_000_000
 
 def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
     """The run's numeric options as numbers, or a SimulationError naming the bad one."""
-    from .compiler import _scalar
-    t_start = _scalar(t_start, "t_start", SimulationError)
-    t_end = _scalar(t_end, "t_end", SimulationError)
+    t_start = scalar(t_start, "t_start", SimulationError)
+    t_end = scalar(t_end, "t_end", SimulationError)
     if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1:
         raise SimulationError(f"n_points must be a whole number >= 1 (output times including "
                               f"t_start and t_end), not {n_points!r}")
@@ -166,13 +160,13 @@ def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
                               f"(at most {MAX_POINTS:.0e}); use fewer, or times=[...] for the "
                               f"instants you need")
     for name, value in (("rtol", rtol), ("atol", atol)):
-        value = _scalar(value, name, SimulationError)
+        value = scalar(value, name, SimulationError)
         if not (np.isfinite(value) and value > 0) or (name == "rtol" and value >= 1):
             raise SimulationError(f"{name} must be a positive finite tolerance (e.g. 1e-8"
                                   f"{', below 1' if name == 'rtol' else ''}), not {value!r}")
     rtol, atol = float(rtol), float(atol)
     if max_step is not None:
-        max_step = _scalar(max_step, "max_step", SimulationError)
+        max_step = scalar(max_step, "max_step", SimulationError)
         if not (np.isfinite(max_step) and max_step > 0):
             raise SimulationError(f"max_step must be a positive step size or None, not "
                                   f"{max_step!r}")
@@ -332,7 +326,9 @@ def _integrate_with_loops(cm, t0, tout, x, z, p, u, rtol, atol, max_step):
     xs, zs = [], []
     t_prev = t0
     for t in tout:
-        F = _loop_integrator(cm, rtol, atol, None if max_step is None else max_step / (t - t_prev))
+        # in the interval's scaled time; rounded so that a uniform grid shares one solver
+        scaled = None if max_step is None else float(f"{max_step / (t - t_prev):.10g}")
+        F = _loop_integrator(cm, rtol, atol, scaled)
         try:
             out = F(x0=x, p=np.concatenate([p, u, z, [t_prev, t - t_prev]]))
             x_new = np.array(out["xf"]).reshape(-1)
@@ -372,11 +368,18 @@ def _loop_integrator(cm, rtol, atol, max_step):
     S, T0, DT = ca.MX.sym("s"), ca.MX.sym("t0"), ca.MX.sym("dt")
     xdot = cm.explicit_ode(guess=True)(Xm, Um, Pm, T0 + S * DT, Zm)[0]
     dae = {"x": Xm, "p": ca.vertcat(Pm, Um, Zm, T0, DT), "t": S, "ode": DT * xdot}
+    opts = _solver_options(rtol, atol, max_step)
+    return built(cache, key, lambda: ca.integrator("sim", "cvodes", dae, 0.0, [1.0], opts))
+
+
+def _solver_options(rtol, atol, max_step) -> dict:
+    """SUNDIALS options of every integrator the simulator builds. Its own warnings would
+    flood stderr on a failing run; the error we raise says what happened."""
     opts = {"abstol": atol, "reltol": rtol, "max_num_steps": 100000,
             "disable_internal_warnings": True, "show_eval_warnings": False}
     if max_step is not None:
         opts["max_step_size"] = max_step
-    return built(cache, key, lambda: ca.integrator("sim", "cvodes", dae, 0.0, [1.0], opts))
+    return opts
 
 
 def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
@@ -427,11 +430,7 @@ def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step):
     F = cache.get(key)
     if F is not None:
         return F
-    # SUNDIALS' own warnings would flood stderr on a failing run; the error we raise says it.
-    opts = {"abstol": atol, "reltol": rtol, "max_num_steps": 100000,
-            "disable_internal_warnings": True, "show_eval_warnings": False}
-    if max_step is not None:
-        opts["max_step_size"] = max_step
+    opts = _solver_options(rtol, atol, max_step)
     grid = [float(t) for t in tout]
     solver = "idas" if method == "idas" else "cvodes"
     rhs = dyn

@@ -503,7 +503,7 @@ class _Analysis:
             self.pivot_guards.append((coef, description()))
         return True
 
-    def well_scaled(self, e, coef, block_vars, scales) -> bool:
+    def well_scaled(self, e, coef, row, scales) -> bool:
         """Whether solving equation ``e`` by dividing by ``coef`` keeps the torn system
         well scaled: at the declared parameter values the coefficient must not be far
         smaller than the equation's largest coefficient on the block's variables. Solving
@@ -512,12 +512,9 @@ class _Analysis:
         (a resistor mesh spanning 1e-3..1e6 ohm: relative pivot 1e-17)."""
         if not self.parameter_only(coef):
             return True  # state-dependent coefficients are refused by safe_pivot anyway
-        if e not in scales:
-            own = [v for v in self.inc_all[e] if v in block_vars]
-            row = ca.jacobian(self.equations_all[e], ca.vertcat(*[self.symbols_all[v] for v in own]))
-            values = [abs(self.value_of(c)) for c in ca.horzsplit(row)
-                      if not c.is_zero() and self.parameter_only(c)]
-            scales[e] = max(values, default=0.0)
+        if e not in scales:  # the equation's largest coefficient (``row``: on block variables)
+            scales[e] = max((abs(self.value_of(c)) for c in row.values()
+                             if not c.is_zero() and self.parameter_only(c)), default=0.0)
         return abs(self.value_of(coef)) >= TEARING_PIVOT_RATIO * scales[e]
 
     def check_regular(self, jac, equations, descriptions, origins, unknowns):
@@ -621,13 +618,21 @@ class _Analysis:
 
             coefficients = {}
 
-            block_vars = set(bvars)
+            rows = {}  # equation -> {block variable: coefficient}, one Jacobian row each
+
+            def row_of(e, _vars=set(bvars), _eqs=equations, _syms=symbols):
+                if e not in rows:
+                    own = [v for v in self.inc_all[e] if v in _vars]
+                    row = ca.jacobian(_eqs[e], ca.vertcat(*[_syms[v] for v in own]))
+                    rows[e] = dict(zip(own, ca.horzsplit(row)))
+                return rows[e]
+
             scales = {}
 
-            def solvable(e, v, _eqs=equations, _syms=symbols, _coefs=coefficients):
-                _coefs[e, v] = coef = ca.jacobian(_eqs[e], _syms[v])
+            def solvable(e, v, _coefs=coefficients):
+                _coefs[e, v] = coef = row_of(e)[v]
                 where = origins[e] or "the model"
-                if not self.well_scaled(e, coef, block_vars, scales):
+                if not self.well_scaled(e, coef, row_of(e), scales):
                     return False
                 return self.safe_pivot(coef, lambda: f"'{descriptions[e]}' ({where}) solved "
                                                      f"for '{names[v]}'")
