@@ -529,6 +529,10 @@ def der(expr):
     if ctx is None:
         raise DeclarationError("der() can only be used inside equations()")
     expr = ca.SX(expr)
+    if expr.is_symbolic() and expr.numel() == 1:  # the usual der(variable): no graph walk
+        rec = ctx.symbol_to_variable.get(expr.element_hash())
+        if rec is not None and not rec.is_parameter:
+            return ctx.make_derivative(expr)
     symbols = ca.symvar(expr)
     records = [ctx.symbol_to_variable.get(s.element_hash()) for s in symbols]
     if symbols and all(r is not None and r.is_parameter for r in records):
@@ -850,7 +854,7 @@ class _SymbolsStaySymbols:
         return False
 
 
-def _explain_equation_failure(comp, method, exc) -> DeclarationError | None:
+def _explain_equation_failure(comp, method, exc) -> DeclarationError:
     """A clear error for the ways Python code in ``equations()`` fails: symbols used as
     numbers or in conditions get their own advice; any other exception is reported with the
     component it came from (the original is chained as the cause)."""

@@ -215,12 +215,13 @@ class _Flattener:
         collected = {}
         previous = _FlattenContext.activate(ctx)
         try:
-            self._phase = "composites"
-            for comp in composites:
-                collected[id(comp)] = self._collect(comp)
-            self._phase = "leaves"
-            for comp in leaves:
-                collected[id(comp)] = self._collect(comp)
+            with core._SymbolsStaySymbols():  # once for all components: it swaps a method
+                self._phase = "composites"
+                for comp in composites:
+                    collected[id(comp)] = self._collect(comp)
+                self._phase = "leaves"
+                for comp in leaves:
+                    collected[id(comp)] = self._collect(comp)
         finally:
             _FlattenContext.activate(previous)
             self._phase = None
@@ -238,18 +239,14 @@ class _Flattener:
         ``self.connects``, declared derivatives and asserts are registered on the way."""
         method = "equations"
         _FlattenContext.current().component = comp
-        with core._SymbolsStaySymbols():
-            try:
-                equations = self._sort_items(comp)
-                method = "initial_equations"
-                initial = list(_iterate(comp.initial_equations(), comp, method))
-            except ModelError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - explained when it is a symbol misuse
-                explained = core._explain_equation_failure(comp, method, exc)
-                if explained is None:
-                    raise
-                raise explained from exc
+        try:
+            equations = self._sort_items(comp)
+            method = "initial_equations"
+            initial = list(_iterate(comp.initial_equations(), comp, method))
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure is named with its component
+            raise core._explain_equation_failure(comp, method, exc) from exc
         return equations, initial
 
     def _sort_items(self, comp):
