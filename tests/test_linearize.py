@@ -55,28 +55,11 @@ def test_steady_state_operating_point():
         cm.linearize(outputs=["nope"])
 
 
-class Pendulum(Model):
-    """Index-3 cartesian pendulum; linearized at the bottom through its index-reduced form
-    (states x, vx; y and the rod force eliminated)."""
-
-    L = Parameter(0.7, min=0.0)
-    g = Parameter(9.81)
-    x = Variable(start=0.0, fixed=True)
-    y = Variable(start=-0.7)
-    vx = Variable(start=0.0, fixed=True)
-    vy = Variable()
-    F = Variable()
-
-    def equations(self):
-        yield der(self.x) == self.vx
-        yield der(self.y) == self.vy
-        yield der(self.vx) == -self.F * self.x / self.L
-        yield der(self.vy) == -self.F * self.y / self.L - self.g
-        yield self.x ** 2 + self.y ** 2 == self.L ** 2
-
-
 def test_pendulum_eigenvalues_are_plus_minus_i_sqrt_g_over_l():
-    cm = mb.compile(Pendulum())
+    # the index-3 cartesian pendulum of the compiler tests, linearized at the bottom through
+    # its index-reduced form (states x, vx; y and the rod force eliminated)
+    from test_compiler import Cartesian
+    cm = mb.compile(Cartesian(L=0.7))
     lin = cm.linearize(x=[0.0, 0.0], outputs=["y"])
     eigenvalues = np.sort_complex(lin.eigenvalues())
     omega = math.sqrt(9.81 / 0.7)
