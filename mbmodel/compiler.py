@@ -228,7 +228,8 @@ class CompiledModel:
                                 if not _start_given(sys_, name) and name not in in_linear_blocks]
         if self.implicit_starts:
             shown = ", ".join(self.implicit_starts[:10])
-            more = f" and {len(self.implicit_starts) - 10} more" if len(self.implicit_starts) > 10 else ""
+            extra = len(self.implicit_starts) - 10
+            more = f" and {extra} more" if extra > 0 else ""
             warnings.warn(ImplicitStartWarning(
                 f"{self.name}: these states and iteration variables have no start value and "
                 f"start from 0: {shown}{more}. Give them one (Fixed(value) or Guess(value) as "

@@ -106,7 +106,8 @@ def integer_linear_form(expr: ca.SX, column_of: dict, incidence=None) -> tuple[d
                 a, b = node.dep(0), node.dep(1)
                 value = _rational(b) if b.op() == ca.OP_CONST else None
                 if value:
-                    stack.append((a, Fraction(factor, value) if op == ca.OP_DIV else factor * value))
+                    scaled = Fraction(factor, value) if op == ca.OP_DIV else factor * value
+                    stack.append((a, scaled))
                     continue
                 value = _rational(a) if a.op() == ca.OP_CONST and op == ca.OP_MUL else None
                 if value is not None:

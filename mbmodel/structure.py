@@ -246,8 +246,8 @@ class _Analysis:
     def state_preference(self, g, state_priority):
         """How much flat variable ``g`` deserves to stay a state (None: a variable the
         compiler created): user-declared state_select first, a fixed start next."""
-        if g is not None and g < len(self.flat.variables) and self.flat.variables[g].kind == "unknown":
-            var = self.flat.variables[g]
+        var = self.flat.variables[g] if g is not None and g < len(self.flat.variables) else None
+        if var is not None and var.kind == "unknown":
             if state_priority is not None and var.name in state_priority:
                 return state_priority[var.name]
             return STATE_PRIORITY[var.state_select] + (0.5 if var.fixed else 0.0)
@@ -532,7 +532,8 @@ class _Analysis:
             f"the model is singular with the given parameter values: the linear block of "
             f"{len(equations)} equations solved for {', '.join(unknowns[:8])} has a singular "
             f"matrix (Gaussian elimination with scaled partial pivoting meets a relative "
-            f"pivot of {pivot:.3g}):\n{shown}\nChange the parameters that make these equations dependent.")
+            f"pivot of {pivot:.3g}):\n{shown}\nChange the parameters that make these equations "
+            f"dependent.")
 
     def solve_unit_blocks(self, pairs) -> dict:
         """Equations solved for their variable in a few batched casadi calls, for the
