@@ -675,7 +675,7 @@ class LimPID(_WithInit, Model):
             yield der(self.x_d) == (u_d - self.x_d) / tf
             derivative = self.Td / tf * (u_d - self.x_d)
         yield self.v == self.k * (self.wp * self.u_s - self.u_m + integral + derivative)
-        yield self.y == fmin(self.yMax, fmax(self.yMin, self.v))
+        yield self.y == mb.noEvent(fmin(self.yMax, fmax(self.yMin, self.v)))
 
 
 # --------------------------------------------------------------------------------------
@@ -696,7 +696,8 @@ class Limiter(SISO):
         _lower_limit_defaults_to_minus_upper(self, modifiers)
 
     def equations(self):
-        yield self.y == fmin(self.uMax, fmax(self.uMin, self.u))
+        # continuous across the limits: no events (MSL's smooth(0, ...))
+        yield self.y == mb.noEvent(fmin(self.uMax, fmax(self.uMin, self.u)))
 
 
 def _lower_limit_defaults_to_minus_upper(block, modifiers):
@@ -725,4 +726,5 @@ class DeadZone(SISO):
         _lower_limit_defaults_to_minus_upper(self, modifiers)
 
     def equations(self):
-        yield self.y == fmax(0, self.u - self.uMax) + fmin(0, self.u - self.uMin)
+        # continuous across the limits: no events (MSL's smooth(0, ...))
+        yield self.y == mb.noEvent(fmax(0, self.u - self.uMax) + fmin(0, self.u - self.uMin))

@@ -23,6 +23,8 @@ Example::
 from .core import (ANALYSES, Assert, Branch, Connect, Connector, Derivative, Fixed, Flow, Guess, Input, Model, Output,
                    Overdetermined, Parameter, Potential, PotentialRoot, Root, Start, Variable,
                    connect, der, time)
+from .discrete import (Discrete, change, edge, initial, noEvent, pre, reinit, sample,
+                       when)
 from .errors import (BalanceError, DeclarationError, ImplicitStartWarning, InitializationError,
                      InvalidConnectionError,
                      KinematicLoopError, ModelError, ParameterError, SimulationError,
@@ -40,7 +42,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
     "Overdetermined", "Root", "PotentialRoot", "Branch", "Derivative", "Assert", "ANALYSES", "Start",
-    "Fixed", "Guess", "der",
+    "Fixed", "Guess", "der", "Discrete", "when", "reinit", "pre", "edge", "change", "initial",
+    "noEvent", "sample",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
     "InitializationError", "SimulationError", "ImplicitStartWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",

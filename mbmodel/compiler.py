@@ -73,6 +73,7 @@ class GeneratedModel:
     initial: ca.Function
     events: ca.Function
     time_scales: ca.Function = None
+    event_values: ca.Function = None
 
 
 def generate(system: SortedSystem, parameters: str = "symbolic",
@@ -90,7 +91,8 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     bound = [q for q in sys_.parameters if q.binding is not None]
     x = _vcat([sys_.symbols[v] for v in sys_.states])
     z = _vcat([sys_.symbols[v] for v in sys_.algebraic])
-    u = _vcat([sys_.variables[i].symbol for i in sys_.inputs])
+    # External inputs first, then the values that change only at events (discrete knowns).
+    u = _vcat([sys_.variables[i].symbol for i in input_order(sys_)])
     p = _vcat([q.symbol for q in free])
 
     def_syms, def_exprs = [], []
@@ -114,6 +116,8 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     flat_names = set()
     for var in sys_.variables:
         flat_names.add(var.name)
+        if var.discrete not in ("", "variable"):
+            continue  # relations, pre values, samples: the simulator's own bookkeeping
         if wanted is None or var.name in wanted:
             out_names.append(var.name)
             out_exprs.append(_expression_of(sys_, var.name))
@@ -122,6 +126,9 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
                 wanted is None or name in wanted):
             out_names.append(name)
             out_exprs.append(sys_.symbols[idx[name]])
+    hybrid_exprs = _hybrid_expressions(sys_)
+    out_exprs += hybrid_exprs  # computed with the outputs, split off below
+    n_hybrid = len(hybrid_exprs)
     init_eqs = [e.residual for e in sys_.initial_equations]
     events = [ca.SX(e) for e in sys_.time_events]
     scales = [ca.SX(s) for s in sys_.time_scales]
@@ -131,7 +138,8 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
         _, piggy = ca.substitute_inplace(def_syms, def_exprs, piggy, False)
     xdot_e = piggy[:n_x]
     g_e = piggy[n_x:n_x + n_g]
-    y_e = piggy[n_x + n_g:n_x + n_g + n_y]
+    y_e = piggy[n_x + n_g:n_x + n_g + n_y - n_hybrid]
+    hybrid_e = piggy[n_x + n_g + n_y - n_hybrid:n_x + n_g + n_y]
     init_e = piggy[n_x + n_g + n_y:n_x + n_g + n_y + n_i]
     ev_e = piggy[n_x + n_g + n_y + n_i:len(piggy) - len(scales)]
     scale_e = piggy[len(piggy) - len(scales):]
@@ -152,7 +160,41 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
         output_names=out_names,
         initial=ca.Function("initial", args, [_vcat(init_e)], names, ["r"]),
         events=ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"]),
-        time_scales=ca.Function("time_scales", [p], [_vcat(scale_e)], ["p"], ["periods"]))
+        time_scales=ca.Function("time_scales", [p], [_vcat(scale_e)], ["p"], ["periods"]),
+        event_values=(ca.Function("event_values", args, [_vcat(hybrid_e)], names, ["v"])
+                      if n_hybrid else None))
+
+
+def input_order(system) -> list[int]:
+    """Flat positions of the compiled model's input vector ``u``: the external inputs,
+    then the discrete knowns (relations, discrete variables, pre values, samples)."""
+    variables = system.variables
+    return ([i for i in system.inputs if not variables[i].discrete]
+            + [i for i in system.inputs if variables[i].discrete not in ("", "unused")])
+
+
+def _hybrid_expressions(system) -> list:
+    """The expressions the simulator evaluates at events, in one list: zero-crossing
+    functions, when conditions, discrete equations' and when assignments' values, reinit
+    values (in the order of :class:`mbmodel.events.EventLayout`), with eliminated aliases
+    resolved."""
+    hyb = system.hybrid
+    if hyb is None or hyb.empty:
+        return []
+    exprs = [r.crossing for r in hyb.relations]
+    exprs += [c for w in hyb.whens for c in w.conditions]
+    exprs += [e.value for e in hyb.discrete_equations]
+    exprs += [value for w in hyb.whens for _, value in w.assignments]
+    exprs += [value for w in hyb.whens for _, value in w.reinits]
+    exprs = [ca.SX(e) for e in exprs]
+    found = ca.symvar(ca.vertcat(*exprs)) if exprs else []
+    names = {v.symbol.element_hash(): v.name for v in system.variables}
+    aliased = [(s, names[s.element_hash()]) for s in found
+               if names.get(s.element_hash()) in system.alias]
+    if aliased:
+        exprs = ca.substitute(exprs, [s for s, _ in aliased],
+                              [_expression_of(system, n) for _, n in aliased])
+    return list(exprs)
 
 
 def _expression_of(system, name):
@@ -195,7 +237,17 @@ class CompiledModel:
         self.name = sys_.model_name
         self.states = [sys_.names[v] for v in sys_.states]
         self.algebraic = [sys_.names[v] for v in sys_.algebraic]
-        self.inputs = [sys_.variables[i].name for i in sys_.inputs]
+        order = input_order(sys_)
+        self.inputs = [sys_.variables[i].name for i in order if not sys_.variables[i].discrete]
+        #: Values that change only at events, after the external inputs in ``u``.
+        self.discrete = [sys_.variables[i].name for i in order if sys_.variables[i].discrete]
+        self.discrete_start = np.array([sys_.variables[i].start for i in order
+                                        if sys_.variables[i].discrete], dtype=float)
+        self.event_values = code.event_values
+        self.events = None
+        if sys_.hybrid is not None and not sys_.hybrid.empty:
+            from .events import EventLayout
+            self.events = EventLayout(sys_, order, self)
         free = [p for p in sys_.parameters if p.binding is None]
         bound = [p for p in sys_.parameters if p.binding is not None]
         self.parameter_mode = parameters
@@ -458,6 +510,8 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
                 raise DeclarationError(
                     f"compile(state_priority=...): the model has no variable "
                     f"{', '.join(map(repr, unknown[:5]))}")
+        if outputs is not None and not flat.hybrid.empty:
+            outputs = list(outputs) + _hybrid_variable_names(flat)  # needed at events
         system = analyze(flat, state_priority, outputs)   # -> sorted, index-reduced, torn
         t2 = _clock.perf_counter()
         code = generate(system, parameters, outputs)      # -> casadi Functions
@@ -467,6 +521,17 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     finally:
         if gc_enabled:
             gc.enable()
+
+
+def _hybrid_variable_names(flat) -> list[str]:
+    """Names of the variables that relations, when clauses and discrete equations use."""
+    hyb = flat.hybrid
+    exprs = ([r.crossing for r in hyb.relations] + [c for w in hyb.whens for c in w.conditions]
+             + [e.value for e in hyb.discrete_equations]
+             + [v for w in hyb.whens for _, v in w.assignments + w.reinits])
+    names = {v.symbol.element_hash(): v.name for v in flat.variables}
+    found = ca.symvar(ca.vertcat(*[ca.SX(e) for e in exprs])) if exprs else []
+    return [names[s.element_hash()] for s in found if s.element_hash() in names]
 
 
 def _start_given(system, name) -> bool:

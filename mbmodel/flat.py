@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 __all__ = ["FlatVariable", "FlatParameter", "FlatEquation", "FlatAssert", "FlatModel",
+           "FlatRelation", "FlatWhen", "FlatDiscreteEquation", "FlatSample", "HybridPart",
            "describe"]
 
 
@@ -38,6 +39,9 @@ class FlatVariable:
     derivative_of: int | None = None
     derivative: int | None = None
     start_given: bool = True
+    #: For the knowns that change only at events (kind "input"): "variable" (a declared
+    #: Discrete), "relation", "pre" (left limit of another), "initial" or "sample".
+    discrete: str = ""
 
 
 @dataclass
@@ -82,6 +86,80 @@ class FlatAssert:
 
 
 @dataclass
+class FlatRelation:
+    """A relation on continuous variables: between events it is the discrete Boolean
+    ``symbol``; ``crossing`` (continuous) changes sign where it switches. It holds where
+    ``crossing > 0`` (``strict``) or ``crossing >= 0``; ``literal`` is the comparison as
+    written."""
+
+    symbol: ca.SX
+    position: int
+    crossing: ca.SX
+    strict: bool
+    literal: ca.SX
+    origin: str
+    shown: object
+
+    @property
+    def description(self) -> str:
+        if not isinstance(self.shown, str):
+            from .discrete import relation_text
+            self.shown = relation_text(self.shown)
+        return self.shown
+
+
+@dataclass
+class FlatDiscreteEquation:
+    """``variables[target] = value``, evaluated at every event."""
+
+    target: int
+    value: ca.SX
+    origin: str
+    shown: object
+
+
+@dataclass
+class FlatWhen:
+    """A when clause: fires where any of ``conditions`` becomes true; then assigns
+    discrete variables (position, value) and re-initializes states (position, value)."""
+
+    conditions: list
+    assignments: list
+    reinits: list
+    origin: str
+    shown: str
+
+
+@dataclass
+class FlatSample:
+    """The Boolean ``sample(start, interval)`` (a known at ``position``): true at the time
+    events ``start + k*interval``; ``start`` and ``interval`` are parameter expressions."""
+
+    position: int
+    start: ca.SX
+    interval: ca.SX
+    origin: str
+
+
+@dataclass
+class HybridPart:
+    """What a model has of events: relations, discrete equations, when clauses, samples,
+    the left limits it asks for (``pre``: (position of pre(v), position of v)) and the
+    position of ``initial()`` (None if unused). Empty for a purely continuous model."""
+
+    relations: list = field(default_factory=list)
+    discrete_equations: list = field(default_factory=list)
+    whens: list = field(default_factory=list)
+    samples: list = field(default_factory=list)
+    pre: list = field(default_factory=list)
+    initial: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.relations or self.discrete_equations or self.whens or self.samples)
+
+
+@dataclass
 class FlatModel:
     """The flat DAE handed to structural analysis. Plain data, no behaviour."""
 
@@ -96,6 +174,8 @@ class FlatModel:
     asserts: list[FlatAssert] = field(default_factory=list)
     #: Declared periods of time-made signals (parameter expressions), see Model.time_scale.
     time_scales: list = field(default_factory=list)
+    #: Relations, discrete equations and when clauses (see HybridPart).
+    hybrid: HybridPart = field(default_factory=HybridPart)
 
     def variable(self, name: str) -> FlatVariable:
         return self.variables[self.index[name]]

@@ -23,7 +23,9 @@ from .connections import (build_connection_graph, connection_equations, connecti
                           unconnected)
 from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContext, _iterate, _where
 from .errors import DeclarationError, ModelError
+from .discrete import RelationsSwitchAtEvents, When
 from .flat import FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable, describe
+from .hybrid import HybridCollector
 from .orientation import (choose_roots_early, collect_roles, overdetermined_variable,
                           spanning_tree)
 
@@ -80,6 +82,9 @@ class _Flattener:
         self._phase: str | None = None  # which components' equations() are running
         self.questions_asked = False  # is_root() or connected() was asked
         self.leaf_connects = False  # a component without sub-components connected
+        self.context = None  # the _FlattenContext while equations() run
+        self.hybrid = HybridCollector(self)
+        self.record = _Record
 
     # -- collect declarations -----------------------------------------------------------
     def collect(self):
@@ -173,7 +178,8 @@ class _Flattener:
         names = _element_names(var.path, var.shape)
         start = np.asarray(var.start, dtype=float).reshape(-1, order="F")
         external = (var.kind == "input" and comp is self.root) or var.input_in == self.analysis
-        kind = "input" if external else "unknown"
+        discrete = "variable" if var.kind == "discrete" else ""
+        kind = "input" if external or discrete else "unknown"
         for k, name in enumerate(names):
             sym = var.symbol[k]
             if var.kind == "input" or external:
@@ -183,12 +189,14 @@ class _Flattener:
             self.variables.append(FlatVariable(
                 name, sym, kind, comp.path, float(start[k]), bool(var.fixed), var.state_select,
                 var.unit, var.nominal, var.min, var.max, is_flow,
-                start_given=getattr(var, "start_given", True)))
+                start_given=getattr(var, "start_given", True), discrete=discrete))
 
     # -- derivatives ----------------------------------------------------------------------
     def make_derivative(self, symbol):
         rec = self.symbols[symbol.element_hash()]
         var = self.variables[rec.position]
+        if var.discrete:
+            return ca.SX(0)  # constant between events
         if var.kind == "input" and var.derivative is None:
             raise DeclarationError(f"der({var.name}): the external input '{var.name}' cannot be "
                                    f"differentiated; filter it through a block with a state")
@@ -210,12 +218,16 @@ class _Flattener:
         flat equations keep the instance tree's order whatever the order of the calls."""
         ctx = _FlattenContext(self.symbols, self.make_derivative, is_root, self.analysis,
                               self.connected)
+        ctx.hybrid = self.hybrid
+        self.context = ctx
         composites = [c for c in self.components if c.components()]
         leaves = [c for c in self.components if not c.components()]
         collected = {}
         previous = _FlattenContext.activate(ctx)
         try:
-            with core._SymbolsStaySymbols():  # once for all components: it swaps a method
+            # once for all components: they swap methods of casadi's SX
+            with core._SymbolsStaySymbols(), RelationsSwitchAtEvents():
+                self.hybrid.active = True
                 self._phase = "composites"
                 for comp in composites:
                     collected[id(comp)] = self._collect(comp)
@@ -223,16 +235,23 @@ class _Flattener:
                 for comp in leaves:
                     collected[id(comp)] = self._collect(comp)
         finally:
+            self.hybrid.active = False
             _FlattenContext.activate(previous)
             self._phase = None
         for comp in self.components:
             equations, initial = collected[id(comp)]
             n_before = len(self.equations)
             for item in equations:
-                self._add_equation(comp, item, self.equations, "model")
+                if isinstance(item, When):
+                    self.hybrid.add_when(comp, item)
+                else:
+                    self._add_equation(comp, item, self.equations, "model")
             for item in initial:
                 self._add_equation(comp, item, self.initial_equations, "initial")
-            self.local_equations[id(comp)] = len(self.equations) - n_before
+            self.local_equations[id(comp)] = (self.local_equations.get(id(comp), 0)
+                                              + len(self.equations) - n_before)
+        self.hybrid.check_assigned()
+        self.hybrid.drop_unused([e.residual for e in self.equations + self.initial_equations])
 
     def _collect(self, comp):
         """One component's equations and initial equations; its connect statements go to
@@ -340,6 +359,11 @@ class _Flattener:
             if not e.is_op(ca.OP_EQ):
                 raise DeclarationError(
                     f"{_where(comp)}: '{describe(e)}' is not an equation; write lhs == rhs")
+            if kind == "model":
+                position = self.hybrid.discrete_target(e.dep(0))
+                if position is not None:
+                    self.hybrid.add_discrete_equation(comp, position, e.dep(1), e)
+                    continue
             residual = e.dep(0) - e.dep(1)
             target.append(FlatEquation(residual, comp.path, e, kind))
             self.equation_owners[id(target)].append(comp)
@@ -383,6 +407,30 @@ class _Flattener:
             self.equation_owners[id(self.equations)].append(None)  # made here: no check
             self.local_equations[id(owner)] = self.local_equations.get(id(owner), 0) + 1
 
+def _new_time_events(fl, derived) -> list:
+    """The time events of relations on time (``time >= t0``) that no component declared
+    already (sources declare theirs): compared at the declared parameter values and at
+    perturbed ones, so a coincidence at one point does not drop an event."""
+    if not derived or not fl.time_events:
+        return list(derived)
+    free = [q for q in fl.parameters if q.binding is None]
+    bound = [q for q in fl.parameters if q.binding is not None]
+    declared = [ca.SX(e) for e in fl.time_events]
+    differences = [a - b for a in derived for b in declared]
+    if bound:
+        _, differences = ca.substitute_inplace([q.symbol for q in bound],
+                                               [q.binding for q in bound], differences, False)
+    fn = ca.Function("differences", [ca.vertcat(*[q.symbol for q in free])
+                                     if free else ca.SX(0, 1)], [ca.vertcat(*differences)])
+    values = np.array([q.value for q in free], dtype=float)
+    same = np.ones(len(differences), dtype=bool)
+    for point in (values, 1.37 * values + 0.1):
+        d = np.array(fn(point)).reshape(-1)
+        same &= np.abs(d) <= 1e-12 * (1.0 + np.abs(point).max(initial=0.0))
+    same = same.reshape(len(derived), len(declared))
+    return [at for at, dup in zip(derived, same.any(axis=1)) if not dup]
+
+
 def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     """Flatten a model instance into a :class:`FlatModel` for ``analysis`` ("forward" or
     "inverse": which analysis-specific variables exist and what ``Model.analysis`` says).
@@ -417,6 +465,7 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     fl.check_questions()
     # After equations(): components may declare events there as well as in __init__.
     fl.time_events = [at for comp in fl.components for at in comp._time_events]
+    fl.time_events += _new_time_events(fl, fl.hybrid.time_events)
     time_scales = [period for comp in fl.components for period in comp._time_scales]
     graph = build_connection_graph(fl)
     optional = connection_equations(fl, graph)
@@ -431,6 +480,7 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     flat.index = {v.name: i for i, v in enumerate(flat.variables)}
     flat.asserts = fl.asserts
     flat.time_scales = time_scales
+    flat.hybrid = fl.hybrid.part
     return flat
 
 

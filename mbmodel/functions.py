@@ -1,13 +1,61 @@
 """Mathematical functions for equations (re-exported from casadi so models import one place).
 
+``fabs``, ``fmin``, ``fmax`` and ``sign`` are not smooth where they switch branches; inside
+``equations()`` they switch at events, like Modelica's ``abs``, ``min``, ``max`` and
+``sign``: the branch in force stays fixed while the integrator runs and changes where the
+zero-crossing function says so (:mod:`mbmodel.discrete`). Wrap them in
+:func:`mbmodel.noEvent` to evaluate them as written instead.
+
 Example: ``from mbmodel.functions import sin, if_else``.
 """
 
-from casadi import (acos, asin, atan, atan2, cos, cosh, exp, fabs, fmax, fmin, if_else, log,
-                    sign, sin, sinh, sqrt, tan, tanh)
+import casadi as _ca
+from casadi import (acos, asin, atan, atan2, cos, cosh, exp, if_else, log, logic_and,
+                    logic_not, logic_or, sin, sinh, sqrt, tan, tanh)
 
 __all__ = ["sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp",
-           "log", "sqrt", "fabs", "fmin", "fmax", "sign", "if_else", "abs_", "min_", "max_"]
+           "log", "sqrt", "fabs", "fmin", "fmax", "sign", "if_else", "logic_and", "logic_or",
+           "logic_not", "abs_", "min_", "max_"]
+
+
+def _switching() -> bool:
+    from .core import _FlattenContext
+    ctx = _FlattenContext.current()
+    hybrid = getattr(ctx, "hybrid", None) if ctx is not None else None
+    return hybrid is not None and hybrid.active
+
+
+def fabs(x):
+    """|x|; switches branch at an event where x crosses 0 (inside equations())."""
+    if not _switching():
+        return _ca.fabs(x)
+    x = _ca.SX(x)
+    return if_else(x >= 0, x, -x)
+
+
+def fmax(a, b):
+    """The larger of a and b; switches at an event where they cross (inside equations())."""
+    if not _switching():
+        return _ca.fmax(a, b)
+    a, b = _ca.SX(a), _ca.SX(b)
+    return if_else(a >= b, a, b)
+
+
+def fmin(a, b):
+    """The smaller of a and b; switches at an event where they cross (inside equations())."""
+    if not _switching():
+        return _ca.fmin(a, b)
+    a, b = _ca.SX(a), _ca.SX(b)
+    return if_else(a <= b, a, b)
+
+
+def sign(x):
+    """-1, 0 or 1; switches at events where x crosses 0 (inside equations())."""
+    if not _switching():
+        return _ca.sign(x)
+    x = _ca.SX(x)
+    return if_else(x > 0, 1, if_else(x < 0, -1, 0))
+
 
 abs_ = fabs
 min_ = fmin

@@ -24,7 +24,7 @@ from .workspace import remember, workspace
 
 
 def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_state=False,
-               x_guess=None):
+               x_guess=None, discrete=None):
     """Solve for consistent initial states ``x0`` and algebraic variables ``z0``.
 
     ``steady_state=True`` replaces missing conditions by ``ẋ = 0`` (all of them when no
@@ -37,6 +37,8 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     """
     p = cm.parameter_vector(params)
     u = _input_values(cm, inputs, t_start)
+    if discrete is not None:  # the values of relations and discrete variables (events)
+        u[len(cm.inputs):] = discrete
     n_x, n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
     if n_x + n_z == 0:
         return np.zeros(0), np.zeros(0)

@@ -43,11 +43,16 @@ def input_function(cm, inputs):
                                   f"{spec!r}")
         tables.append((ts, vs))
 
+    # Values that change only at events follow the external inputs (their start values;
+    # the event simulator sets them as the run goes).
+    discrete = np.asarray(getattr(cm, "discrete_start", np.zeros(0)), dtype=float)
+
     def u_at(t):
-        out = np.zeros(len(tables))
+        out = np.zeros(len(tables) + len(discrete))
         for k, (ts, vs) in enumerate(tables):
             i = np.searchsorted(ts, t, side="right") - 1
             out[k] = vs[max(i, 0)]
+        out[len(tables):] = discrete
         return out
 
     u_at.breakpoints = sorted({float(t) for ts, _ in tables for t in ts if np.isfinite(t)})

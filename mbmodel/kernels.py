@@ -71,7 +71,9 @@ def structured_dynamics(system, parameter_mode: str = "symbolic"):
     symbols = system.symbols
     free = [q for q in system.parameters if q.binding is None]
     bound = [q for q in system.parameters if q.binding is not None]
-    n_x, n_p, n_u = len(system.states), len(free), len(system.inputs)
+    from .compiler import input_order
+    inputs = input_order(system)
+    n_x, n_p, n_u = len(system.states), len(free), len(inputs)
 
     sequence = system.sequence
     owner = _owner_keys(system)
@@ -106,7 +108,7 @@ def structured_dynamics(system, parameter_mode: str = "symbolic"):
     for k, x in enumerate(ca.vertsplit(X)):
         env[symbols[system.states[k]].element_hash()] = x
     pu = ca.vertsplit(PU)
-    for k, i in enumerate(system.inputs):
+    for k, i in enumerate(inputs):
         env[system.variables[i].symbol.element_hash()] = pu[n_p + k]
     if parameter_mode == "constant":
         free_values = [ca.MX(float(q.value)) for q in free]

@@ -42,6 +42,9 @@ class Result:
         #: The integration method of each interval between events ("adams", "bdf",
         #: "idas" or "cvodes"), as chosen by ``simulate(method=...)``.
         self.methods: list[str] = []
+        #: The events of the run (:class:`mbmodel.events.Event`: time and causes), in order;
+        #: empty for a model without events.
+        self.events: list = []
 
     def _shaped(self, values):
         return np.asarray(values, dtype=float).reshape(len(self.names), len(self.t))

@@ -55,6 +55,9 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         raise SimulationError(f"times must be increasing and within [t_start, t_end] = "
                               f"[{t_start}, {t_end}]")
     u_of = input_function(cm, inputs)
+    if cm.events is not None:
+        return _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state,
+                                     method, rtol, atol, max_step, native, params, inputs)
     if x0 is None:
         x, z = cm.initialize(params=params, inputs=inputs, t_start=t_start,
                              steady_state=steady_state)
@@ -70,7 +73,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
     n_x, n_z = len(x), len(z)
     X = np.zeros((n_x, len(grid)))
     Z = np.zeros((n_z, len(grid)))
-    U = np.zeros((len(cm.inputs), len(grid)))
+    U = np.zeros((cm.symbols.u.numel(), len(grid)))
     for k, t in enumerate(grid):
         U[:, k] = u_of(t)
     # Grid points at t_start take the initial values.
@@ -125,6 +128,30 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
     return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)
+
+
+def _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, method, rtol,
+                          atol, max_step, native, params, inputs) -> Result:
+    """A model with events (see :mod:`mbmodel.events`); the result has ``events``."""
+    from .events import simulate_with_events
+    if x0 is not None:
+        x0 = vector(x0, len(cm.states), "x0", cm.states)
+    if max_step is None:
+        max_step = default_max_step(cm, p, t_end - t_start)
+    try:
+        X, Z, U, events, methods = simulate_with_events(
+            cm, grid, t_start, t_end, p, u_of, x0, steady_state, method, rtol, atol, max_step,
+            native, params, inputs)
+    except SimulationError as exc:
+        reached = getattr(exc, "reached", None)
+        if reached is not None and exc.result is None:
+            X, Z, U, rows, events = reached
+            exc.result = _result(cm, grid, X, Z, U, p, rows, [])
+            exc.result.events = list(events)
+        raise
+    result = _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods)
+    result.events = events
+    return result
 
 
 #: Without an explicit ``max_step``, steps are kept to this fraction of the shortest period

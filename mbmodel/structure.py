@@ -96,6 +96,8 @@ class SortedSystem:
     asserts: list = field(default_factory=list)
     #: Text of each equation (indexed like ``equations``), formatted when read.
     equation_descriptions: object = None
+    #: Relations, discrete equations and when clauses (the flat model's HybridPart).
+    hybrid: object = None
 
 
 def incidence_lists(exprs: ca.SX, syms: ca.SX) -> list[list[int]]:
@@ -189,6 +191,10 @@ class _Analysis:
             if rep is None:
                 alias[da] = (None, 1.0, 0.0)
             else:
+                if flat.variables[rep].discrete:
+                    alias[da] = (None, 1.0, 0.0)  # constant between events
+                    order.append(da)
+                    continue
                 if flat.variables[rep].kind == "input":
                     if input_rep(da) is not None:
                         continue  # a declared derivative, handled above
@@ -332,6 +338,8 @@ class _Analysis:
         descriptions = self.descriptions.copy()
         sym_index = {s.element_hash(): i for i, s in enumerate(symbols)}
         param_hashes = {p.symbol.element_hash() for p in self.flat.parameters}
+        # values that change only at events have derivative 0 between them
+        param_hashes |= {v.symbol.element_hash() for v in self.flat.variables if v.discrete}
         input_hashes = {self.symbols[i].element_hash(): self.names[i] for i in self.input_ids}
         self.input_index = {self.symbols[i].element_hash(): i for i in self.input_ids}
         for e in red.new_eqs:
@@ -398,7 +406,8 @@ class _Analysis:
             variable_index=self.flat.index, parameters=self.flat.parameters,
             initial_equations=self.flat.initial_equations, time_events=self.flat.time_events,
             time_scales=self.flat.time_scales,
-            asserts=self.flat.asserts, equation_descriptions=descriptions)
+            asserts=self.flat.asserts, equation_descriptions=descriptions,
+            hybrid=self.flat.hybrid)
 
     def needed_blocks(self, blocks_eqs, eq_match, red, states, outputs, names):
         """Keep only the blocks that the state derivatives and the requested outputs depend

@@ -1,0 +1,223 @@
+"""Events in the modeling language: relations that switch at zero crossings, discrete
+variables, ``when`` clauses with ``reinit``, ``pre``/``edge``/``change``/``initial``,
+``noEvent`` and ``sample`` (Modelica's semantics; see docs/events.md).
+
+A relation on continuous variables (``self.h < 0``, written inside ``equations()``) does
+not change while the integrator runs: it is a discrete Boolean that keeps its value from
+the last event, and its *zero-crossing function* (here ``0 - h``) tells the simulator when
+to stop, locate the crossing and start an event, at which every relation is evaluated
+anew. ``fabs``, ``fmin``, ``fmax`` and ``sign`` from :mod:`mbmodel.functions` switch the
+same way. Relations on time and parameters alone whose crossing is at a parameter-made time
+(``time >= t0``) become time events; relations on parameters, inputs or discrete variables
+only are evaluated as written.
+
+Example::
+
+    class BouncingBall(mb.Model):
+        e = mb.Parameter(0.8)
+        h = mb.Variable(start=1.0, fixed=True)
+        v = mb.Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.h) == self.v
+            yield mb.der(self.v) == -9.81
+            yield mb.when(self.h < 0, mb.reinit(self.v, -self.e * mb.pre(self.v)))
+"""
+
+from __future__ import annotations
+
+import math
+
+import casadi as ca
+
+from .core import Variable, _FlattenContext, _where
+from .errors import DeclarationError
+from .flat import describe
+
+__all__ = ["Discrete", "pre", "edge", "change", "initial", "noEvent", "when", "reinit",
+           "sample", "When", "Reinit"]
+
+
+class Discrete(Variable):
+    """A variable that changes only at events: assigned in :func:`when` clauses or defined
+    by an equation ``self.d == expr`` that is evaluated at every event (``expr`` of
+    relations, parameters, discrete variables and ``pre()`` values). Booleans are stored as
+    0/1. Between events its value is constant; it is part of the results.
+
+    Example: ``mode = mb.Discrete(start=0, doc="0 stuck, 1 forward, -1 backward")``
+    """
+
+    kind = "discrete"
+
+    def __init__(self, start=0.0, *, unit: str = "", doc: str = ""):
+        super().__init__(start=float(start), unit=unit, doc=doc)
+
+
+class Reinit:
+    """``reinit(x, value)``: at the instant its :func:`when` clause fires, the state ``x``
+    jumps to ``value`` (evaluated with the values just before the event)."""
+
+    def __init__(self, variable, value):
+        self.variable = ca.SX(variable)
+        self.value = ca.SX(value)
+        if not (self.variable.is_symbolic() and self.variable.numel() == 1):
+            raise DeclarationError(f"reinit({variable}, ...): the first argument must be one "
+                                   f"scalar variable of the model")
+        if self.value.numel() != 1:
+            raise DeclarationError(f"reinit({variable}, {value}): the value must be a scalar")
+
+
+class When:
+    """A when clause (see :func:`when`)."""
+
+    def __init__(self, condition, body):
+        self.condition = condition
+        self.body = list(body)
+
+
+def when(condition, *body) -> When:
+    """Equations active only at the instant ``condition`` becomes true (Modelica's
+    ``when``): ``reinit(x, value)`` statements and assignments ``self.d == expr`` to
+    :class:`Discrete` variables, which keep their value until the clause fires again.
+    ``condition`` is a Boolean expression (a relation, a discrete variable, ``sample(...)``,
+    ``initial()``) or a list of them: the clause fires when any becomes true. Yield it
+    from ``equations()``.
+
+    Example::
+
+        yield mb.when(self.h < 0, mb.reinit(self.v, -self.e * mb.pre(self.v)),
+                      self.bounces == mb.pre(self.bounces) + 1)
+    """
+    return When(condition, body)
+
+
+def reinit(variable, value) -> Reinit:
+    """Inside :func:`when`: the state ``variable`` jumps to ``value`` when the clause
+    fires (the compiler keeps ``variable`` a state)."""
+    return Reinit(variable, value)
+
+
+def _hybrid():
+    ctx = _FlattenContext.current()
+    hybrid = getattr(ctx, "hybrid", None) if ctx is not None else None
+    return hybrid
+
+
+def _needs_hybrid(name):
+    hybrid = _hybrid()
+    if hybrid is None:
+        raise DeclarationError(f"{name}() can only be used inside equations()")
+    return hybrid
+
+
+def pre(variable):
+    """The value of a discrete variable (or relation) just before the current event: the
+    left limit. Of a continuous variable inside a :func:`when` clause: its value at the event
+    before any ``reinit``."""
+    return _needs_hybrid("pre").pre(ca.SX(variable))
+
+
+def edge(variable):
+    """True at the event where the Boolean ``variable`` becomes true: ``b and not pre(b)``."""
+    b = ca.SX(variable)
+    return ca.logic_and(b, ca.logic_not(pre(b)))
+
+
+def change(variable):
+    """True at an event where the discrete ``variable`` changes: ``v != pre(v)``."""
+    v = ca.SX(variable)
+    return v != pre(v)
+
+
+def initial():
+    """True during initialization (the events at the start time), false afterwards."""
+    return _needs_hybrid("initial").initial_symbol()
+
+
+def noEvent(expr):  # noqa: N802 - Modelica's name
+    """``expr`` with its relations (and ``fabs``/``fmin``/``fmax``/``sign``) evaluated as
+    written at every evaluation: no zero crossings, no events. For expressions that are
+    smooth across the switch (or guards such as ``noEvent(x > 0)`` in ``sqrt``)."""
+    hybrid = _hybrid()
+    expr = ca.SX(expr)
+    return expr if hybrid is None else hybrid.literal(expr)
+
+
+def sample(start, interval):
+    """A Boolean that is true at the time events ``start + k*interval`` (k = 0, 1, ...)
+    and false between them; ``when(sample(0, 0.1), ...)`` fires every 0.1 s.
+    ``start`` and ``interval`` are numbers or parameter expressions."""
+    return _needs_hybrid("sample").sample(start, interval)
+
+
+# ---------------------------------------------------------------------------------------
+# Relations: while equations() run, <, <=, >, >= on casadi SX go through the flattener's
+# hybrid collector, which returns a relation variable where the comparison involves
+# continuous variables. Installed around the collection of equations only.
+# ---------------------------------------------------------------------------------------
+
+_ORIGINAL = {name: getattr(ca.SX, name) for name in ("__lt__", "__le__", "__gt__", "__ge__")}
+#: (operator text, crossing function is rhs - lhs (True) or lhs - rhs, strict)
+_RELATIONS = {"__lt__": ("<", True, True), "__le__": ("<=", True, False),
+              "__gt__": (">", False, True), "__ge__": (">=", False, False)}
+
+
+def _relation_method(name):
+    original = _ORIGINAL[name]
+    text, rhs_minus_lhs, strict = _RELATIONS[name]
+
+    def relation(a, b):
+        result = original(a, b)
+        if result is NotImplemented:
+            return result
+        hybrid = _hybrid()
+        if hybrid is None or not hybrid.active:
+            return result
+        a_sx, b_sx = ca.SX(a), ca.SX(b)
+        crossing = b_sx - a_sx if rhs_minus_lhs else a_sx - b_sx
+        return hybrid.relation(result, crossing, strict, (a, text, b))
+    return relation
+
+
+class RelationsSwitchAtEvents:
+    """Context manager: comparisons on SX create relation variables while it is active in
+    this thread (re-entrant; the methods are swapped once)."""
+
+    _depth = 0
+
+    def __enter__(self):
+        if RelationsSwitchAtEvents._depth == 0:
+            for name in _ORIGINAL:
+                setattr(ca.SX, name, _relation_method(name))
+        RelationsSwitchAtEvents._depth += 1
+
+    def __exit__(self, *exc):
+        RelationsSwitchAtEvents._depth -= 1
+        if RelationsSwitchAtEvents._depth == 0:
+            for name, method in _ORIGINAL.items():
+                setattr(ca.SX, name, method)
+        return False
+
+
+def relation_text(parts) -> str:
+    a, op, b = parts
+    return f"{describe(ca.SX(a))} {op} {describe(ca.SX(b))}"
+
+
+def check_when(comp, item: When):
+    """A clear error for a malformed when clause."""
+    if not item.body:
+        raise DeclarationError(f"{_where(comp)}: when(...) has no equations; give reinit(...) "
+                               f"or discrete assignments d == expr")
+    for stmt in item.body:
+        if not isinstance(stmt, (Reinit, ca.SX)):
+            raise DeclarationError(
+                f"{_where(comp)}: when(...) takes reinit(x, value) and assignments "
+                f"'self.d == expr' to Discrete variables, not {stmt!r}")
+
+
+def is_finite_number(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,606 @@
+"""Simulation of models with events (relations on continuous variables, when clauses,
+discrete variables, samples).
+
+Between events the discrete knowns (relations, discrete variables, pre values) are
+constant, so the continuous part runs in casadi's integrators as generated code, exactly
+as for a model without events. Crossings are looked for on a check grid inside every
+output interval (spacing ``max_step``, or a thousandth of the run, or half the output
+interval, whichever is finest): the integrator's interpolated states there tell whether
+any relation would now evaluate differently. A crossing found between two check points is
+located by regula falsi (Illinois) on its zero-crossing function, each trial an
+integration from the last point before the crossing, until the bracket is below
+:data:`EVENT_TIME_TOLERANCE` (relative). The event happens at the bracket's right end,
+where the relation has switched; the event iteration (Modelica's) then runs to a fixed
+point: algebraic variables re-solved, relations evaluated, discrete equations and fired
+when clauses applied, until no discrete value changes.
+
+The integrators run in scaled time over ``[t0, t0 + dt]`` (both passed as parameters), so
+one integrator object serves every interval and event. Python runs once per output
+interval and a few times per event, never per integrator step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from .errors import DeclarationError, SimulationError
+from .workspace import built, workspace
+
+#: Relative width to which an event time is located.
+EVENT_TIME_TOLERANCE = 1e-12
+#: Most passes of one event iteration before it is declared not converging.
+MAX_EVENT_ITERATIONS = 50
+#: Chattering: this many events in a row ...
+CHATTER_EVENTS = 100
+#: ... within this fraction of the run (at least 1e-12 s) stop the run with an error.
+CHATTER_FRACTION = 1e-9
+#: Default spacing of the crossing checks as a fraction of the run.
+CHECKS_PER_RUN = 1000
+
+
+@dataclass
+class Event:
+    """One event of a run: its ``time`` and ``causes`` (the relations that crossed, the
+    time event or sample, or "initialization")."""
+
+    time: float
+    causes: list
+
+    def __repr__(self):
+        return f"Event(t={self.time:.12g}, {', '.join(self.causes)})"
+
+
+class EventLayout:
+    """Where the simulator finds each hybrid quantity: slots in the input vector ``u``
+    (after the external inputs) and ranges in the output of ``event_values``."""
+
+    def __init__(self, system, order, cm):
+        hyb = system.hybrid
+        variables = system.variables
+        n_ext = len(cm.inputs)
+        discrete_positions = [i for i in order if variables[i].discrete]
+        slot = {pos: n_ext + k for k, pos in enumerate(discrete_positions)}
+        self.n_ext = n_ext
+        self.relation_slots = np.array([slot[r.position] for r in hyb.relations], dtype=int)
+        self.strict = np.array([r.strict for r in hyb.relations], dtype=bool)
+        self._relations = hyb.relations
+        self.condition_when = np.array([w_i for w_i, w in enumerate(hyb.whens)
+                                        for _ in w.conditions], dtype=int)
+        self.n_whens = len(hyb.whens)
+        self.when_texts = [f"{w.shown} (in {w.origin or 'the model'})" for w in hyb.whens]
+        self.equation_slots = np.array([slot[e.target] for e in hyb.discrete_equations],
+                                       dtype=int)
+        self.assignment_slots = np.array([slot[pos] for w in hyb.whens
+                                          for pos, _ in w.assignments], dtype=int)
+        self.assignment_when = np.array([w_i for w_i, w in enumerate(hyb.whens)
+                                         for _ in w.assignments], dtype=int)
+        states = {name: i for i, name in enumerate(cm.states)}
+        reinit_state, reinit_sign, reinit_offset, reinit_when = [], [], [], []
+        for w_i, w in enumerate(hyb.whens):
+            for pos, _ in w.reinits:
+                name, sign, offset = variables[pos].name, 1.0, 0.0
+                while name in system.alias:  # variable = sign * name + offset
+                    name, s, o = system.alias[name]
+                    sign, offset = sign * s, offset + sign * o
+                    if name is None:
+                        break
+                if name not in states or sign == 0.0:
+                    raise DeclarationError(
+                        f"reinit({variables[pos].name}, ...) in '{w.shown}' (in "
+                        f"{w.origin or 'the model'}): '{variables[pos].name}' is not a state of "
+                        f"the compiled model (its states: {', '.join(cm.states[:8]) or 'none'}); "
+                        f"re-initialize a variable that appears differentiated, der(x)")
+                reinit_state.append(states[name])
+                reinit_sign.append(sign)
+                reinit_offset.append(offset)
+                reinit_when.append(w_i)
+        self.reinit_state = np.array(reinit_state, dtype=int)
+        self.reinit_sign = np.array(reinit_sign, dtype=float)
+        self.reinit_offset = np.array(reinit_offset, dtype=float)
+        self.reinit_when = np.array(reinit_when, dtype=int)
+        self.pre_slots = np.array([slot[a] for a, _ in hyb.pre], dtype=int)
+        self.pre_of = np.array([slot[b] for _, b in hyb.pre], dtype=int)
+        self.initial_slot = slot[hyb.initial] if hyb.initial is not None else None
+        self.sample_slots = np.array([slot[s.position] for s in hyb.samples], dtype=int)
+        self.sample_texts = [f"sample in {s.origin or 'the model'}" for s in hyb.samples]
+        # Slots whose change keeps the event iteration going (declared variables, relations).
+        self.iterated = np.array(sorted(
+            set(self.relation_slots.tolist()) | {slot[i] for i in discrete_positions
+                                                 if variables[i].discrete == "variable"}),
+            dtype=int)
+        n_r, n_c = len(hyb.relations), len(self.condition_when)
+        n_e, n_a, n_i = len(self.equation_slots), len(self.assignment_slots), len(reinit_state)
+        bounds = np.cumsum([0, n_r, n_c, n_e, n_a, n_i])
+        self.ranges = {k: slice(int(a), int(b)) for k, a, b in
+                       zip(("crossings", "conditions", "equations", "assignments", "reinits"),
+                           bounds[:-1], bounds[1:])}
+        self.sample_times = None
+        if hyb.samples:
+            p = cm.symbols.p
+            exprs = [ca.SX(s.start) for s in hyb.samples] + [ca.SX(s.interval)
+                                                               for s in hyb.samples]
+            bound = [q for q in system.parameters if q.binding is not None]
+            if bound:
+                _, exprs = ca.substitute_inplace([q.symbol for q in bound],
+                                                 [q.binding for q in bound], exprs, False)
+            if cm.parameter_mode == "constant":
+                free = [q for q in system.parameters if q.binding is None]
+                exprs = ca.substitute(exprs, [q.symbol for q in free],
+                                      [ca.SX(q.value) for q in free])
+            self.sample_times = ca.Function("sample_times", [p], [ca.vertcat(*exprs)])
+
+    def relation_text(self, k) -> str:
+        r = self._relations[k]
+        return f"{r.description} (in {r.origin or 'the model'})"
+
+    def literal(self, crossings):
+        """The relations' values at a point, from their zero-crossing functions."""
+        c = np.asarray(crossings)
+        strict = self.strict if c.ndim == 1 else self.strict[:, None]
+        return np.where(strict, c > 0, c >= 0).astype(float)
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, method,
+                         rtol, atol, max_step, native, params, inputs):
+    """The run of a model with events; returns (X, Z, U, events, methods) on ``grid``.
+    A SimulationError carries ``reached`` = (X, Z, U, rows filled) for the partial result."""
+    run = _Run(cm, p, u_of, method, rtol, atol, max_step, native, t_start, t_end)
+    try:
+        return run.run(grid, x0, steady_state, params, inputs)
+    except SimulationError as exc:
+        if run.reached is not None:
+            _, X, Z, U = run.reached
+            exc.reached = (X, Z, U, grid <= run.last_good, run.events)
+        raise
+
+
+class _Run:
+    def __init__(self, cm, p, u_of, method, rtol, atol, max_step, native, t_start, t_end):
+        self.cm, self.p, self.u_of = cm, p, u_of
+        self.layout = cm.events
+        self.rtol, self.atol, self.native = rtol, atol, native
+        self.t_start, self.t_end = t_start, t_end
+        self.n_x, self.n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
+        if method == "cvodes":
+            raise SimulationError("method='cvodes' (nonlinear blocks solved inside the right-"
+                                  "hand side) does not handle events; use 'idas' or 'auto'")
+        self.method = method
+        self.check_spacing = min(max_step or math.inf, (t_end - t_start) / CHECKS_PER_RUN)
+        self.max_step = max_step
+        self.events: list[Event] = []
+        self.recent = deque(maxlen=CHATTER_EVENTS)
+        self.methods = []
+        self.reached = None
+        self.last_good = t_start
+
+    # -- evaluation ----------------------------------------------------------------------
+    def values(self, x, z, u, t):
+        out = self.cm.event_values(x, z, u, self.p, t)
+        return np.array(out).reshape(-1)
+
+    def part(self, values, name):
+        return values[self.layout.ranges[name]]
+
+    def consistent_z(self, x, z, u, t):
+        if not self.n_z:
+            return z
+        from .simulate import _solve_algebraic
+        try:
+            return _solve_algebraic(self.cm, z, self.p, u, t)
+        except SimulationError as exc:
+            raise SimulationError(
+                f"at the event at t = {t:.12g} the algebraic variables have no solution near "
+                f"their values before it ({exc}); a switch may have left a part of the model "
+                f"undetermined (an ideal switch opening an inductor's path)") from None
+
+    # -- the run ---------------------------------------------------------------------------
+    def run(self, grid, x0, steady_state, params, inputs):
+        cm, lay = self.cm, self.layout
+        t = self.t_start
+        u = self.u_of(t)
+        D = u[lay.n_ext:].copy()
+        x, z = self.initialize(x0, D, steady_state, params, inputs)
+        u[lay.n_ext:] = D
+        n_u = len(u)
+        X = np.zeros((self.n_x, len(grid)))
+        Z = np.zeros((self.n_z, len(grid)))
+        U = np.zeros((n_u, len(grid)))
+        k = 0
+        while k < len(grid) and grid[k] <= t:
+            X[:, k], Z[:, k], U[:, k] = x, z, u
+            k += 1
+        self.reached = (grid, X, Z, U)
+        time_events = self.time_events()
+        ticks = self.sample_ticks()
+        self.cond_left = self.conditions(x, z, u, t)
+        n_intervals = 1  # output intervals per integrator call: doubles while no event comes
+        while t < self.t_end:
+            next_time_event = min(time_events[0] if time_events else math.inf,
+                                  min((tk for tk, _ in ticks), default=math.inf), self.t_end)
+            on_grid = k > 0 and grid[k - 1] == t
+            n_out, m = 0, 0
+            if on_grid and k < len(grid) and grid[k] <= next_time_event:
+                # whole output intervals of equal length, as many as allowed
+                last = int(np.searchsorted(grid, next_time_event, side="right")) - 1
+                n_out = min(n_intervals, last - k + 1)
+                spacing = grid[k] - t
+                span = grid[k:k + n_out] - t
+                uniform = np.abs(span - spacing * np.arange(1, n_out + 1)) <= 1e-9 * spacing
+                n_out = int(np.argmin(uniform)) if not uniform.all() else n_out
+                n_out = max(1, 1 << (n_out.bit_length() - 1))  # a power of two
+                target = grid[k + n_out - 1]
+                per = _check_points(spacing, self.check_spacing)
+                m = n_out * per
+            else:
+                target = min(grid[k] if k < len(grid) else math.inf, next_time_event)
+                m = _check_points(target - t, self.check_spacing)
+                per = m
+                n_out = 1 if k < len(grid) and grid[k] <= target else 0
+            u = self.u_of(0.5 * (t + target))
+            u[lay.n_ext:] = D
+            t_new, x_new, z_new, crossed, xs, zs, valid = self.advance(t, target, m, x, z, u)
+            # outputs reached before any crossing
+            for j in range(n_out):
+                col = (j + 1) * per - 1
+                if col >= valid:
+                    break
+                X[:, k], Z[:, k], U[:, k] = xs[:, col], zs[:, col], self.u_out(grid[k], D)
+                k += 1
+            t, x, z = t_new, x_new, z_new
+            self.last_good = t
+            n_intervals = 1 if crossed is not None else min(2 * n_intervals, 1 << 16)
+            causes = []
+            ticked = []
+            if crossed is not None:
+                causes = [lay.relation_text(i) for i in crossed]
+            elif t >= next_time_event:
+                while time_events and time_events[0] <= t:
+                    time_events.pop(0)
+                    causes.append("time event")
+                ticked = [i for i, (tk, _) in enumerate(ticks) if tk <= t]
+                for i in ticked:
+                    causes.append(lay.sample_texts[ticks[i][1]])
+            if causes:
+                u = self.u_of(t)
+                u[lay.n_ext:] = D
+                x, z, D = self.event_iteration(t, x, z, u, causes,
+                                               samples=[ticks[i][1] for i in ticked])
+                for i in ticked:
+                    tk, s = ticks[i]
+                    ticks[i] = (self.next_tick(s, tk), s)
+                n_intervals = 1
+            while k < len(grid) and grid[k] <= t:
+                X[:, k], Z[:, k], U[:, k] = x, z, self.u_out(grid[k], D)
+                k += 1
+        return X, Z, U, self.events, self.methods
+
+    def u_out(self, t, D):
+        u = self.u_of(t)
+        u[self.layout.n_ext:] = D
+        return u
+
+    def time_events(self):
+        times = [float(e) for e in np.array(self.cm.event_function(self.p)).reshape(-1)]
+        times += self.u_of.breakpoints
+        return sorted({e for e in times if self.t_start < e < self.t_end})
+
+    def sample_ticks(self):
+        lay = self.layout
+        if lay.sample_times is None:
+            return []
+        values = np.array(lay.sample_times(self.p)).reshape(-1)
+        n = len(lay.sample_slots)
+        ticks = []
+        for s in range(n):
+            start, interval = values[s], values[n + s]
+            if not (np.isfinite(start) and np.isfinite(interval) and interval > 0):
+                raise SimulationError(f"{lay.sample_texts[s]}: sample(start, interval) needs "
+                                      f"a finite start and a positive interval, not "
+                                      f"({start}, {interval})")
+            first = start if start >= self.t_start else start + interval * math.ceil(
+                (self.t_start - start) / interval)
+            ticks.append((first, s))
+        self.sample_spec = values
+        return ticks
+
+    def next_tick(self, s, tick):
+        n = len(self.layout.sample_slots)
+        start, interval = self.sample_spec[s], self.sample_spec[n + s]
+        k = round((tick - start) / interval) + 1
+        return start + k * interval
+
+    # -- initialization ------------------------------------------------------------------
+    def initialize(self, x0, D, steady_state, params, inputs):
+        """Initial states and discrete values: the continuous initialization and the event
+        iteration at the start time alternate until the discrete values settle."""
+        cm, lay = self.cm, self.layout
+        t = self.t_start
+        if lay.initial_slot is not None:
+            D[lay.initial_slot - lay.n_ext] = 1.0
+        for _ in range(MAX_EVENT_ITERATIONS):
+            if x0 is None:
+                x, z = cm.initialize(params=params, inputs=inputs, t_start=t,
+                                     steady_state=steady_state, discrete=D)
+            else:
+                x, z = np.asarray(x0, dtype=float), cm.z_start.copy()
+            u = self.u_of(t)
+            u[lay.n_ext:] = D
+            z = self.consistent_z(x, z, u, t)
+            # when clauses fire at initialization only through initial()
+            off = u.copy()
+            if lay.initial_slot is not None:
+                off[lay.initial_slot] = 0.0
+            self.cond_left = self.conditions(x, z, off, t)
+            x_new, z_new, D_new = self.event_iteration(t, x, z, u, ["initialization"],
+                                                       record=False, initial=True)
+            settled = np.array_equal(D_new[lay.iterated - lay.n_ext], D[lay.iterated - lay.n_ext])
+            D = D_new
+            if settled:
+                self.events.append(Event(t, ["initialization"]))
+                return x_new, z_new
+            # relations and discrete variables changed: initialize the continuous part anew
+        raise SimulationError(
+            "initialization: the relations and discrete variables do not settle (each "
+            "continuous initialization switches them again); check the start values of the "
+            "variables in the relations")
+
+    def conditions(self, x, z, u, t):
+        return self.part(self.values(x, z, u, t), "conditions") > 0.5 if len(
+            self.layout.condition_when) else np.zeros(0, dtype=bool)
+
+    # -- event iteration -------------------------------------------------------------------
+    def event_iteration(self, t, x, z, u, causes, samples=(), record=True, initial=False):
+        """Modelica's event iteration at ``t`` (see the module doc). Returns x, z and the
+        discrete values after the event."""
+        lay = self.layout
+        n_ext = lay.n_ext
+        u = u.copy()
+        x = np.array(x, dtype=float)
+        for s in samples:
+            u[lay.sample_slots[s]] = 1.0
+        left = u.copy()  # the left limits: pre() values in the first pass
+        cond_left = self.cond_left
+        fired_any = np.zeros(lay.n_whens, dtype=bool)
+        for _ in range(MAX_EVENT_ITERATIONS):
+            u[lay.pre_slots] = left[lay.pre_of]
+            z = self.consistent_z(x, z, u, t)
+            v = self.values(x, z, u, t)
+            u_next = u.copy()
+            u_next[lay.relation_slots] = lay.literal(self.part(v, "crossings"))
+            cond = self.part(v, "conditions") > 0.5
+            fired = np.zeros(lay.n_whens, dtype=bool)
+            rising = cond & ~cond_left
+            if rising.any():
+                fired[np.unique(lay.condition_when[rising])] = True
+            u_next[lay.equation_slots] = self.part(v, "equations")
+            if fired.any():
+                chosen = fired[lay.assignment_when]
+                u_next[lay.assignment_slots[chosen]] = self.part(v, "assignments")[chosen]
+                chosen = fired[lay.reinit_when]
+                if chosen.any() and not initial:
+                    values = self.part(v, "reinits")[chosen]
+                    x[lay.reinit_state[chosen]] = ((values - lay.reinit_offset[chosen])
+                                                   / lay.reinit_sign[chosen])
+            fired_any |= fired
+            cond_left = np.where(fired | rising, cond, cond_left) if len(cond) else cond_left
+            changed = not np.array_equal(u_next[lay.iterated], left[lay.iterated])
+            stable = np.array_equal(u_next[lay.iterated], u[lay.iterated])
+            u = u_next
+            if not changed and not fired.any():
+                break
+            if stable and not fired.any():
+                left = u.copy()  # pre(v) := v, then once more with the new pre values
+                continue
+            left = u.copy()
+        else:
+            toggling = [lay.relation_text(i) for i, s in enumerate(lay.relation_slots)
+                        if u[s] != left[s]][:5]
+            raise self.failure(
+                t, f"the event iteration at t = {t:.12g} does not converge: discrete values "
+                f"keep changing ({'; '.join(toggling) or 'discrete variables'}); a discrete "
+                f"variable may be defined through itself without pre()")
+        # After the event: samples and initial() are false, pre(v) = v between events.
+        u[lay.sample_slots] = 0.0
+        if lay.initial_slot is not None:
+            u[lay.initial_slot] = 0.0
+        u[lay.pre_slots] = u[lay.pre_of]
+        z = self.consistent_z(x, z, u, t)
+        self.cond_left = self.conditions(x, z, u, t)
+        if record:
+            fired_texts = [lay.when_texts[w] for w in np.flatnonzero(fired_any)]
+            self.record(t, causes + [f"fired: {s}" for s in fired_texts])
+        return x, z, u[n_ext:].copy()
+
+    def record(self, t, causes):
+        self.events.append(Event(float(t), causes))
+        self.recent.append(t)
+        if len(self.recent) == CHATTER_EVENTS:
+            span = self.recent[-1] - self.recent[0]
+            if span <= max(CHATTER_FRACTION * (self.t_end - self.t_start), 1e-12):
+                shown = "; ".join(dict.fromkeys(c for e in self.events[-CHATTER_EVENTS:]
+                                                for c in e.causes if not c.startswith("fired")))
+                raise self.failure(
+                    t, f"chattering at t = {t:.12g}: {CHATTER_EVENTS} events within "
+                    f"{span:.3g} s ({shown[:400]}). The model switches back and forth "
+                    f"faster than it can be integrated (a Zeno point, such as a bouncing ball "
+                    f"coming to rest, or a switching condition without hysteresis); add "
+                    f"hysteresis, a rest state, or stop the run before t = {t:.6g}")
+
+    def failure(self, t, message):
+        error = SimulationError(message + f". The result up to t = {self.last_good:.6g} is in "
+                                          f"this error's 'result'.")
+        error.time = float(t)
+        error.reached_time = self.last_good
+        return error
+
+    # -- integration with crossing detection ----------------------------------------------
+    def advance(self, t0, t1, m, x, z, u):
+        """Integrate from t0 to t1 with m equally spaced check points; stop at the first
+        crossing. Returns (t, x, z, crossed relation indices or None, states and algebraic
+        variables at the check points, how many of those come before the crossing)."""
+        lay = self.layout
+        if t1 <= t0:
+            return t1, x, z, None, np.zeros((self.n_x, 0)), np.zeros((self.n_z, 0)), 0
+        frozen = u[lay.relation_slots]
+        ts = t0 + (t1 - t0) * np.arange(1, m + 1) / m
+        ts[-1] = t1
+        xs, zs = self.integrate(t0, t1, m, x, z, u)
+        if not len(lay.relation_slots):
+            return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
+        c = self.crossings_at(xs, zs, u, ts)
+        differs = np.any(lay.literal(c) != frozen[:, None], axis=0)
+        if not differs.any():
+            return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
+        j = int(np.argmax(differs))
+        if j == 0:
+            left = (t0, x, z, self.crossings_at(x[:, None], z[:, None], u, np.array([t0]))[:, 0])
+        else:
+            left = (ts[j - 1], xs[:, j - 1], zs[:, j - 1], c[:, j - 1])
+        right = (ts[j], xs[:, j], zs[:, j], c[:, j])
+        return (*self.locate(left, right, u, frozen), xs, zs, j)
+
+    def crossings_at(self, xs, zs, u, ts):
+        n = len(ts)
+        fn = _mapped(self.cm, self.cm.event_values, n)
+        us = np.repeat(u[:, None], n, 1)
+        ps = np.repeat(self.p[:, None], n, 1)
+        v = np.array(fn(xs, zs, us, ps, ts[None, :])).reshape(-1, n)
+        return v[self.layout.ranges["crossings"], :]
+
+    def locate(self, left, right, u, frozen):
+        """Regula falsi (Illinois) on the zero-crossing functions between two points where
+        the relations' values differ, to :data:`EVENT_TIME_TOLERANCE`."""
+        lay = self.layout
+        t_l, x_l, z_l, c_l = left
+        t_r, x_r, z_r, c_r = right
+        scale_l, scale_r = 1.0, 1.0
+        last_side = 0
+        for _ in range(100):
+            if t_r - t_l <= EVENT_TIME_TOLERANCE * max(1.0, abs(t_r)):
+                break
+            changed = np.flatnonzero(lay.literal(c_r) != frozen)
+            # the relation that would cross first by linear interpolation
+            f_l, f_r = c_l[changed] * scale_l, c_r[changed] * scale_r
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frac = np.where(f_l != f_r, f_l / (f_l - f_r), 0.5)
+            frac = np.clip(np.nan_to_num(frac, nan=0.5), 0.0, 1.0)
+            i = int(np.argmin(frac))
+            width = t_r - t_l
+            t_m = t_l + frac[i] * width
+            tol = 0.25 * EVENT_TIME_TOLERANCE * max(1.0, abs(t_r))
+            t_m = min(max(t_m, t_l + tol), t_r - tol)
+            xs, zs = self.integrate(t_l, t_m, 1, x_l, z_l, u)
+            x_m, z_m = xs[:, 0], zs[:, 0]
+            c_m = self.crossings_at(x_m[:, None], z_m[:, None], u, np.array([t_m]))[:, 0]
+            if np.any(lay.literal(c_m) != frozen):
+                t_r, x_r, z_r, c_r = t_m, x_m, z_m, c_m
+                scale_l = 0.5 if last_side == 1 else 1.0  # Illinois: halve the kept end
+                scale_r = 1.0
+                last_side = 1
+            else:
+                t_l, x_l, z_l, c_l = t_m, x_m, z_m, c_m
+                scale_r = 0.5 if last_side == -1 else 1.0
+                scale_l = 1.0
+                last_side = -1
+        crossed = [int(i) for i in np.flatnonzero(lay.literal(c_r) != frozen)]
+        return t_r, x_r, z_r, crossed
+
+    def integrate(self, t0, t1, m, x, z, u):
+        """States (and algebraic variables) at m equally spaced points of (t0, t1]."""
+        if self.n_x == 0:
+            xs = np.zeros((0, m))
+            zs = np.zeros((self.n_z, m))
+            for j in range(m):
+                t = t0 + (t1 - t0) * (j + 1) / m
+                z = self.consistent_z(x, z, u, t)
+                zs[:, j] = z
+            return xs, zs
+        method = self.choose_method(x, z, u, t0)
+        F = self.stepper(method, m, t1 - t0)
+        try:
+            out = F(x0=x, z0=z, p=np.concatenate([self.p, u, [t0, t1 - t0]]))
+        except RuntimeError as exc:
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+            raise self.failure(t0, f"the integrator ({method}) failed between t = {t0:.9g} "
+                                   f"and {t1:.9g}: {lines[-1] if lines else exc}") from None
+        xs = np.array(out["xf"]).reshape(self.n_x, m)
+        zf = np.array(out["zf"])
+        zs = zf.reshape(self.n_z, m) if zf.size else np.zeros((self.n_z, m))
+        if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(zs))):
+            raise self.failure(t0, f"the solution is not finite between t = {t0:.9g} and "
+                                   f"{t1:.9g}")
+        return xs, zs
+
+    def choose_method(self, x, z, u, t0):
+        if self.method not in (None, "auto"):
+            return self.method
+        if self.n_z:
+            self.method = "idas"
+        else:
+            from .native import dynamics
+            from .simulate import _choose_method
+            dyn = dynamics(self.cm, self.native)
+            self.method = _choose_method(self.cm, dyn, x, z, np.concatenate([self.p, u]),
+                                         self.t_start, self.t_end)
+        self.methods.append(self.method)
+        return self.method
+
+    def stepper(self, method, m, dt):
+        scaled = None
+        if self.max_step is not None and self.max_step < dt:
+            # few distinct values, so few integrators: rounded down to two digits
+            q = self.max_step / dt
+            e = math.floor(math.log10(q))
+            scaled = math.floor(q / 10 ** (e - 1)) * 10 ** (e - 1)
+        return _stepper(self.cm, method, m, self.rtol, self.atol, scaled, self.native)
+
+
+def _check_points(length, spacing) -> int:
+    """How many check points an interval gets: at least 2, a power of two (few distinct
+    integrators), at most 1024."""
+    need = max(2, math.ceil(length / spacing - 1e-9)) if spacing > 0 else 2
+    return min(1024, 1 << (need - 1).bit_length())
+
+
+def _mapped(cm, fn, n):
+    from .simulate import _mapped as mapped
+    return mapped(cm, fn, n)
+
+
+def _stepper(cm, method, m, rtol, atol, max_step_scaled, native):
+    """An integrator over scaled time s in [0, 1] with outputs at s = k/m, k = 1..m;
+    parameters ``(p, u, t0, dt)``."""
+    cache = workspace(cm, "integrators")
+    key = ("events", method, m, rtol, atol, max_step_scaled, native)
+    F = cache.get(key)
+    if F is not None:
+        return F
+
+    def build():
+        from .native import dynamics
+        from .simulate import _solver_options
+        rhs = dynamics(cm, native) if method == "adams" else cm.dynamics
+        n_x, n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
+        n_pu = cm.symbols.p.numel() + cm.symbols.u.numel()
+        X, Z = ca.MX.sym("x", n_x), ca.MX.sym("z", n_z)
+        S, P = ca.MX.sym("s"), ca.MX.sym("p", n_pu + 2)
+        t0, dt = P[n_pu], P[n_pu + 1]
+        out = rhs(t0 + S * dt, X, Z, P[:n_pu], ca.MX(0, 1))
+        dae = {"x": X, "p": P, "t": S, "ode": dt * out[0]}
+        if n_z:
+            dae.update(z=Z, alg=out[1])
+        opts = _solver_options(rtol, atol, max_step_scaled)
+        if method == "adams":
+            opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
+        grid = [k / m for k in range(1, m + 1)]
+        return ca.integrator("events", "idas" if method == "idas" else "cvodes", dae, 0.0,
+                             grid, opts)
+    return built(cache, key, build)

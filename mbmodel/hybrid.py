@@ -1,0 +1,256 @@
+"""The hybrid part of flattening: relations, discrete variables, ``pre`` values, when
+clauses and samples collected into a :class:`~mbmodel.flat.HybridPart` while components'
+``equations()`` run (see :mod:`mbmodel.discrete` for the language).
+
+Every quantity that changes only at events is a *discrete known*: a flat variable of kind
+"input" tagged with what it is (``FlatVariable.discrete``). Structural analysis treats it as
+a known (like an external input, with derivative 0), so the continuous part compiles as
+before; the simulator sets its value at events.
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+
+from .core import time as TIME
+from .core import _where
+from .discrete import Reinit, When, check_when
+from .errors import DeclarationError
+from .flat import (FlatDiscreteEquation, FlatRelation, FlatSample, FlatVariable, FlatWhen,
+                   HybridPart, describe)
+
+
+class HybridCollector:
+    """Collects the hybrid part for one flattening (``_Flattener.hybrid``)."""
+
+    def __init__(self, flattener):
+        self.fl = flattener
+        self.part = HybridPart()
+        self.active = False
+        self._relation_of: dict = {}  # (operator parts) -> relation symbol (one per relation)
+        self._literal: dict[int, ca.SX] = {}  # relation symbol hash -> comparison as written
+        self._pre: dict[int, ca.SX] = {}  # position -> its pre() symbol
+        self._initial = None
+        self.time_events: list = []
+        self.assigned: dict[int, str] = {}  # discrete position -> where it is defined
+
+    # -- discrete knowns ---------------------------------------------------------------
+    def _known(self, name: str, tag: str, start: float, origin: str) -> tuple[ca.SX, int]:
+        fl = self.fl
+        sym = ca.SX.sym(name)
+        position = len(fl.variables)
+        fl.symbols[sym.element_hash()] = fl.record(False, position)
+        fl.variables.append(FlatVariable(name, sym, "input", origin, float(start), False,
+                                         "never", discrete=tag))
+        return sym, position
+
+    def _origin(self) -> str:
+        comp = getattr(self.fl.context, "component", None)
+        return comp.path if comp is not None else ""
+
+    def _kind_of(self, symbol) -> str:
+        """"time", "known" (parameter, input, discrete known) or "continuous"."""
+        h = symbol.element_hash()
+        if h == TIME.element_hash():
+            return "time"
+        rec = self.fl.symbols.get(h)
+        if rec is None or rec.is_parameter:
+            return "known"
+        var = self.fl.variables[rec.position]
+        return "known" if var.kind == "input" else "continuous"
+
+    # -- relations -------------------------------------------------------------------------
+    def relation(self, result, crossing, strict, parts):
+        """The value a comparison stands for in the model (see module doc)."""
+        if result.numel() == 1:
+            return self._scalar_relation(result, crossing, strict, parts)
+        if crossing.numel() == 1:
+            crossing = ca.repmat(crossing, *result.shape)
+        out = [self._scalar_relation(result[k], crossing[k], strict, parts)
+               for k in range(result.numel())]
+        return ca.reshape(ca.vertcat(*out), *result.shape)
+
+    def _scalar_relation(self, result, crossing, strict, parts):
+        kinds = {self._kind_of(s) for s in ca.symvar(crossing)}
+        if "continuous" not in kinds:
+            if "time" not in kinds:
+                return result  # parameters, inputs, discrete values: constant between events
+            at = _time_of_crossing(crossing)
+            if at is not None and all(self.fl.symbols[s.element_hash()].is_parameter
+                                      for s in ca.symvar(at)):
+                self.time_events.append(at)
+                return result
+        a, op, b = parts
+        key = (op, _node_key(a), _node_key(b))
+        known = self._relation_of.get(key)
+        if known is not None:
+            return known
+        name = f"$relation[{len(self.part.relations)}]"
+        start = 0.0
+        sym, position = self._known(name, "relation", start, self._origin())
+        self.part.relations.append(FlatRelation(sym, position, crossing, strict, result,
+                                                self._origin(), parts))
+        self._relation_of[key] = sym
+        self._literal[sym.element_hash()] = result
+        return sym
+
+    def literal(self, expr: ca.SX) -> ca.SX:
+        """``expr`` with relation variables replaced by their comparisons (noEvent)."""
+        while True:  # a comparison may contain relations made before it (nested fmin/fmax)
+            found = [s for s in ca.symvar(expr) if s.element_hash() in self._literal]
+            if not found:
+                return expr
+            expr = ca.substitute(expr, ca.vertcat(*found),
+                                 ca.vertcat(*[self._literal[s.element_hash()] for s in found]))
+
+    # -- pre, initial, sample --------------------------------------------------------------
+    def pre(self, expr: ca.SX) -> ca.SX:
+        out = []
+        for k in range(expr.numel()):
+            e = expr[k] if expr.numel() > 1 else expr
+            if e.is_constant():
+                out.append(e)
+                continue
+            rec = self.fl.symbols.get(e.element_hash()) if e.is_symbolic() else None
+            if rec is None:
+                raise DeclarationError(f"pre({describe(e)}): pre() takes a variable (discrete "
+                                       f"variable, relation or state), not an expression")
+            if rec.is_parameter:
+                out.append(e)
+                continue
+            var = self.fl.variables[rec.position]
+            if not var.discrete:
+                out.append(e)  # a continuous variable: its value at the event, before reinit
+                continue
+            sym = self._pre.get(rec.position)
+            if sym is None:
+                sym, position = self._known(f"pre({var.name})", "pre", var.start, var.origin)
+                self.part.pre.append((position, rec.position))
+                self._pre[rec.position] = sym
+            out.append(sym)
+        return ca.reshape(ca.vertcat(*out), *expr.shape)
+
+    def initial_symbol(self) -> ca.SX:
+        if self._initial is None:
+            self._initial, self.part.initial = self._known("initial()", "initial", 1.0, "")
+        return self._initial
+
+    def sample(self, start, interval) -> ca.SX:
+        start, interval = ca.SX(start), ca.SX(interval)
+        for what, value in (("start", start), ("interval", interval)):
+            bad = [s for s in ca.symvar(value) if self._kind_of(s) != "known" or not
+                   self.fl.symbols[s.element_hash()].is_parameter]
+            if bad or value.numel() != 1:
+                raise DeclarationError(f"{_where(self.fl.context.component)}: sample(start, "
+                                       f"interval): {what} must be a number or a parameter "
+                                       f"expression, not {describe(value)}")
+        sym, position = self._known(f"sample({describe(start)}, {describe(interval)})",
+                                    "sample", 0.0, self._origin())
+        self.part.samples.append(FlatSample(position, start, interval, self._origin()))
+        return sym
+
+    # -- equations ------------------------------------------------------------------------
+    def discrete_target(self, lhs: ca.SX) -> int | None:
+        """The position of the declared discrete variable that ``lhs`` is, else None."""
+        if not lhs.is_symbolic():
+            return None
+        rec = self.fl.symbols.get(lhs.element_hash())
+        if rec is None or rec.is_parameter:
+            return None
+        var = self.fl.variables[rec.position]
+        return rec.position if var.discrete == "variable" else None
+
+    def _claim(self, comp, position, where):
+        var = self.fl.variables[position]
+        if position in self.assigned:
+            raise DeclarationError(
+                f"{_where(comp)}: the discrete variable '{var.name}' is defined twice ("
+                f"{self.assigned[position]} and {where}); give it one equation or one when "
+                f"clause")
+        self.assigned[position] = where
+        self.fl.local_equations[id(comp)] = self.fl.local_equations.get(id(comp), 0) + 1
+
+    def add_discrete_equation(self, comp, position, value, shown):
+        self._claim(comp, position, f"the equation '{describe(shown)}'")
+        self.part.discrete_equations.append(
+            FlatDiscreteEquation(position, value, comp.path, shown))
+
+    def add_when(self, comp, item: When):
+        check_when(comp, item)
+        conditions = item.condition if isinstance(item.condition, (list, tuple)) else [
+            item.condition]
+        flat_conditions = []
+        for c in conditions:
+            c = ca.SX(c)
+            flat_conditions += [c[k] for k in range(c.numel())]
+        shown = f"when {', '.join(describe(self.literal(c)) for c in flat_conditions)}"
+        assignments, reinits = [], []
+        for stmt in item.body:
+            if isinstance(stmt, Reinit):
+                rec = self.fl.symbols.get(stmt.variable.element_hash())
+                var = None if rec is None or rec.is_parameter else self.fl.variables[rec.position]
+                if var is None or var.kind != "unknown":
+                    raise DeclarationError(
+                        f"{_where(comp)}: reinit({describe(stmt.variable)}, ...) in '{shown}': "
+                        f"only continuous variables of the model can be re-initialized")
+                var.state_select = "always"  # reinit acts on states (Modelica's rule)
+                reinits.append((rec.position, stmt.value))
+                continue
+            for k in range(stmt.numel()):
+                e = stmt[k] if stmt.numel() > 1 else stmt
+                position = self.discrete_target(e.dep(0)) if e.is_op(ca.OP_EQ) else None
+                if position is None:
+                    raise DeclarationError(
+                        f"{_where(comp)}: '{describe(e)}' in '{shown}': a when clause assigns "
+                        f"Discrete variables (self.d == expr) or re-initializes states "
+                        f"(reinit(x, value))")
+                self._claim(comp, position, f"'{shown}'")
+                assignments.append((position, e.dep(1)))
+        self.part.whens.append(FlatWhen(flat_conditions, assignments, reinits, comp.path, shown))
+
+    def drop_unused(self, expressions):
+        """Relations that no equation uses any more (their comparisons went into noEvent)
+        are dropped: no crossing function, no slot in the inputs."""
+        part = self.part
+        if not part.relations:
+            return
+        exprs = list(expressions) + [e.value for e in part.discrete_equations]
+        exprs += [c for w in part.whens for c in w.conditions]
+        exprs += [v for w in part.whens for _, v in w.assignments + w.reinits]
+        used = {s.element_hash() for s in ca.symvar(ca.vertcat(*[ca.SX(e) for e in exprs]))
+                } if exprs else set()
+        used |= {self.fl.variables[b].symbol.element_hash() for _, b in part.pre}
+        kept = []
+        for r in part.relations:
+            if r.symbol.element_hash() in used:
+                kept.append(r)
+            else:
+                self.fl.variables[r.position].discrete = "unused"
+        part.relations = kept
+
+    def check_assigned(self):
+        """Every declared discrete variable has its equation or when clause."""
+        for position, var in enumerate(self.fl.variables):
+            if var.discrete == "variable" and position not in self.assigned:
+                comp = self.fl.declared_in.get(position, (None,))[0]
+                raise DeclarationError(
+                    f"{_where(comp)}: the discrete variable '{var.name}' is never assigned; "
+                    f"define it by an equation (self.d == expr) or in a when clause")
+
+
+def _node_key(value):
+    """What identifies an operand of a comparison (a number, or an expression node)."""
+    sx = ca.SX(value)
+    if sx.numel() == 1 and sx.is_constant():
+        return ("number", float(ca.DM(sx)))
+    return ("node", tuple(sx[k].element_hash() for k in range(sx.numel())))
+
+
+def _time_of_crossing(crossing):
+    """The time where an affine function of time and parameters crosses zero (a
+    parameter expression), or None if the function is not affine in time."""
+    slope = ca.jacobian(crossing, TIME)
+    if ca.depends_on(slope, TIME) or (slope.is_constant() and float(ca.DM(slope)) == 0.0):
+        return None
+    offset = ca.substitute(crossing, TIME, ca.SX(0))
+    return ca.simplify(-offset / slope)
