@@ -62,6 +62,9 @@ __all__ = [
     "Integrator", "Derivative", "FirstOrder", "SecondOrder", "PI", "LimPID",
     # nonlinear
     "Limiter", "DeadZone",
+    # logical and discrete (switching at events)
+    "Hysteresis", "Greater", "Less", "GreaterThreshold", "LessThreshold", "Switch",
+    "SampleAndHold", "Pulse", "Sawtooth",
 ]
 
 #: Lower bound of strictly positive parameters (Modelica.Constants.small).
@@ -728,3 +731,142 @@ class DeadZone(SISO):
     def equations(self):
         # continuous across the limits: no events (MSL's smooth(0, ...))
         yield self.y == mb.noEvent(fmax(0, self.u - self.uMax) + fmin(0, self.u - self.uMin))
+
+
+# --------------------------------------------------------------------------------------
+# Logical and discrete (switching at events; Booleans are 0/1 signals)
+# --------------------------------------------------------------------------------------
+
+class Hysteresis(SISO):
+    """Relay with hysteresis (MSL ``Logical.Hysteresis``): ``y`` becomes true (1) when
+    ``u`` rises above ``uHigh`` and false (0) when it falls below ``uLow``; the structural
+    option ``pre_y_start`` (default False) is its position before the run.
+
+    Equation: ``y = (not pre(y) and u > uHigh) or (pre(y) and u >= uLow)``.
+    """
+
+    uLow = Parameter(0.0, doc="y becomes false below this input")
+    uHigh = Parameter(1.0, doc="y becomes true above this input")
+    state = mb.Discrete(start=0, doc="the relay's position (y)")
+
+    def __init__(self, *, pre_y_start: bool = False, **modifiers):
+        super().__init__(**modifiers)
+        # pre(y) at the start (MSL's pre_y_start): the relay's position before the run
+        self.declaration("state").start = np.array([[float(bool(pre_y_start))]])
+
+    def equations(self):
+        yield mb.Assert(self.uHigh > self.uLow, "Hysteresis needs uHigh > uLow")
+        was = mb.pre(self.state)
+        yield self.state == ca.logic_or(ca.logic_and(ca.logic_not(was), self.u > self.uHigh),
+                                        ca.logic_and(was, self.u >= self.uLow))
+        yield self.y == self.state
+
+
+class Greater(SI2SO):
+    """``y = u1 > u2`` (MSL ``Logical.Greater``), switching at events."""
+
+    def equations(self):
+        yield self.y == (self.u1 > self.u2)
+
+
+class Less(SI2SO):
+    """``y = u1 < u2`` (MSL ``Logical.Less``), switching at events."""
+
+    def equations(self):
+        yield self.y == (self.u1 < self.u2)
+
+
+class GreaterThreshold(SISO):
+    """``y = u > threshold`` (MSL ``Logical.GreaterThreshold``), switching at events."""
+
+    threshold = Parameter(0.0, doc="comparison value")
+
+    def equations(self):
+        yield self.y == (self.u > self.threshold)
+
+
+class LessThreshold(SISO):
+    """``y = u < threshold`` (MSL ``Logical.LessThreshold``), switching at events."""
+
+    threshold = Parameter(0.0, doc="comparison value")
+
+    def equations(self):
+        yield self.y == (self.u < self.threshold)
+
+
+class Switch(Model):
+    """``y = u1 if u2 else u3`` (MSL ``Logical.Switch``; ``u2`` a Boolean 0/1 signal)."""
+
+    u1 = Input(doc="output when u2 is true")
+    u2 = Input(doc="Boolean selector")
+    u3 = Input(doc="output when u2 is false")
+    y = Output(doc="output signal")
+
+    def equations(self):
+        yield self.y == if_else(self.u2, self.u1, self.u3)
+
+
+class SampleAndHold(SISO):
+    """Zero-order hold of the input every ``samplePeriod`` from ``startTime`` on (MSL
+    ``Discrete.Sampler`` + ``ZeroOrderHold``); ``y`` is ``y_start`` before the first sample.
+
+    Equation: ``when sample(startTime, samplePeriod): y = u``.
+    """
+
+    samplePeriod = Parameter(0.1, unit="s", min=1e-300, doc="time between samples")
+    startTime = Parameter(0.0, unit="s", doc="time of the first sample")
+    held = mb.Discrete(start=0.0, doc="the last sampled input")
+
+    def equations(self):
+        yield mb.when(mb.sample(self.startTime, self.samplePeriod), self.held == self.u)
+        yield self.y == self.held
+
+
+class Pulse(SO):
+    """Periodic rectangular pulse (MSL ``Sources.Pulse``, unlimited periods): ``amplitude``
+    during the first ``width`` percent of every ``period`` from ``startTime`` on.
+
+    Equations::
+
+        when sample(startTime, period): T_start = time
+        y = offset + (amplitude if startTime <= time < T_start + period*width/100 else 0)
+    """
+
+    amplitude = Parameter(1.0, doc="amplitude of the pulse")
+    width = Parameter(50.0, min=1e-300, max=100.0, doc="width of the pulse in % of period")
+    period = Parameter(1.0, unit="s", min=1e-300, doc="time of one period")
+    offset = Parameter(0.0, doc="offset of the output")
+    startTime = Parameter(0.0, unit="s", doc="output = offset before startTime")
+    T_start = mb.Discrete(start=-1e300, unit="s", doc="start of the current period")
+
+    def equations(self):
+        yield mb.when(mb.sample(self.startTime, self.period), self.T_start == mb.time)
+        high = ca.logic_and(mb.time >= self.startTime,
+                            mb.time < self.T_start + self.period * self.width / 100)
+        yield self.y == self.offset + if_else(high, self.amplitude, 0)
+
+
+class Sawtooth(SO):
+    """Periodic saw tooth (MSL ``Sources.Sawtooth``): rises from ``offset`` by
+    ``amplitude`` over each ``period`` from ``startTime`` on, then falls back at once.
+
+    Equations::
+
+        when sample(startTime, period): T_start = time
+        y = offset + (amplitude*(time - T_start)/period if time >= startTime else 0)
+    """
+
+    amplitude = Parameter(1.0, doc="amplitude of the saw tooth")
+    period = Parameter(1.0, unit="s", min=1e-300, doc="time of one period")
+    offset = Parameter(0.0, doc="offset of the output")
+    startTime = Parameter(0.0, unit="s", doc="output = offset before startTime")
+    T_start = mb.Discrete(start=0.0, unit="s", doc="start of the current period")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.time_event(self.startTime)
+
+    def equations(self):
+        yield mb.when(mb.sample(self.startTime, self.period), self.T_start == mb.time)
+        rising = self.amplitude * (mb.time - self.T_start) / self.period
+        yield self.y == self.offset + if_else(mb.time >= self.startTime, rising, 0)

@@ -28,7 +28,7 @@ import math
 
 import mbmodel as mb
 from mbmodel import Connector, Flow, Input, Model, Output, Parameter, Potential, Variable, der
-from mbmodel.functions import if_else, sin
+from mbmodel.functions import exp, if_else, sin
 
 from . import rotational as _rot
 from .drive_trains import force_element
@@ -36,7 +36,8 @@ from .drive_trains import force_element
 __all__ = [
     "Pin", "PositivePin", "NegativePin", "TwoPin", "OnePort",
     "Ground", "Resistor", "Conductor", "Capacitor", "Inductor",
-    "IdealOpAmp", "IdealOpAmp3Pin", "EMF",
+    "IdealOpAmp", "IdealOpAmp3Pin", "IdealOpAmpLimited", "EMF",
+    "IdealDiode", "Diode", "IdealOpeningSwitch", "IdealClosingSwitch",
     "ConstantVoltage", "StepVoltage", "SineVoltage", "SignalVoltage",
     "ConstantCurrent", "StepCurrent", "SineCurrent", "SignalCurrent",
     "VoltageSensor", "CurrentSensor", "PowerSensor", "PotentialSensor",
@@ -259,6 +260,133 @@ class IdealOpAmp3Pin(Model):
         yield self.in_p.v == self.in_n.v
         yield self.in_p.i == 0
         yield self.in_n.i == 0
+
+
+class IdealOpAmpLimited(Model):
+    """Ideal operational amplifier whose output is limited to the supply voltages (MSL
+    ``Ideal.IdealOpAmpLimited`` with constant supply, ``useSupply = false``).
+
+    In the linear region the input voltage is zero and the output anywhere between the
+    supplies; saturated, the output sits at a supply and the input voltage is free. The
+    characteristic is parametrized by ``s`` (switching at events where ``s`` crosses ±1)::
+
+        in_p.i = 0, in_n.i = 0
+        in_p.v - in_n.v = s + 1  if s < -1;  s - 1  if s > 1;  0 otherwise
+        out.v           = Vns    if s < -1;  Vps    if s > 1;  (Vps + Vns)/2 + s*(Vps - Vns)/2
+
+    The output current flows from ``out`` into the circuit, returning through ground.
+    """
+
+    Vps = Parameter(15.0, unit="V", doc="Positive supply voltage")
+    Vns = Parameter(-15.0, unit="V", doc="Negative supply voltage")
+    in_p = PositivePin(doc="Positive pin of the input port")
+    in_n = NegativePin(doc="Negative pin of the input port")
+    out = PositivePin(doc="Output pin")
+    s = Variable(start=0.0, doc="Position on the characteristic (|s| <= 1: linear region)")
+
+    def equations(self):
+        yield mb.Assert(self.Vps > self.Vns, "the positive supply Vps must exceed Vns")
+        low, high = self.s < -1, self.s > 1
+        yield self.in_p.i == 0
+        yield self.in_n.i == 0
+        yield self.in_p.v - self.in_n.v == if_else(low, self.s + 1, if_else(high, self.s - 1, 0))
+        yield self.out.v == if_else(low, self.Vns, if_else(
+            high, self.Vps, (self.Vps + self.Vns) / 2 + self.s * (self.Vps - self.Vns) / 2))
+
+
+class IdealDiode(OnePort):
+    """Ideal diode with small on-resistance and off-conductance (MSL ``Ideal.IdealDiode``):
+    it conducts forward and blocks backward, switching at events where the position ``s`` on
+    its characteristic crosses zero.
+
+    Equations (with :class:`OnePort`)::
+
+        off = s < 0
+        v = s*(1 if off else Ron) + Vknee
+        i = s*(Goff if off else 1) + Goff*Vknee
+        LossPower = v*i
+    """
+
+    Ron = Parameter(1e-5, unit="Ohm", min=0.0, doc="Forward (closed) resistance")
+    Goff = Parameter(1e-5, unit="S", min=0.0, doc="Backward (opened) conductance")
+    Vknee = Parameter(0.0, unit="V", min=0.0, doc="Forward threshold voltage")
+    off = mb.Discrete(start=1, doc="1 while the diode blocks, 0 while it conducts")
+    s = Variable(start=0.0, doc="Position on the characteristic (current when on, "
+                                "voltage when off, both relative to 1 A or 1 V)")
+    LossPower = Variable(unit="W", doc="Dissipated power (= v*i)")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.off == (self.s < 0)
+        yield self.v == self.s * if_else(self.off, 1, self.Ron) + self.Vknee
+        yield self.i == self.s * if_else(self.off, self.Goff, 1) + self.Goff * self.Vknee
+        yield self.LossPower == self.v * self.i
+
+
+class Diode(OnePort):
+    """Exponential diode with a parallel leakage resistance (MSL ``Semiconductors.Diode``);
+    the exponential continues linearly above ``Maxexp`` so the current stays finite. Smooth
+    (no events).
+
+    Equations (with :class:`OnePort`)::
+
+        i = Ids*(exlin(v/Vt, Maxexp) - 1) + v/R
+        exlin(x, m) = exp(x) if x <= m else exp(m)*(1 + x - m)
+    """
+
+    Ids = Parameter(1e-6, unit="A", min=0.0, doc="Saturation current")
+    Vt = Parameter(0.04, unit="V", min=0.0, doc="Voltage equivalent of temperature (kT/qn)")
+    Maxexp = Parameter(15.0, min=0.0, doc="Exponent above which the exponential continues "
+                                           "linearly")
+    R = Parameter(1e8, unit="Ohm", min=0.0, doc="Parallel ohmic resistance")
+
+    def equations(self):
+        yield from super().equations()
+        x = self.v / self.Vt
+        exlin = mb.noEvent(if_else(x > self.Maxexp,
+                                   exp(self.Maxexp) * (1 + x - self.Maxexp), exp(x)))
+        yield self.i == self.Ids * (exlin - 1) + self.v / self.R
+
+
+class _IdealSwitch(OnePort):
+    Ron = Parameter(1e-5, unit="Ohm", min=0.0, doc="Closed switch resistance")
+    Goff = Parameter(1e-5, unit="S", min=0.0, doc="Opened switch conductance")
+    control = Input(doc="Boolean control signal (nonzero: true)")
+    s = Variable(start=0.0, doc="Position on the characteristic")
+
+    def _switch(self, closed):
+        yield self.v == self.s * if_else(closed, self.Ron, 1)
+        yield self.i == self.s * if_else(closed, 1, self.Goff)
+
+
+class IdealOpeningSwitch(_IdealSwitch):
+    """Ideal electrical switch that opens while ``control`` is true (MSL
+    ``Ideal.IdealOpeningSwitch``); small ``Ron`` closed, small ``Goff`` open.
+
+    Equations (with :class:`OnePort`)::
+
+        v = s*(1 if control else Ron)
+        i = s*(Goff if control else 1)
+    """
+
+    def equations(self):
+        yield from super().equations()
+        yield from self._switch(mb.functions.logic_not(self.control))
+
+
+class IdealClosingSwitch(_IdealSwitch):
+    """Ideal electrical switch that closes while ``control`` is true (MSL
+    ``Ideal.IdealClosingSwitch``); small ``Ron`` closed, small ``Goff`` open.
+
+    Equations (with :class:`OnePort`)::
+
+        v = s*(Ron if control else 1)
+        i = s*(1 if control else Goff)
+    """
+
+    def equations(self):
+        yield from super().equations()
+        yield from self._switch(self.control)
 
 
 class EMF(Model):

@@ -244,10 +244,6 @@ class CompiledModel:
         self.discrete_start = np.array([sys_.variables[i].start for i in order
                                         if sys_.variables[i].discrete], dtype=float)
         self.event_values = code.event_values
-        self.events = None
-        if sys_.hybrid is not None and not sys_.hybrid.empty:
-            from .events import EventLayout
-            self.events = EventLayout(sys_, order, self)
         free = [p for p in sys_.parameters if p.binding is None]
         bound = [p for p in sys_.parameters if p.binding is not None]
         self.parameter_mode = parameters
@@ -256,6 +252,12 @@ class CompiledModel:
         self._free = free
         self._bound = bound
         self.symbols = code.symbols
+        #: Where the simulator finds relations, conditions and discrete values (None for a
+        #: model without events).
+        self.events = None
+        if sys_.hybrid is not None and not sys_.hybrid.empty:
+            from .events import EventLayout
+            self.events = EventLayout(sys_, order, self)
         self.ode, self.alg, self.dynamics = code.ode, code.alg, code.dynamics
         self.output_function, self.output_names = code.outputs, code.output_names
         self.output_index = {n: i for i, n in enumerate(code.output_names)}

@@ -39,8 +39,15 @@ MAX_EVENT_ITERATIONS = 50
 CHATTER_EVENTS = 100
 #: ... within this fraction of the run (at least 1e-12 s) stop the run with an error.
 CHATTER_FRACTION = 1e-9
+#: Zeno: a when clause whose intervals between firings shrink this many times in a row,
+#: each by a factor below ZENO_RATIO, stops the run.
+ZENO_FIRINGS = 30
+ZENO_RATIO = 0.999
 #: Default spacing of the crossing checks as a fraction of the run.
 CHECKS_PER_RUN = 1000
+#: Check points right after an event, at distances halving from the check spacing down to
+#: 2^-(PROBE_POINTS-1) of it.
+PROBE_POINTS = 40
 
 
 @dataclass
@@ -180,6 +187,8 @@ class _Run:
         self.methods = []
         self.reached = None
         self.last_good = t_start
+        self.chosen = None  # the method for "auto" until the next event
+        self.firings = {}  # when clause -> its last firing times (Zeno detection)
 
     # -- evaluation ----------------------------------------------------------------------
     def values(self, x, z, u, t):
@@ -207,7 +216,7 @@ class _Run:
         t = self.t_start
         u = self.u_of(t)
         D = u[lay.n_ext:].copy()
-        x, z = self.initialize(x0, D, steady_state, params, inputs)
+        x, z, D = self.initialize(x0, D, steady_state, params, inputs)
         u[lay.n_ext:] = D
         n_u = len(u)
         X = np.zeros((self.n_x, len(grid)))
@@ -222,6 +231,7 @@ class _Run:
         ticks = self.sample_ticks()
         self.cond_left = self.conditions(x, z, u, t)
         n_intervals = 1  # output intervals per integrator call: doubles while no event comes
+        probe = True  # the first stretch after an event (or the start) is probed
         while t < self.t_end:
             next_time_event = min(time_events[0] if time_events else math.inf,
                                   min((tk for tk, _ in ticks), default=math.inf), self.t_end)
@@ -246,12 +256,25 @@ class _Run:
                 n_out = 1 if k < len(grid) and grid[k] <= target else 0
             u = self.u_of(0.5 * (t + target))
             u[lay.n_ext:] = D
-            t_new, x_new, z_new, crossed, xs, zs, valid = self.advance(t, target, m, x, z, u)
+            if probe and len(lay.relation_slots):
+                # Right after an event a relation may switch back within a tiny time (a ball
+                # bouncing ever lower): check points at geometrically growing distances.
+                probe = False
+                end = min(target, t + self.check_spacing)
+                t_new, x_new, z_new, crossed, _, _, _ = self.advance(
+                    t, end, PROBE_POINTS, x, z, u, geometric=True)
+                if crossed is None and end < target:
+                    t, x, z = t_new, x_new, z_new
+                    continue
+                n_out, xs, zs, valid = 0, None, None, 0
+            else:
+                t_new, x_new, z_new, crossed, xs, zs, valid = self.advance(t, target, m, x, z,
+                                                                           u)
             # outputs reached before any crossing
             for j in range(n_out):
                 col = (j + 1) * per - 1
-                if col >= valid:
-                    break
+                if col >= valid or grid[k] >= t_new:
+                    break  # the last point is written after a possible event there
                 X[:, k], Z[:, k], U[:, k] = xs[:, col], zs[:, col], self.u_out(grid[k], D)
                 k += 1
             t, x, z = t_new, x_new, z_new
@@ -277,6 +300,7 @@ class _Run:
                     tk, s = ticks[i]
                     ticks[i] = (self.next_tick(s, tk), s)
                 n_intervals = 1
+                probe = True
             while k < len(grid) and grid[k] <= t:
                 X[:, k], Z[:, k], U[:, k] = x, z, self.u_out(grid[k], D)
                 k += 1
@@ -345,7 +369,7 @@ class _Run:
             D = D_new
             if settled:
                 self.events.append(Event(t, ["initialization"]))
-                return x_new, z_new
+                return x_new, z_new, D
             # relations and discrete variables changed: initialize the continuous part anew
         raise SimulationError(
             "initialization: the relations and discrete variables do not settle (each "
@@ -358,55 +382,56 @@ class _Run:
 
     # -- event iteration -------------------------------------------------------------------
     def event_iteration(self, t, x, z, u, causes, samples=(), record=True, initial=False):
-        """Modelica's event iteration at ``t`` (see the module doc). Returns x, z and the
-        discrete values after the event."""
+        """Modelica's event iteration at ``t``. With the pre() values fixed, the discrete
+        part (relations evaluated as written, discrete equations, fired when clauses) and the
+        algebraic variables are solved together by fixed-point passes; re-initializations are
+        applied; if any discrete value now differs from its pre() value, pre(v) := v and the
+        next round starts. Returns x, z and the discrete values after the event."""
         lay = self.layout
         n_ext = lay.n_ext
         u = u.copy()
         x = np.array(x, dtype=float)
         for s in samples:
             u[lay.sample_slots[s]] = 1.0
-        left = u.copy()  # the left limits: pre() values in the first pass
+        left = u.copy()  # the left limits: pre() values of the first round
         cond_left = self.cond_left
         fired_any = np.zeros(lay.n_whens, dtype=bool)
         for _ in range(MAX_EVENT_ITERATIONS):
             u[lay.pre_slots] = left[lay.pre_of]
-            z = self.consistent_z(x, z, u, t)
-            v = self.values(x, z, u, t)
-            u_next = u.copy()
-            u_next[lay.relation_slots] = lay.literal(self.part(v, "crossings"))
-            cond = self.part(v, "conditions") > 0.5
             fired = np.zeros(lay.n_whens, dtype=bool)
-            rising = cond & ~cond_left
-            if rising.any():
-                fired[np.unique(lay.condition_when[rising])] = True
-            u_next[lay.equation_slots] = self.part(v, "equations")
-            if fired.any():
+            for _ in range(MAX_EVENT_ITERATIONS):
+                z = self.consistent_z(x, z, u, t)
+                v = self.values(x, z, u, t)
+                u_next = u.copy()
+                u_next[lay.relation_slots] = lay.literal(self.part(v, "crossings"))
+                u_next[lay.equation_slots] = self.part(v, "equations")
+                cond = self.part(v, "conditions") > 0.5
+                rising = cond & ~cond_left
+                fired = np.zeros(lay.n_whens, dtype=bool)
+                if rising.any():
+                    fired[np.unique(lay.condition_when[rising])] = True
                 chosen = fired[lay.assignment_when]
                 u_next[lay.assignment_slots[chosen]] = self.part(v, "assignments")[chosen]
-                chosen = fired[lay.reinit_when]
-                if chosen.any() and not initial:
-                    values = self.part(v, "reinits")[chosen]
-                    x[lay.reinit_state[chosen]] = ((values - lay.reinit_offset[chosen])
-                                                   / lay.reinit_sign[chosen])
+                if np.array_equal(u_next[lay.iterated], u[lay.iterated]):
+                    u = u_next
+                    break
+                u = u_next
+            else:
+                raise self.not_converging(t, u, left)
+            chosen = fired[lay.reinit_when]
+            if chosen.any() and not initial:
+                values = self.part(v, "reinits")[chosen]
+                x[lay.reinit_state[chosen]] = ((values - lay.reinit_offset[chosen])
+                                               / lay.reinit_sign[chosen])
             fired_any |= fired
-            cond_left = np.where(fired | rising, cond, cond_left) if len(cond) else cond_left
-            changed = not np.array_equal(u_next[lay.iterated], left[lay.iterated])
-            stable = np.array_equal(u_next[lay.iterated], u[lay.iterated])
-            u = u_next
-            if not changed and not fired.any():
+            if len(cond):
+                cond_left = cond  # pre() of the conditions: a clause fires once per rise
+            if np.array_equal(u[lay.iterated], left[lay.iterated]) and not fired.any():
                 break
-            if stable and not fired.any():
-                left = u.copy()  # pre(v) := v, then once more with the new pre values
-                continue
-            left = u.copy()
+            left = u.copy()  # pre(v) := v
         else:
-            toggling = [lay.relation_text(i) for i, s in enumerate(lay.relation_slots)
-                        if u[s] != left[s]][:5]
-            raise self.failure(
-                t, f"the event iteration at t = {t:.12g} does not converge: discrete values "
-                f"keep changing ({'; '.join(toggling) or 'discrete variables'}); a discrete "
-                f"variable may be defined through itself without pre()")
+            raise self.not_converging(t, u, left)
+        self.chosen = None  # "auto" chooses anew for the next stretch
         # After the event: samples and initial() are false, pre(v) = v between events.
         u[lay.sample_slots] = 0.0
         if lay.initial_slot is not None:
@@ -417,7 +442,19 @@ class _Run:
         if record:
             fired_texts = [lay.when_texts[w] for w in np.flatnonzero(fired_any)]
             self.record(t, causes + [f"fired: {s}" for s in fired_texts])
+            for w in np.flatnonzero(fired_any):
+                self.check_zeno(t, int(w))
         return x, z, u[n_ext:].copy()
+
+    def not_converging(self, t, u, left):
+        lay = self.layout
+        toggling = [lay.relation_text(i) for i, s in enumerate(lay.relation_slots)
+                    if u[s] != left[s]][:5]
+        return self.failure(
+            t, f"the event iteration at t = {t:.12g} does not converge: discrete values keep "
+            f"changing ({'; '.join(toggling) or 'discrete variables'}); a discrete variable "
+            f"may be defined through itself without pre(), or a switch has no consistent "
+            f"position")
 
     def record(self, t, causes):
         self.events.append(Event(float(t), causes))
@@ -434,6 +471,29 @@ class _Run:
                     f"coming to rest, or a switching condition without hysteresis); add "
                     f"hysteresis, a rest state, or stop the run before t = {t:.6g}")
 
+    def check_zeno(self, t, w):
+        """A when clause firing at ever shorter intervals, each shorter than the one before
+        :data:`ZENO_FIRINGS` times in a row, approaches a Zeno point (infinitely many events
+        before a finite time, like a bouncing ball coming to rest): the run stops there
+        with the extrapolated time, instead of integrating past it (the ball would fall
+        through the floor)."""
+        times = self.firings.setdefault(w, deque(maxlen=ZENO_FIRINGS + 1))
+        times.append(t)
+        if len(times) <= ZENO_FIRINGS:
+            return
+        gaps = np.diff(np.array(times))
+        ratios = gaps[1:] / gaps[:-1]
+        if not (np.all(gaps > 0) and np.all(ratios < ZENO_RATIO)):
+            return
+        q = float(np.exp(np.mean(np.log(ratios))))
+        t_zeno = t + gaps[-1] * q / (1 - q)
+        raise self.failure(
+            t, f"Zeno behaviour: '{self.layout.when_texts[w]}' fired {ZENO_FIRINGS + 1} times "
+            f"at intervals shrinking by a factor {q:.3g} each (last {gaps[-1]:.3g} s at "
+            f"t = {t:.12g}); infinitely many events would come before t = {t_zeno:.12g}. "
+            f"The model needs a state for what happens there (e.g. a ball at rest), or stop "
+            f"the run before it")
+
     def failure(self, t, message):
         error = SimulationError(message + f". The result up to t = {self.last_good:.6g} is in "
                                           f"this error's 'result'.")
@@ -442,17 +502,19 @@ class _Run:
         return error
 
     # -- integration with crossing detection ----------------------------------------------
-    def advance(self, t0, t1, m, x, z, u):
-        """Integrate from t0 to t1 with m equally spaced check points; stop at the first
-        crossing. Returns (t, x, z, crossed relation indices or None, states and algebraic
-        variables at the check points, how many of those come before the crossing)."""
+    def advance(self, t0, t1, m, x, z, u, geometric=False):
+        """Integrate from t0 to t1 with m check points (equally spaced, or at distances
+        halving towards t0); stop at the first crossing. Returns (t, x, z, crossed relation
+        indices or None, states and algebraic variables at the check points, how many of
+        those come before the crossing)."""
         lay = self.layout
         if t1 <= t0:
             return t1, x, z, None, np.zeros((self.n_x, 0)), np.zeros((self.n_z, 0)), 0
         frozen = u[lay.relation_slots]
-        ts = t0 + (t1 - t0) * np.arange(1, m + 1) / m
+        fractions = _fractions(m, geometric)
+        ts = t0 + (t1 - t0) * fractions
         ts[-1] = t1
-        xs, zs = self.integrate(t0, t1, m, x, z, u)
+        xs, zs = self.integrate(t0, t1, m, x, z, u, geometric)
         if not len(lay.relation_slots):
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         c = self.crossings_at(xs, zs, u, ts)
@@ -513,24 +575,33 @@ class _Run:
         crossed = [int(i) for i in np.flatnonzero(lay.literal(c_r) != frozen)]
         return t_r, x_r, z_r, crossed
 
-    def integrate(self, t0, t1, m, x, z, u):
-        """States (and algebraic variables) at m equally spaced points of (t0, t1]."""
+    def integrate(self, t0, t1, m, x, z, u, geometric=False):
+        """States (and algebraic variables) at m points of (t0, t1] (see :func:`_fractions`)."""
         if self.n_x == 0:
             xs = np.zeros((0, m))
             zs = np.zeros((self.n_z, m))
-            for j in range(m):
-                t = t0 + (t1 - t0) * (j + 1) / m
+            for j, f in enumerate(_fractions(m, geometric)):
+                t = t0 + (t1 - t0) * f
                 z = self.consistent_z(x, z, u, t)
                 zs[:, j] = z
             return xs, zs
         method = self.choose_method(x, z, u, t0)
-        F = self.stepper(method, m, t1 - t0)
-        try:
-            out = F(x0=x, z0=z, p=np.concatenate([self.p, u, [t0, t1 - t0]]))
-        except RuntimeError as exc:
-            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-            raise self.failure(t0, f"the integrator ({method}) failed between t = {t0:.9g} "
-                                   f"and {t1:.9g}: {lines[-1] if lines else exc}") from None
+        while True:
+            F = self.stepper(method, m, t1 - t0, geometric)
+            try:
+                out = F(x0=x, z0=z, p=np.concatenate([self.p, u, [t0, t1 - t0]]))
+                break
+            except RuntimeError as exc:
+                if method == "adams":  # the model turned stiff: BDF for this stretch
+                    method = "bdf"
+                    if self.method in (None, "auto"):
+                        self.chosen = method
+                    self.methods.append(method)
+                    continue
+                lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+                raise self.failure(t0, f"the integrator ({method}) failed between t = "
+                                       f"{t0:.9g} and {t1:.9g}: {lines[-1] if lines else exc}"
+                                   ) from None
         xs = np.array(out["xf"]).reshape(self.n_x, m)
         zf = np.array(out["zf"])
         zs = zf.reshape(self.n_z, m) if zf.size else np.zeros((self.n_z, m))
@@ -540,27 +611,32 @@ class _Run:
         return xs, zs
 
     def choose_method(self, x, z, u, t0):
+        """The user's method, or for "auto" IDAS with algebraic variables, else Adams or
+        BDF by the stiffness at the start of each stretch between events (a switch can make
+        a model stiff: an ideal diode conducting couples its capacitor through 10 µΩ)."""
         if self.method not in (None, "auto"):
             return self.method
-        if self.n_z:
-            self.method = "idas"
-        else:
-            from .native import dynamics
-            from .simulate import _choose_method
-            dyn = dynamics(self.cm, self.native)
-            self.method = _choose_method(self.cm, dyn, x, z, np.concatenate([self.p, u]),
-                                         self.t_start, self.t_end)
-        self.methods.append(self.method)
-        return self.method
+        if self.chosen is None:
+            if self.n_z:
+                self.chosen = "idas"
+            else:
+                from .native import dynamics
+                from .simulate import _choose_method
+                dyn = dynamics(self.cm, self.native)
+                self.chosen = _choose_method(self.cm, dyn, x, z, np.concatenate([self.p, u]),
+                                             t0, self.t_end)
+            self.methods.append(self.chosen)
+        return self.chosen
 
-    def stepper(self, method, m, dt):
+    def stepper(self, method, m, dt, geometric=False):
         scaled = None
         if self.max_step is not None and self.max_step < dt:
             # few distinct values, so few integrators: rounded down to two digits
             q = self.max_step / dt
             e = math.floor(math.log10(q))
             scaled = math.floor(q / 10 ** (e - 1)) * 10 ** (e - 1)
-        return _stepper(self.cm, method, m, self.rtol, self.atol, scaled, self.native)
+        return _stepper(self.cm, method, m, self.rtol, self.atol, scaled, self.native,
+                        geometric)
 
 
 def _check_points(length, spacing) -> int:
@@ -575,11 +651,19 @@ def _mapped(cm, fn, n):
     return mapped(cm, fn, n)
 
 
-def _stepper(cm, method, m, rtol, atol, max_step_scaled, native):
-    """An integrator over scaled time s in [0, 1] with outputs at s = k/m, k = 1..m;
-    parameters ``(p, u, t0, dt)``."""
+def _fractions(m, geometric) -> np.ndarray:
+    """Where m check points lie in an interval, as fractions of it: equally spaced, or
+    (``geometric``) at 2^-(m-1), ..., 1/4, 1/2, 1."""
+    if geometric:
+        return 2.0 ** -np.arange(m - 1, -1, -1, dtype=float)
+    return np.arange(1, m + 1) / m
+
+
+def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False):
+    """An integrator over scaled time s in [0, 1] with outputs at the fractions of
+    :func:`_fractions`; parameters ``(p, u, t0, dt)``."""
     cache = workspace(cm, "integrators")
-    key = ("events", method, m, rtol, atol, max_step_scaled, native)
+    key = ("events", method, m, rtol, atol, max_step_scaled, native, geometric)
     F = cache.get(key)
     if F is not None:
         return F
@@ -600,7 +684,7 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native):
         opts = _solver_options(rtol, atol, max_step_scaled)
         if method == "adams":
             opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
-        grid = [k / m for k in range(1, m + 1)]
+        grid = [float(f) for f in _fractions(m, geometric)]
         return ca.integrator("events", "idas" if method == "idas" else "cvodes", dae, 0.0,
                              grid, opts)
     return built(cache, key, build)

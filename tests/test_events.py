@@ -1,0 +1,352 @@
+"""Events: relations that switch at located zero crossings, when/reinit, discrete variables,
+samples, event iteration, chattering — against closed forms and scipy's event-driven
+``solve_ivp``, never against mbmodel itself."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
+
+import mbmodel as mb
+from mbmodel.functions import fmax, if_else, sin
+from mbmodel.libraries import blocks as bl
+from mbmodel.libraries import electrical as el
+
+G = 9.81
+
+
+class BouncingBall(mb.Model):
+    e = mb.Parameter(0.9, doc="coefficient of restitution")
+    h = mb.Variable(start=1.0, fixed=True)
+    v = mb.Variable(start=0.0, fixed=True)
+    bounces = mb.Discrete(0)
+    apex = mb.Discrete(1.0)
+
+    def equations(self):
+        yield mb.der(self.h) == self.v
+        yield mb.der(self.v) == -G
+        yield mb.when(self.h < 0, mb.reinit(self.v, -self.e * mb.pre(self.v)),
+                      self.bounces == mb.pre(self.bounces) + 1)
+        yield mb.when(self.v < 0, self.apex == self.h)
+
+
+def _impacts(h0, e, n):
+    """Closed-form impact times: fall sqrt(2 h0/g), then flights 2 e^k v1 / g."""
+    v1 = math.sqrt(2 * G * h0)
+    times = [math.sqrt(2 * h0 / G)]
+    for k in range(1, n):
+        times.append(times[-1] + 2 * e ** k * v1 / G)
+    return np.array(times)
+
+
+def _fired(res, text):
+    return np.array([ev.time for ev in res.events
+                     if text in ev.causes[0] and any(c.startswith("fired") for c in ev.causes)])
+
+
+def test_bouncing_ball_impacts_and_apex_heights_match_the_closed_form():
+    e = 0.9
+    impacts = _impacts(1.0, e, 25)
+    res = mb.simulate(BouncingBall(e=e), impacts[21], rtol=1e-10, atol=1e-12, n_points=4001)
+    found = _fired(res, "h < 0")
+    assert len(found) >= 21
+    np.testing.assert_allclose(found[:21], impacts[:21], atol=1e-8)
+    assert res["bounces"][-1] == len(found)
+    # apex k (after bounce k) is e^(2k) h0, reached half a flight after the impact
+    for k in range(1, 20):
+        mid = 0.5 * (found[k - 1] + found[k])
+        after_apex = (res.t > mid + 1e-9) & (res.t < found[k] - 1e-9)
+        assert after_apex.any()
+        np.testing.assert_allclose(res["apex"][after_apex], e ** (2 * k), atol=1e-9)
+    # energy between bounces: g h + v^2/2 = g e^(2k) h0
+    k = 5
+    between = (res.t > found[k - 1] + 1e-6) & (res.t < found[k] - 1e-6)
+    energy = G * res["h"][between] + 0.5 * res["v"][between] ** 2
+    np.testing.assert_allclose(energy, G * e ** (2 * k), rtol=1e-8)
+
+
+def test_bouncing_ball_zeno_limit_stops_with_a_clear_error():
+    e = 0.8
+    v1 = math.sqrt(2 * G)
+    t_rest = math.sqrt(2 / G) + 2 * v1 * e / (G * (1 - e))  # sum of all flights
+    with pytest.raises(mb.SimulationError, match="Zeno") as info:
+        mb.simulate(BouncingBall(e=e), t_rest + 1.0)
+    import re
+    predicted = float(re.search(r"before t = ([0-9]+\.[0-9]+)", str(info.value)).group(1))
+    assert predicted == pytest.approx(t_rest, abs=1e-5)  # the accumulation point
+    assert t_rest - 0.01 < info.value.time < t_rest
+    partial = info.value.result
+    assert partial is not None and partial.t[-1] < t_rest
+    assert len(_fired(partial, "h < 0")) >= 20
+
+
+def test_fmax_of_a_sine_is_integrated_exactly_with_default_options():
+    class Rectified(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == fmax(0, sin(2 * math.pi * mb.time) - 0.9)
+
+    # exact: 10 windows of  ∫ (sin(2πt) - 0.9) dt  between the crossings
+    a = math.asin(0.9) / (2 * math.pi)
+    b = 0.5 - a
+    window = (math.cos(2 * math.pi * a) - math.cos(2 * math.pi * b)) / (2 * math.pi) \
+        - 0.9 * (b - a)
+    res = mb.simulate(Rectified(), 10.0)
+    assert 10 * window == pytest.approx(0.0953840, abs=1e-7)
+    assert res.final("x") == pytest.approx(10 * window, rel=1e-7)
+    assert len(res.events) >= 20
+
+
+class HalfWave(mb.Model):
+    src = el.SineVoltage(V=10.0, f=50.0)
+    diode = el.IdealDiode(Ron=0.1, Goff=1e-6)
+    cap = el.Capacitor(C=1e-4, v=mb.Fixed(0.0))
+    load = el.Resistor(R=100.0)
+    ground = el.Ground()
+
+    def equations(self):
+        yield mb.connect(self.src.p, self.diode.p)
+        yield mb.connect(self.diode.n, self.cap.p, self.load.p)
+        yield mb.connect(self.cap.n, self.load.n, self.src.n, self.ground.p)
+
+
+def _half_wave_reference(t_end, Ron=0.1, Goff=1e-6, C=1e-4, R=100.0):
+    """The same circuit by hand: the diode's characteristic parameter s is the voltage
+    (off) or the current (on); scipy locates the switches by its event functions."""
+    def source(t):
+        return 10.0 * math.sin(2 * math.pi * 50.0 * t)
+
+    def rhs(t, y, on):
+        drop = source(t) - y[0]
+        current = drop / Ron if on else Goff * drop
+        return [(current - y[0] / R) / C]
+
+    pieces, t, y, on = [], 0.0, [0.0], True  # s = 0 at the start: conducting
+    while t < t_end:
+        def switch(tt, yy, on=on):
+            drop = source(tt) - yy[0]
+            return drop / Ron if on else drop  # s: current when on, voltage when off
+        switch.terminal = True
+        switch.direction = -1 if on else 1
+        sol = solve_ivp(rhs, (t, t_end), y, args=(on,), method="Radau", rtol=1e-11,
+                        atol=1e-13, events=switch, dense_output=True)
+        pieces.append(sol)
+        t, y = sol.t[-1], sol.y[:, -1]
+        if sol.status == 1:
+            on = not on
+    def at(times):
+        out = []
+        for tq in times:
+            piece = next(p for p in pieces if p.t[0] <= tq <= p.t[-1])
+            out.append(piece.sol(tq)[0])
+        return np.array(out)
+    return at, [p.t[-1] for p in pieces[:-1]]
+
+
+def test_half_wave_rectifier_with_an_ideal_diode_matches_scipy_events():
+    at, switches = _half_wave_reference(0.06)
+    res = mb.simulate(HalfWave(), 0.06, n_points=241)
+    np.testing.assert_allclose(res["cap.v"], at(res.t), atol=1e-6)
+    found = [ev.time for ev in res.events[1:]]
+    assert len(found) == len(switches)
+    np.testing.assert_allclose(found, switches, atol=1e-9)
+    on = res["diode.off"] == 0
+    assert on.any() and (~on).any()
+
+
+def test_chattering_is_stopped_with_the_condition_and_time():
+    class Sliding(mb.Model):
+        x = mb.Variable(start=1.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == if_else(self.x > 0, -1.0, 1.0)
+
+    with pytest.raises(mb.SimulationError, match=r"chattering.*x > 0") as info:
+        mb.simulate(Sliding(), 2.0)
+    assert info.value.time == pytest.approx(1.0, abs=1e-6)
+    assert info.value.result.t[-1] <= 1.0
+
+
+class SwitchedLoop(mb.Model):
+    """A DAE whose algebraic loop z^3 + z = s switches from s = 2 (z = 1) to s = 10
+    (z = 2) when x passes 0.5: x = 1 - e^-t until t = ln 2, then 2 - 1.5 e^-(t - ln 2)."""
+
+    x = mb.Variable(start=0.0, fixed=True)
+    z = mb.Variable(start=1.0)
+
+    def equations(self):
+        yield mb.der(self.x) == -self.x + self.z
+        yield self.z ** 3 + self.z == if_else(self.x < 0.5, 2.0, 10.0)
+
+
+def test_events_in_a_dae_with_an_algebraic_loop_under_idas():
+    cm = mb.compile(SwitchedLoop())
+    assert cm.algebraic == ["z"]
+    res = cm.simulate(2.0, n_points=81)
+    assert res.methods and set(res.methods) == {"idas"}
+    t = res.t
+    exact = np.where(t < math.log(2), 1 - np.exp(-t), 2 - 1.5 * np.exp(-(t - math.log(2))))
+    np.testing.assert_allclose(res["x"], exact, atol=1e-7)
+    np.testing.assert_allclose(res["z"], np.where(t < math.log(2), 1.0, 2.0), atol=1e-7)
+    assert res.events[1].time == pytest.approx(math.log(2), abs=1e-7)
+
+
+def test_hysteresis_relay_oscillator_switches_at_the_thresholds():
+    class Relay(mb.Model):
+        relay = bl.Hysteresis(uLow=-1.0, uHigh=1.0)
+        down, up = bl.Constant(k=-1.0), bl.Constant(k=1.0)
+        switch = bl.Switch()
+        x = bl.Integrator()
+
+        def equations(self):
+            yield mb.connect(self.x.y, self.relay.u)
+            yield mb.connect(self.relay.y, self.switch.u2)
+            yield mb.connect(self.down.y, self.switch.u1)
+            yield mb.connect(self.up.y, self.switch.u3)
+            yield mb.connect(self.switch.y, self.x.u)
+
+    res = mb.simulate(Relay(), 8.0, n_points=161)
+    # each switch is two events: the relay flips, then the relation it crossed flips back
+    switches = [ev.time for ev in res.events[1:] if any("fired" in c or "relay" in c
+                                                       for c in ev.causes)]
+    switches = np.unique(np.round(switches, 8))
+    np.testing.assert_allclose(switches, [1.0, 3.0, 5.0, 7.0], atol=1e-9)
+    phase = (res.t + 1.0) % 4.0  # x = -1 at t = -1, rising
+    triangle = np.where(phase <= 2.0, phase - 1.0, 3.0 - phase)
+    np.testing.assert_allclose(res["x.y"], triangle, atol=1e-9)
+
+
+def test_sample_and_hold_and_pulse():
+    class Sampled(mb.Model):
+        clock = bl.ContinuousClock()
+        hold = bl.SampleAndHold(samplePeriod=0.1, startTime=0.05)
+        pulse = bl.Pulse(amplitude=2.0, width=30.0, period=0.2, startTime=0.1)
+
+        def equations(self):
+            yield mb.connect(self.clock.y, self.hold.u)
+
+    res = mb.simulate(Sampled(), 1.0, n_points=1001)
+    t = res.t
+    expected = np.where(t < 0.05, 0.0, np.floor((t - 0.05) / 0.1 + 1e-9) * 0.1 + 0.05)
+    off_tick = np.abs(((t - 0.05) / 0.1) - np.round((t - 0.05) / 0.1)) > 1e-6
+    np.testing.assert_allclose(res["hold.y"][off_tick], expected[off_tick], atol=1e-12)
+    assert len(res.events) > 10 + 5 + 5  # ten samples, five pulses rising and falling
+    phase = (t - 0.1) % 0.2
+    high = (t >= 0.1) & (phase < 0.06 - 1e-9)
+    mid = np.abs(phase - 0.06) > 1e-6  # away from the falling edges on the grid
+    np.testing.assert_allclose(res["pulse.y"][mid], np.where(high, 2.0, 0.0)[mid])
+
+
+def test_event_sequences_are_deterministic():
+    first = mb.simulate(BouncingBall(e=0.7), 2.0)
+    second = mb.simulate(BouncingBall(e=0.7), 2.0)
+    assert [(ev.time, ev.causes) for ev in first.events] == \
+           [(ev.time, ev.causes) for ev in second.events]
+    np.testing.assert_array_equal(first["h"], second["h"])
+
+
+def test_noevent_keeps_the_expression_as_written():
+    class Kink(mb.Model):
+        x = mb.Variable(start=-1.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == mb.noEvent(fmax(0.0, self.x)) + 1.0
+
+    cm = mb.compile(Kink())
+    assert cm.events is None  # no relations left: the plain continuous path
+    res = cm.simulate(2.0)
+    exact = np.where(res.t < 1.0, res.t - 1.0, np.exp(res.t - 1.0) - 1.0)
+    np.testing.assert_allclose(res["x"], exact, atol=1e-6)
+
+
+def test_edge_change_and_initial():
+    class Counter(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        above = mb.Discrete(0)
+        rises = mb.Discrete(0)
+        changes = mb.Discrete(0)
+        at_start = mb.Discrete(0)
+
+        def equations(self):
+            yield mb.der(self.x) == mb.functions.cos(mb.time)
+            yield self.above == (self.x > 0.5)
+            yield mb.when(mb.edge(self.above), self.rises == mb.pre(self.rises) + 1)
+            yield mb.when(mb.change(self.above), self.changes == mb.pre(self.changes) + 1)
+            yield mb.when(mb.initial(), self.at_start == 7)
+
+    res = mb.simulate(Counter(), 4 * math.pi, n_points=201)
+    # x = sin t crosses 0.5 upward at π/6 and 2π + π/6, downward at 5π/6 and 2π + 5π/6
+    assert res["rises"][-1] == 2
+    assert res["changes"][-1] == 4
+    assert res["at_start"][0] == 7 and res["at_start"][-1] == 7
+    times = [ev.time for ev in res.events[1:]]
+    np.testing.assert_allclose(times, [math.pi / 6, 5 * math.pi / 6, 2 * math.pi + math.pi / 6,
+                                       2 * math.pi + 5 * math.pi / 6], atol=1e-9)
+
+
+def test_clear_errors_for_malformed_event_declarations():
+    class NeverAssigned(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        d = mb.Discrete(0)
+
+        def equations(self):
+            yield mb.der(self.x) == 1
+
+    with pytest.raises(mb.DeclarationError, match="'d' is never assigned"):
+        mb.compile(NeverAssigned())
+
+    class TwiceAssigned(NeverAssigned):
+        def equations(self):
+            yield from super().equations()
+            yield self.d == (self.x > 1)
+            yield mb.when(self.x > 2, self.d == 5)
+
+    with pytest.raises(mb.DeclarationError, match="defined twice"):
+        mb.compile(TwiceAssigned())
+
+    class ReinitParameter(mb.Model):
+        k = mb.Parameter(1.0)
+        x = mb.Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == 1
+            yield mb.when(self.x > 1, mb.reinit(self.k, 0))
+
+    with pytest.raises(mb.DeclarationError, match="only continuous variables"):
+        mb.compile(ReinitParameter())
+
+    class BadBody(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == 1
+            yield mb.when(self.x > 1, self.x == 0)
+
+    with pytest.raises(mb.DeclarationError, match="assigns Discrete variables"):
+        mb.compile(BadBody())
+
+    with pytest.raises(mb.DeclarationError, match="inside equations"):
+        mb.pre(1.0)
+
+
+def test_reinit_acts_through_an_alias_of_the_state():
+    class Kicked(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        w = mb.Variable(start=1.0, fixed=True)
+        y = mb.Variable()
+
+        def equations(self):
+            yield mb.der(self.x) == self.w
+            yield self.y == -self.w  # one of y, w is eliminated as the other's alias
+            yield mb.der(self.w) == 0
+            yield mb.when(self.x > 1, mb.reinit(self.y, 3.0))
+
+    res = mb.simulate(Kicked(), 2.0, n_points=21)
+    np.testing.assert_allclose(res["x"], np.where(res.t <= 1, res.t, 1 - 3 * (res.t - 1)),
+                               atol=1e-9)
+    assert res["w"][-1] == pytest.approx(-3.0)
