@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import math
 
+import mbmodel as mb
+from mbmodel.functions import if_else
 from mbmodel import (Connector, Flow, Input, Model, Output, Parameter, Potential, Variable,
                      der)
 
 from .drive_trains import ForceElementFlanges, RigidCoupling
+from .friction import PartialFriction, table_function
 
 __all__ = [
     "Flange", "Flange_a", "Flange_b", "Support",
@@ -39,6 +42,7 @@ __all__ = [
     "Torque", "ConstantTorque", "Speed", "Position",
     "AngleSensor", "SpeedSensor", "AccSensor", "TorqueSensor", "RelativeAngleSensor",
     "RelativeSpeedSensor",
+    "BearingFriction", "Clutch",
 ]
 
 
@@ -575,3 +579,91 @@ class RelativeSpeedSensor(PartialRelativeSensor):
         yield self.phi_rel == self.flange_b.phi - self.flange_a.phi
         yield self.w_rel == der(self.phi_rel)
         yield self.flange_a.tau == 0
+
+
+# --------------------------------------------------------------------------------------
+# Friction (stick–slip at events, see mbmodel.libraries.friction)
+# --------------------------------------------------------------------------------------
+
+class BearingFriction(PartialFriction, PartialElementaryTwoFlangesAndSupport2):
+    """Coulomb friction in bearings (MSL ``BearingFriction``): the friction torque
+    ``tau_pos(w)`` (rows ``[w, tau]``, w >= 0) opposes the rotation; at rest the bearing
+    sticks until the torque on it exceeds ``peak*tau_pos(0)``.
+
+    Equations (with the stick–slip state machine of :class:`PartialFriction`)::
+
+        phi = flange_a.phi - phi_support,  flange_b.phi = flange_a.phi
+        w = der(phi),  a = der(w)
+        0 = flange_a.tau + flange_b.tau - tau
+        tau0 = tau_pos(0),  tau0_max = peak*tau0
+        tau = sa if locked else (+tau_pos(w) sliding forward, -tau_pos(-w) backward)
+
+    ``tau_pos`` is a structural option (a table, not a run-time parameter).
+    """
+
+    peak = Parameter(1.0, min=1.0, doc="peak*tau_pos(0) = largest torque while stuck")
+    phi = Variable(0.0, unit="rad", doc="angle of the flanges relative to the support")
+    w = Variable(0.0, unit="rad/s", state_select="prefer", doc="angular velocity")
+    a = Variable(0.0, unit="rad/s2", doc="angular acceleration")
+    tau = Variable(unit="N.m", doc="friction torque")
+
+    def __init__(self, tau_pos=((0.0, 1.0),), use_support: bool = False, **modifiers):
+        super().__init__(use_support=use_support, **modifiers)
+        self.tau_pos = table_function(tau_pos, "BearingFriction tau_pos")
+
+    def equations(self):
+        yield from PartialElementaryTwoFlangesAndSupport2.equations(self)
+        yield self.phi == self.phi_a
+        yield self.flange_b.phi == self.flange_a.phi
+        yield self.w == der(self.phi)
+        yield self.a == der(self.w)
+        yield 0 == self.flange_a.tau + self.flange_b.tau - self.tau
+        tau0 = self.tau_pos(0.0)
+        yield from self.friction_equations(self.w, self.a, tau0, self.peak * tau0, 0)
+        yield self.tau == if_else(self.locked, self.sa, self.sliding(self.tau_pos, self.w))
+
+
+class Clutch(PartialFriction, PartialTwoFlanges):
+    """Clutch with normal force input (MSL ``Clutch``): the friction torque
+    ``cgeo*fn*mu_pos(w_rel)`` opposes the relative rotation of the flanges while they slip;
+    engaged (``fn > 0``) and at equal speeds they lock until the transmitted torque exceeds
+    ``peak*cgeo*fn*mu_pos(0)``; ``fn <= 0`` disengages it.
+
+    Equations (with the state machine of :class:`PartialFriction`)::
+
+        phi_rel = flange_b.phi - flange_a.phi,  w_rel = der(phi_rel),  a_rel = der(w_rel)
+        flange_b.tau = tau,  flange_a.tau = -tau
+        fn = fn_max*f_normalized,  free = fn <= 0
+        tau0 = mu_pos(0)*cgeo*fn,  tau0_max = peak*tau0
+        tau = sa if locked; 0 if free; else cgeo*fn*(+mu_pos(w_rel) or -mu_pos(-w_rel))
+    """
+
+    peak = Parameter(1.0, min=1.0, doc="peak*mu_pos(0) = largest coefficient while stuck")
+    cgeo = Parameter(1.0, min=0.0, doc="geometry constant (friction distribution)")
+    fn_max = Parameter(1.0, unit="N", min=0.0, doc="largest normal force")
+    f_normalized = Input(doc="normal force signal 0..1 (engaged if > 0)")
+    phi_rel = Variable(0.0, unit="rad", state_select="prefer",
+                       doc="relative angle (= flange_b.phi - flange_a.phi)")
+    w_rel = Variable(0.0, unit="rad/s", state_select="prefer", doc="relative speed")
+    a_rel = Variable(0.0, unit="rad/s2", doc="relative acceleration")
+    tau = Variable(unit="N.m", doc="torque transmitted (= flange_b.tau)")
+    fn = Variable(unit="N", doc="normal force")
+    free = mb.Discrete(0, doc="1 while disengaged (fn <= 0)")
+
+    def __init__(self, mu_pos=((0.0, 0.5),), **modifiers):
+        super().__init__(**modifiers)
+        self.mu_pos = table_function(mu_pos, "Clutch mu_pos")
+
+    def equations(self):
+        yield self.phi_rel == self.flange_b.phi - self.flange_a.phi
+        yield self.w_rel == der(self.phi_rel)
+        yield self.a_rel == der(self.w_rel)
+        yield self.flange_b.tau == self.tau
+        yield self.flange_a.tau == -self.tau
+        yield self.fn == self.fn_max * self.f_normalized
+        yield self.free == (self.fn <= 0)
+        tau0 = self.mu_pos(0.0) * self.cgeo * self.fn
+        yield from self.friction_equations(self.w_rel, self.a_rel, tau0, self.peak * tau0,
+                                           self.free)
+        sliding = self.cgeo * self.fn * self.sliding(self.mu_pos, self.w_rel)
+        yield self.tau == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import math
 
+import mbmodel as mb
+from mbmodel.functions import if_else
 from mbmodel import (Connector, Flow, Input, Model, Output, Parameter, Potential, Variable,
                      der)
 
 from .drive_trains import ForceElementFlanges, RigidCoupling
+from .friction import PartialFriction, table_function
 
 __all__ = [
     "Flange", "Flange_a", "Flange_b", "Support",
@@ -39,6 +42,7 @@ __all__ = [
     "Force", "ConstantForce", "Position", "Speed",
     "PositionSensor", "SpeedSensor", "AccSensor", "ForceSensor", "RelPositionSensor",
     "RelSpeedSensor",
+    "SupportFriction",
 ]
 
 
@@ -518,3 +522,49 @@ class RelSpeedSensor(PartialRelativeSensor):
         yield self.s_rel == self.flange_b.s - self.flange_a.s
         yield self.v_rel == der(self.s_rel)
         yield self.flange_a.f == 0
+
+
+# --------------------------------------------------------------------------------------
+# Friction (stick–slip at events, see mbmodel.libraries.friction)
+# --------------------------------------------------------------------------------------
+
+class SupportFriction(PartialFriction, PartialTwoFlanges):
+    """Coulomb friction between the flanges and the (fixed) support (MSL
+    ``SupportFriction``): the force ``f_pos(v)`` (rows ``[v, f]``, v >= 0) opposes the
+    motion; at rest it sticks until the force on it exceeds ``peak*f_pos(0)``.
+
+    Equations (with the state machine of :class:`~mbmodel.libraries.friction.PartialFriction`)::
+
+        s = flange_a.s - s_support,  flange_b.s = flange_a.s
+        support.f = -flange_a.f - flange_b.f        (with use_support; else s_support = 0)
+        v = der(s),  a = der(v)
+        0 = flange_a.f + flange_b.f - f
+        f0 = f_pos(0),  f0_max = peak*f0
+        f = sa if locked else (+f_pos(v) sliding forward, -f_pos(-v) backward)
+    """
+
+    peak = Parameter(1.0, min=1.0, doc="peak*f_pos(0) = largest force while stuck")
+    s = Variable(0.0, unit="m", doc="position of the flanges")
+    v = Variable(0.0, unit="m/s", state_select="prefer", doc="velocity")
+    a = Variable(0.0, unit="m/s2", doc="acceleration")
+    f = Variable(unit="N", doc="friction force")
+
+    def __init__(self, f_pos=((0.0, 1.0),), use_support: bool = False, **modifiers):
+        super().__init__(**modifiers)
+        self.f_pos = table_function(f_pos, "SupportFriction f_pos")
+        self.use_support = bool(use_support)
+        if self.use_support:
+            self.support = Support(doc="support (e.g. a moving belt) the friction acts on")
+
+    def equations(self):
+        s_support = self.support.s if self.use_support else 0.0
+        yield self.s == self.flange_a.s - s_support
+        yield self.flange_b.s == self.flange_a.s
+        yield self.v == der(self.s)
+        yield self.a == der(self.v)
+        yield 0 == self.flange_a.f + self.flange_b.f - self.f
+        if self.use_support:
+            yield self.support.f == -self.flange_a.f - self.flange_b.f
+        f0 = self.f_pos(0.0)
+        yield from self.friction_equations(self.v, self.a, f0, self.peak * f0, 0)
+        yield self.f == if_else(self.locked, self.sa, self.sliding(self.f_pos, self.v))

@@ -268,8 +268,8 @@ class _Run:
                     continue
                 n_out, xs, zs, valid = 0, None, None, 0
             else:
-                t_new, x_new, z_new, crossed, xs, zs, valid = self.advance(t, target, m, x, z,
-                                                                           u)
+                t_new, x_new, z_new, crossed, xs, zs, valid = self.advance(
+                    t, target, m, x, z, u, ends_at_event=target >= next_time_event)
             # outputs reached before any crossing
             for j in range(n_out):
                 col = (j + 1) * per - 1
@@ -502,7 +502,7 @@ class _Run:
         return error
 
     # -- integration with crossing detection ----------------------------------------------
-    def advance(self, t0, t1, m, x, z, u, geometric=False):
+    def advance(self, t0, t1, m, x, z, u, geometric=False, ends_at_event=False):
         """Integrate from t0 to t1 with m check points (equally spaced, or at distances
         halving towards t0); stop at the first crossing. Returns (t, x, z, crossed relation
         indices or None, states and algebraic variables at the check points, how many of
@@ -522,6 +522,10 @@ class _Run:
         if not differs.any():
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         j = int(np.argmax(differs))
+        if ends_at_event and j == m - 1:
+            # at a time event the relations on time already read their new values; the
+            # event iteration there evaluates every relation
+            return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         if j == 0:
             left = (t0, x, z, self.crossings_at(x[:, None], z[:, None], u, np.array([t0]))[:, 0])
         else:

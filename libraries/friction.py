@@ -1,0 +1,115 @@
+"""The stick–slip state machine shared by the rotational and translational friction
+elements (after MSL ``PartialFriction``): forward sliding, stuck, backward sliding (and
+free, for a disengaged clutch), switching at events.
+
+A friction element gives its relative velocity ``w_relfric`` and acceleration
+``a_relfric``, the friction force at zero velocity ``tau0`` and its static peak
+``tau0_max``, and ``free`` (not in contact). The state machine adds the path parameter
+``sa`` of the characteristic: while stuck the acceleration is 0 and ``sa`` is the friction
+force that holds; while sliding ``sa`` is the acceleration offset by the sliding force.
+Sticking ends when ``sa`` exceeds the static peak, sliding ends where the velocity crosses
+zero (unless the force then exceeds the peak, and the element slides on the other way).
+
+Equations (``mode``: Forward 1, Stuck 0, Backward -1, Free 2, Unknown 3 before the start)::
+
+    startForward  = pre(mode) == Stuck and (sa > tau0_max or pre(startForward) and sa > tau0)
+                    or pre(mode) == Backward and w_relfric > w_small
+                    or initial() and w_relfric > 0
+    startBackward = the mirror image
+    locked = not free and not (pre(mode) == Forward or startForward
+                               or pre(mode) == Backward or startBackward)
+    a_relfric = 0                 if locked
+                sa                if free
+                sa - tau0_max     if startForward
+                sa + tau0_max     if startBackward
+                sa - tau0_max     if pre(mode) == Forward
+                sa + tau0_max     otherwise
+    mode = Free if free, Forward if (pre(mode) in (Forward, Free) or startForward) and
+           w_relfric > 0, Backward in the mirror case, else Stuck
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+import mbmodel as mb
+from mbmodel.functions import if_else
+
+FORWARD, STUCK, BACKWARD, FREE, UNKNOWN = 1, 0, -1, 2, 3
+
+_and, _or, _not = ca.logic_and, ca.logic_or, ca.logic_not
+
+
+class PartialFriction(mb.Model):
+    """Partial model: the stick–slip state machine (see the module doc). Subclasses yield
+    ``self.friction_equations(w_relfric, a_relfric, tau0, tau0_max, free)`` and use
+    ``self.locked``, ``self.sa``, ``self.startForward``, ``self.startBackward`` and
+    ``pre(self.mode)`` in their force law."""
+
+    w_small = mb.Parameter(1e10, doc="relative velocity above which a reversal passes "
+                                     "through stuck without stopping (only for jumps)")
+    sa = mb.Variable(0.0, doc="path parameter of the friction characteristic")
+    startForward = mb.Discrete(0, doc="1 at the instant forward sliding starts")
+    startBackward = mb.Discrete(0, doc="1 at the instant backward sliding starts")
+    locked = mb.Discrete(0, doc="1 while stuck")
+    mode = mb.Discrete(UNKNOWN, doc="1 forward, 0 stuck, -1 backward, 2 free")
+
+    def friction_equations(self, w_relfric, a_relfric, tau0, tau0_max, free):
+        pre_mode = mb.pre(self.mode)
+        was = {name: pre_mode == value for name, value in
+               (("forward", FORWARD), ("stuck", STUCK), ("backward", BACKWARD),
+                ("free", FREE))}
+        sa = self.sa
+        yield self.startForward == _or(_or(
+            _and(was["stuck"], _or(sa > tau0_max,
+                                   _and(mb.pre(self.startForward), sa > tau0))),
+            _and(was["backward"], w_relfric > self.w_small)),
+            _and(mb.initial(), w_relfric > 0))
+        yield self.startBackward == _or(_or(
+            _and(was["stuck"], _or(sa < -tau0_max,
+                                   _and(mb.pre(self.startBackward), sa < -tau0))),
+            _and(was["forward"], w_relfric < -self.w_small)),
+            _and(mb.initial(), w_relfric < 0))
+        yield self.locked == _and(_not(free), _not(_or(
+            _or(was["forward"], self.startForward), _or(was["backward"], self.startBackward))))
+        yield a_relfric == if_else(self.locked, 0, if_else(free, sa, if_else(
+            self.startForward, sa - tau0_max, if_else(
+                self.startBackward, sa + tau0_max, if_else(
+                    was["forward"], sa - tau0_max, sa + tau0_max)))))
+        forward = _and(_or(_or(was["forward"], was["free"]), self.startForward), w_relfric > 0)
+        backward = _and(_or(_or(was["backward"], was["free"]), self.startBackward),
+                        w_relfric < 0)
+        yield self.mode == if_else(free, FREE, if_else(forward, FORWARD, if_else(
+            backward, BACKWARD, STUCK)))
+
+    def sliding(self, characteristic, w_relfric):
+        """The sliding force ``characteristic(|w|)`` with the sign of the sliding
+        direction the state machine is in (as MSL writes it)."""
+        was_forward = mb.pre(self.mode) == FORWARD
+        return if_else(self.startForward, characteristic(w_relfric), if_else(
+            self.startBackward, -characteristic(-w_relfric), if_else(
+                was_forward, characteristic(w_relfric), -characteristic(-w_relfric))))
+
+
+def table_function(table, what: str):
+    """``w -> value``: linear interpolation in the rows ``[w, value]`` of ``table`` (w
+    increasing from 0), extrapolated linearly beyond the last row (as MSL's
+    ``Vectors.interpolate``); one row is a constant. Smooth between the rows: no events."""
+    table = np.atleast_2d(np.asarray(table, dtype=float))
+    if table.ndim != 2 or table.shape[1] != 2 or not np.all(np.isfinite(table)):
+        raise mb.DeclarationError(f"{what} must be rows [velocity, value] of finite numbers, "
+                                  f"not {table.tolist()}")
+    ws, values = table[:, 0], table[:, 1]
+    if np.any(np.diff(ws) <= 0):
+        raise mb.DeclarationError(f"{what}: the velocities of its rows must increase")
+    if len(ws) == 1:
+        return lambda w: ca.SX(values[0])
+
+    def at(w):
+        out = values[-2] + (values[-1] - values[-2]) / (ws[-1] - ws[-2]) * (w - ws[-2])
+        for k in range(len(ws) - 2, -1, -1):
+            slope = (values[k + 1] - values[k]) / (ws[k + 1] - ws[k])
+            out = if_else(w < ws[k + 1], values[k] + slope * (w - ws[k]), out)
+        return mb.noEvent(out)
+    return at

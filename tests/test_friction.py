@@ -1,0 +1,98 @@
+"""Stick–slip friction (the MSL PartialFriction state machine switching at events) against
+closed forms, conservation laws and an independent event-driven scipy solution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mbmodel as mb
+from mbmodel.libraries import blocks as bl
+from mbmodel.libraries import rotational as rot
+from mbmodel.libraries import translational as tr
+from stick_slip_reference import stick_slip
+
+
+class Engage(mb.Model):
+    """Two inertias, the clutch between them pressed at t = 0.5."""
+
+    a = rot.Inertia(J=1.0, phi=mb.Fixed(0.0), w=mb.Fixed(10.0))
+    b = rot.Inertia(J=2.0, phi=mb.Fixed(0.0), w=mb.Fixed(0.0))
+
+    def __init__(self):
+        super().__init__()
+        self.clutch = rot.Clutch(mu_pos=[[0.0, 0.5]], peak=1.1, cgeo=1.0, fn_max=4.0)
+        self.press = bl.Step(startTime=0.5, height=1.0)
+
+    def equations(self):
+        yield mb.connect(self.a.flange_b, self.clutch.flange_a)
+        yield mb.connect(self.clutch.flange_b, self.b.flange_a)
+        yield mb.connect(self.press.y, self.clutch.f_normalized)
+
+
+def test_clutch_engaging_two_inertias_conserves_momentum_and_locks_on_time():
+    res = mb.simulate(Engage(), 5.0, n_points=501)
+    slip_torque = 0.5 * 4.0
+    t_lock = 0.5 + 10.0 / (slip_torque * (1 / 1.0 + 1 / 2.0))
+    locks = [ev.time for ev in res.events if "w_rel" in ev.causes[0]]
+    assert locks == [pytest.approx(t_lock, abs=1e-9)]
+    momentum = 1.0 * res["a.w"] + 2.0 * res["b.w"]
+    np.testing.assert_allclose(momentum, 10.0, rtol=1e-9)
+    after = res.t > t_lock
+    np.testing.assert_allclose(res["a.w"][after], 10 / 3, rtol=1e-8)
+    np.testing.assert_allclose(res["b.w"][after], 10 / 3, rtol=1e-8)
+    assert np.all(res["clutch.mode"][after] == 0)  # stuck
+    assert np.all(res["clutch.free"][res.t < 0.5] == 1)
+    sliding = (res.t > 0.5) & (res.t < t_lock)
+    assert np.all(res["clutch.mode"][sliding] == -1)  # flange_b slower: w_rel < 0
+    np.testing.assert_allclose(res["b.w"][sliding], slip_torque / 2.0 * (res.t[sliding] - 0.5),
+                               rtol=1e-8)
+
+
+def test_bearing_friction_breaks_away_at_the_peak_torque():
+    class Ramp(mb.Model):
+        load = rot.Inertia(J=2.0, phi=mb.Fixed(0.0), w=mb.Fixed(0.0))
+        clock = bl.ContinuousClock()
+        drive = rot.Torque()
+
+        def __init__(self):
+            super().__init__()
+            self.bearing = rot.BearingFriction(tau_pos=[[0.0, 1.0], [10.0, 3.0]], peak=2.0)
+
+        def equations(self):
+            yield mb.connect(self.clock.y, self.drive.tau)
+            yield mb.connect(self.drive.flange, self.load.flange_a)
+            yield mb.connect(self.load.flange_b, self.bearing.flange_a)
+
+    res = mb.simulate(Ramp(), 3.0, n_points=301)
+    # (sa > tau0 at t = 1 is an event too: the relation crosses, nothing changes)
+    breakaway = [ev.time for ev in res.events if "sa > bearing.peak" in ev.causes[0]]
+    assert breakaway == [pytest.approx(2.0, abs=1e-9)]  # torque t reaches peak*tau_pos(0)
+    stuck = res.t < 2.0
+    assert np.all(res["load.w"][stuck] == 0.0)
+    np.testing.assert_allclose(res["bearing.tau"][stuck], res.t[stuck], atol=1e-12)
+    # sliding: 2 dw/dt = t - (1 + 0.2 w) from w(2) = 0, so w = 5t - 55 + 45 e^(-(t-2)/10)
+    t = res.t[res.t > 2.0]
+    exact = 5 * t - 55 + 45 * np.exp(-0.1 * (t - 2))
+    np.testing.assert_allclose(res["load.w"][res.t > 2.0], exact, atol=1e-8)
+
+
+class Belt(mb.Model):
+    """A mass on a belt moving at 0.1 m/s, held back by a spring to the wall."""
+
+    mass = tr.Mass(m=1.0, s=mb.Fixed(0.0), v=mb.Fixed(0.1))
+    spring = tr.Spring(c=1.0)
+    wall = tr.Fixed()
+
+    def __init__(self):
+        super().__init__()
+        self.friction = tr.SupportFriction(f_pos=[[0.0, 1.0]], peak=1.5, use_support=True)
+        self.belt = tr.Speed()
+        self.speed = bl.Constant(k=0.1)
+
+    def equations(self):
+        yield mb.connect(self.wall.flange, self.spring.flange_a)
+        yield mb.connect(self.spring.flange_b, self.mass.flange_a)
+        yield mb.connect(self.mass.flange_b, self.friction.flange_a)
+        yield mb.connect(self.friction.support, self.belt.flange)
+        yield mb.connect(self.speed.y, self.belt.v_ref)
