@@ -81,16 +81,24 @@ class Result:
         return float(self[name][-1])
 
     def at(self, t: float, names=None):
-        """Values at time ``t``, interpolated linearly between output times: a float for
-        one name, a dict name -> value for a list (default: every variable).
+        """Values at time ``t``, interpolated linearly between output times (discrete
+        variables: the value held at the last output time up to ``t``): a float for one
+        name, a dict name -> value for a list (default: every variable).
 
         Example: ``res.at(0.25, "inertia.w")``"""
         if not (self.t[0] <= t <= self.t[-1]):
             raise ValueError(f"t = {t} is outside the result's times [{self.t[0]}, {self.t[-1]}]")
+        discrete = set(getattr(self.compiled, "discrete", None) or ())
+
+        def value(name):
+            if name in discrete:
+                k = max(int(np.searchsorted(self.t, t, side="right")) - 1, 0)
+                return float(self[name][k])
+            return float(np.interp(t, self.t, self[name]))
         if isinstance(names, str):
-            return float(np.interp(t, self.t, self[names]))
+            return value(names)
         chosen = self.names if names is None else list(names)
-        return {n: float(np.interp(t, self.t, self[n])) for n in chosen}
+        return {n: value(n) for n in chosen}
 
     def unit(self, name: str) -> str:
         """The unit ``name`` was declared with ("" if none)."""

@@ -13,7 +13,7 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = ["rc_circuit", "rlc_circuit", "cauer_filter", "dc_motor_drive",
-           "cartesian_pendulum", "double_pendulum", "robot_r3"]
+           "cartesian_pendulum", "double_pendulum", "robot_r3", "rectifier", "friction_drive"]
 
 
 def load(name):
@@ -384,3 +384,31 @@ def test_dc_motor_drive_trajectory_matches_its_hand_written_ode(v_max):
         atol=1e-4)
     assert ref[1].max() > 5.0  # a real transient (peak current 16 A at 24 V, 9 A at 6 V)
     assert (res["controller.y"].max() >= v_max - 1e-9) == (v_max < 10)  # saturated or not
+
+
+def test_rectifier_switches_and_ripple(results):
+    out, _ = results["rectifier"]
+    res = out["result"]
+    # every half period one pair of diodes starts and one stops conducting
+    assert len(out["events"]) > 30
+    # the capacitor discharges through the load between the peaks: the ripple is below the
+    # estimate V/(2 f R C), which assumes the discharge lasts a whole half period
+    assert 0.5 * out["estimate"] < out["ripple"] < out["estimate"]
+    assert res["capacitor.v"].max() < 10.0  # never above the source's peak
+    assert np.all(res["d1.i"] > -1e-4) and np.all(res["d2.i"] > -1e-4)  # forward only
+
+
+def test_friction_drive_locks_and_sticks(results):
+    out, _ = results["friction_drive"]
+    res = out["result"]
+    t = res.t
+    locked = (t > 1.2) & (t < 1.99)
+    assert np.all(res["clutch.mode"][locked] == 0)
+    np.testing.assert_allclose(res["rotor.w"][locked], res["load.w"][locked], atol=1e-9)
+    # after the clutch opens the load coasts down against the bearing and sticks
+    stuck = t > 7.0
+    assert np.all(res["bearing.mode"][stuck] == 0)
+    assert np.abs(res["load.w"][stuck]).max() < 1e-9
+    assert np.ptp(res["load.phi"][stuck]) < 1e-9  # it does not move while stuck
+    # the free motor settles at its no-load speed V/k (no load torque: no current)
+    assert res["rotor.w"][-1] == pytest.approx(12.0 / 0.5, rel=1e-6)
