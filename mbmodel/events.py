@@ -155,6 +155,24 @@ class EventLayout:
 # ---------------------------------------------------------------------------------------
 
 
+def relations_at(cm, x, z, u, p, t):
+    """``u`` with the relations and the discretely defined variables (``d == expr``)
+    set to their values at the point ``(x, z, t)``, by fixed-point passes (linearization
+    of a model with events uses the branches in force there)."""
+    lay = cm.events
+    u = np.array(u, dtype=float)
+    for _ in range(MAX_EVENT_ITERATIONS):
+        values = np.array(cm.event_values(x, z, u, p, t)).reshape(-1)
+        new = u.copy()
+        new[lay.relation_slots] = lay.literal(values[lay.ranges["crossings"]])
+        new[lay.equation_slots] = values[lay.ranges["equations"]]
+        new[lay.pre_slots] = new[lay.pre_of]
+        if np.array_equal(new, u):
+            break
+        u = new
+    return u
+
+
 def simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, method,
                          rtol, atol, max_step, native, params, inputs):
     """The run of a model with events; returns (X, Z, U, events, methods) on ``grid``.

@@ -78,10 +78,13 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
         raise SimulationError(f"linearize(t=...) must be a finite time, not {t}")
     u0 = (np.zeros(len(cm.inputs)) if u is None
           else vector(u, len(cm.inputs), "u", cm.inputs))
+    u_ext = u0
+    # values that change only at events: their start values, relations as at the point
+    u0 = np.concatenate([u_ext, getattr(cm, "discrete_start", np.zeros(0))])
     if x is None and steady_state:
         x0, z0 = _steady_state(cm, u0, p, t)
     elif x is None:
-        x0, z0 = cm.initialize(params=params, inputs=dict(zip(cm.inputs, u0.tolist())),
+        x0, z0 = cm.initialize(params=params, inputs=dict(zip(cm.inputs, u_ext.tolist())),
                                t_start=t)
     else:
         if steady_state:
@@ -101,6 +104,9 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
             z0 = z0.reshape(-1)
         else:
             z0 = cm.z_start
+    if getattr(cm, "events", None) is not None:
+        from .events import relations_at
+        u0 = relations_at(cm, x0, z0, u0, p, t)
     chosen_inputs = list(cm.inputs) if inputs is None else _names(inputs, cm.inputs, "inputs")
     chosen_outputs = [] if outputs is None else _names(outputs, cm.output_names, "outputs")
     columns = [cm.inputs.index(n) for n in chosen_inputs]

@@ -350,3 +350,11 @@ def test_reinit_acts_through_an_alias_of_the_state():
     np.testing.assert_allclose(res["x"], np.where(res.t <= 1, res.t, 1 - 3 * (res.t - 1)),
                                atol=1e-9)
     assert res["w"][-1] == pytest.approx(-3.0)
+
+
+def test_linearization_uses_the_branches_in_force_at_the_operating_point():
+    cm = mb.compile(HalfWave())  # Ron = 0.1, Goff = 1e-6, C = 1e-4, R = 100; source 0 at t = 0
+    blocking = cm.linearize(x=[5.0])      # the diode is reverse biased: only the load
+    conducting = cm.linearize(x=[-5.0])   # forward biased: Ron in parallel
+    assert blocking.A[0, 0] == pytest.approx(-(1 / 100.0 + 1e-6) / 1e-4, rel=1e-12)
+    assert conducting.A[0, 0] == pytest.approx(-(1 / 100.0 + 1 / 0.1) / 1e-4, rel=1e-12)
