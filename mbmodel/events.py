@@ -313,7 +313,8 @@ class _Run:
                 u = self.u_of(t)
                 u[lay.n_ext:] = D
                 x, z, D = self.event_iteration(t, x, z, u, causes,
-                                               samples=[ticks[i][1] for i in ticked])
+                                               samples=[ticks[i][1] for i in ticked],
+                                               crossed=crossed or ())
                 for i in ticked:
                     tk, s = ticks[i]
                     ticks[i] = (self.next_tick(s, tk), s)
@@ -399,15 +400,21 @@ class _Run:
             self.layout.condition_when) else np.zeros(0, dtype=bool)
 
     # -- event iteration -------------------------------------------------------------------
-    def event_iteration(self, t, x, z, u, causes, samples=(), record=True, initial=False):
+    def event_iteration(self, t, x, z, u, causes, samples=(), record=True, initial=False,
+                        crossed=()):
         """Modelica's event iteration at ``t``. With the pre() values fixed, the discrete
         part (relations evaluated as written, discrete equations, fired when clauses) and the
         algebraic variables are solved together by fixed-point passes; re-initializations are
         applied; if any discrete value now differs from its pre() value, pre(v) := v and the
-        next round starts. Returns x, z and the discrete values after the event."""
+        next round starts. The relations whose crossing caused the event take their new
+        values (the crossing says which): evaluated as written they could sit exactly on
+        zero, where a saturated op-amp's characteristic meets the linear one. Returns x, z
+        and the discrete values after the event."""
         lay = self.layout
         n_ext = lay.n_ext
         u = u.copy()
+        forced = lay.relation_slots[list(crossed)]
+        forced_values = 1.0 - u[forced]
         x = np.array(x, dtype=float)
         for s in samples:
             u[lay.sample_slots[s]] = 1.0
@@ -422,6 +429,7 @@ class _Run:
                 v = self.values(x, z, u, t)
                 u_next = u.copy()
                 u_next[lay.relation_slots] = lay.literal(self.part(v, "crossings"))
+                u_next[forced] = forced_values
                 u_next[lay.equation_slots] = self.part(v, "equations")
                 cond = self.part(v, "conditions") > 0.5
                 rising = cond & ~cond_left

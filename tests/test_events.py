@@ -338,7 +338,7 @@ def test_reinit_acts_through_an_alias_of_the_state():
     class Kicked(mb.Model):
         x = mb.Variable(start=0.0, fixed=True)
         w = mb.Variable(start=1.0, fixed=True)
-        y = mb.Variable()
+        y = mb.Variable(start=-1.0)
 
         def equations(self):
             yield mb.der(self.x) == self.w
@@ -358,3 +358,80 @@ def test_linearization_uses_the_branches_in_force_at_the_operating_point():
     conducting = cm.linearize(x=[-5.0])   # forward biased: Ron in parallel
     assert blocking.A[0, 0] == pytest.approx(-(1 / 100.0 + 1e-6) / 1e-4, rel=1e-12)
     assert conducting.A[0, 0] == pytest.approx(-(1 / 100.0 + 1 / 0.1) / 1e-4, rel=1e-12)
+
+
+def test_limited_op_amp_clips_an_inverting_amplifier_at_the_supplies():
+    class Inverting(mb.Model):
+        src = el.SineVoltage(V=2.0, f=1.0)
+        r_in = el.Resistor(R=1e3)
+        r_fb = el.Resistor(R=1e4)
+        amp = el.IdealOpAmpLimited(Vps=15.0, Vns=-15.0)
+        load = el.Resistor(R=1e3)
+        ground = el.Ground()
+
+        def equations(self):
+            yield mb.connect(self.src.p, self.r_in.p)
+            yield mb.connect(self.r_in.n, self.r_fb.p, self.amp.in_n)
+            yield mb.connect(self.r_fb.n, self.amp.out, self.load.p)
+            yield mb.connect(self.amp.in_p, self.src.n, self.load.n, self.ground.p)
+
+    res = mb.simulate(Inverting(), 1.0, n_points=401)
+    v_in = 2.0 * np.sin(2 * np.pi * res.t)
+    np.testing.assert_allclose(res["amp.out.v"], np.clip(-10.0 * v_in, -15.0, 15.0), atol=1e-9)
+    # saturation starts and ends where |10 v_in| = 15: four crossings of s = ±1
+    edges = np.sort([math.asin(0.75) / (2 * math.pi) + k for k in (0.0, 0.5)]
+                    + [0.5 - math.asin(0.75) / (2 * math.pi) + k for k in (0.0, 0.5)])
+    found = [ev.time for ev in res.events[1:]]
+    np.testing.assert_allclose(found, edges, atol=1e-9)
+
+
+def test_ideal_closing_switch_starts_an_rc_charge_when_its_control_rises():
+    class Switched(mb.Model):
+        source = el.ConstantVoltage(V=1.0)
+        switch = el.IdealClosingSwitch(Ron=1e-5, Goff=1e-9)
+        resistor = el.Resistor(R=1e3)
+        cap = el.Capacitor(C=1e-6, v=mb.Fixed(0.0))
+        ground = el.Ground()
+        clock = bl.ContinuousClock()
+        closed = bl.GreaterThreshold(threshold=2e-3)
+
+        def equations(self):
+            yield mb.connect(self.clock.y, self.closed.u)
+            yield mb.connect(self.closed.y, self.switch.control)
+            yield mb.connect(self.source.p, self.switch.p)
+            yield mb.connect(self.switch.n, self.resistor.p)
+            yield mb.connect(self.resistor.n, self.cap.p)
+            yield mb.connect(self.cap.n, self.source.n, self.ground.p)
+
+    res = mb.simulate(Switched(), 6e-3, n_points=601)
+    t = res.t
+    tau_open, tau = 1e-6 * (1e3 + 1e9), 1e-6 * (1e3 + 1e-5)
+    # open: the slow leak through Goff = 1 nS; closed: the RC charge from there
+    open_v = 1 - np.exp(-np.minimum(t, 2e-3) / tau_open)
+    exact = np.where(t < 2e-3, open_v, 1 - (1 - open_v) * np.exp(-(t - 2e-3) / tau))
+    np.testing.assert_allclose(res["cap.v"], exact, atol=1e-6)
+
+
+def test_exponential_diode_operating_point():
+    from scipy.optimize import brentq
+
+    class Forward(mb.Model):
+        source = el.ConstantVoltage(V=1.0)
+        resistor = el.Resistor(R=100.0)
+        diode = el.Diode()
+        ground = el.Ground()
+
+        def equations(self):
+            yield mb.connect(self.source.p, self.resistor.p)
+            yield mb.connect(self.resistor.n, self.diode.p)
+            yield mb.connect(self.diode.n, self.source.n, self.ground.p)
+
+    def current(v):  # exponential continued linearly above Maxexp = 15
+        x = v / 0.04
+        ex = math.exp(x) if x <= 15 else math.exp(15) * (1 + x - 15)
+        return 1e-6 * (ex - 1) + v / 1e8
+
+    v_d = brentq(lambda v: (1.0 - v) / 100.0 - current(v), 0.0, 1.0, xtol=1e-15)
+    res = mb.simulate(Forward(), 1e-3, n_points=3)
+    assert res["diode.v"][-1] == pytest.approx(v_d, rel=1e-9)
+    assert res["diode.i"][-1] == pytest.approx(current(v_d), rel=1e-9)
