@@ -417,7 +417,7 @@ def test_exponential_diode_operating_point():
 
     class Forward(mb.Model):
         source = el.ConstantVoltage(V=1.0)
-        resistor = el.Resistor(R=100.0)
+        resistor = el.Resistor(R=100.0, v=mb.Guess(0.5))
         diode = el.Diode()
         ground = el.Ground()
 
