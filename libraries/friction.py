@@ -83,6 +83,13 @@ class PartialFriction(mb.Model):
         yield self.mode == if_else(free, FREE, if_else(forward, FORWARD, if_else(
             backward, BACKWARD, STUCK)))
 
+    def support_friction_equations(self, w, a, force, characteristic, peak):
+        """Friction against a support with no normal-force input (bearing, support
+        friction): ``force`` is ``sa`` while stuck and the characteristic while sliding."""
+        f0 = characteristic(0.0)
+        yield from self.friction_equations(w, a, f0, peak * f0, 0)
+        yield force == if_else(self.locked, self.sa, self.sliding(characteristic, w))
+
     def sliding(self, characteristic, w_relfric):
         """The sliding force ``characteristic(|w|)`` with the sign of the sliding
         direction the state machine is in (as MSL writes it)."""

@@ -618,9 +618,8 @@ class BearingFriction(PartialFriction, PartialElementaryTwoFlangesAndSupport2):
         yield self.w == der(self.phi)
         yield self.a == der(self.w)
         yield 0 == self.flange_a.tau + self.flange_b.tau - self.tau
-        tau0 = self.tau_pos(0.0)
-        yield from self.friction_equations(self.w, self.a, tau0, self.peak * tau0, 0)
-        yield self.tau == if_else(self.locked, self.sa, self.sliding(self.tau_pos, self.w))
+        yield from self.support_friction_equations(self.w, self.a, self.tau, self.tau_pos,
+                                                   self.peak)
 
 
 class Clutch(PartialFriction, PartialTwoFlanges):

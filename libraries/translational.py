@@ -565,6 +565,5 @@ class SupportFriction(PartialFriction, PartialTwoFlanges):
         yield 0 == self.flange_a.f + self.flange_b.f - self.f
         if self.use_support:
             yield self.support.f == -self.flange_a.f - self.flange_b.f
-        f0 = self.f_pos(0.0)
-        yield from self.friction_equations(self.v, self.a, f0, self.peak * f0, 0)
-        yield self.f == if_else(self.locked, self.sa, self.sliding(self.f_pos, self.v))
+        yield from self.support_friction_equations(self.v, self.a, self.f, self.f_pos,
+                                                   self.peak)
