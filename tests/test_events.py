@@ -435,3 +435,39 @@ def test_exponential_diode_operating_point():
     res = mb.simulate(Forward(), 1e-3, n_points=3)
     assert res["diode.v"][-1] == pytest.approx(v_d, rel=1e-9)
     assert res["diode.i"][-1] == pytest.approx(current(v_d), rel=1e-9)
+
+
+def test_multibody_pendulum_bouncing_off_a_hard_stop():
+    from mbmodel.libraries import multibody as mbl
+    stop, e = -math.pi / 2 + 0.3, 0.5
+
+    class StopPendulum(mb.Model):
+        """A point mass on a 1 m rod released horizontally; a stop before the bottom
+        throws it back with restitution e."""
+        world = mbl.World()
+        joint = mbl.Revolute(phi=mb.Fixed(0.0), w=mb.Fixed(0.0))
+        body = mbl.Body(m=1.0, r_CM=[1.0, 0.0, 0.0], I_11=0.0, I_22=0.0, I_33=0.0)
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.joint.frame_a)
+            yield mb.connect(self.joint.frame_b, self.body.frame_a)
+            yield mb.when(self.joint.phi < stop,
+                          mb.reinit(self.joint.w, -e * mb.pre(self.joint.w)))
+
+    def swing(t, y):
+        return [y[1], -G * math.cos(y[0])]
+
+    def at_stop(t, y):
+        return y[0] - stop
+    at_stop.terminal, at_stop.direction = True, -1
+    ref = solve_ivp(swing, (0, 2), [0.0, 0.0], method="DOP853", rtol=1e-12, atol=1e-12,
+                    events=at_stop)
+    t_hit, w_hit = ref.t_events[0][0], ref.y_events[0][0][1]
+    res = mb.simulate(StopPendulum(), 1.0, n_points=201)
+    hits = _fired(res, "joint.phi")
+    assert hits[0] == pytest.approx(t_hit, abs=1e-8)
+    energy = G * np.sin(res["joint.phi"]) + 0.5 * res["joint.w"] ** 2  # per unit mass
+    before, after = res.t < t_hit, res.t > t_hit
+    np.testing.assert_allclose(energy[before], 0.0, atol=1e-7)
+    np.testing.assert_allclose(energy[after], G * math.sin(stop) + 0.5 * (e * w_hit) ** 2,
+                               rtol=1e-7)
