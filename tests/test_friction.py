@@ -10,7 +10,6 @@ import mbmodel as mb
 from mbmodel.libraries import blocks as bl
 from mbmodel.libraries import rotational as rot
 from mbmodel.libraries import translational as tr
-from stick_slip_reference import stick_slip
 
 
 class Engage(mb.Model):
@@ -96,3 +95,50 @@ class Belt(mb.Model):
         yield mb.connect(self.mass.flange_b, self.friction.flange_a)
         yield mb.connect(self.friction.support, self.belt.flange)
         yield mb.connect(self.speed.y, self.belt.v_ref)
+
+
+def _belt_cycle():
+    """Closed form of the belt's stick–slip cycle (m = c = 1, F = 1, peak 1.5, belt
+    0.1 m/s, starting stuck at s = 0): stuck until the spring pulls with the peak force
+    (s = 1.5 at t = 15); then sliding slower than the belt, so friction pushes forward and
+    the mass oscillates about s = F/c = 1 with angular frequency 1,
+    s = 1 + 0.5 cos(tau) + 0.1 sin(tau), until its speed is the belt's again:
+    -0.5 sin(tau) + 0.1 cos(tau) = 0.1, i.e. tan(tau/2) = -5; there the spring force
+    c s = 0.5 is below the peak, so it sticks and rides the belt until s = 1.5 again."""
+    slip = 2 * (np.pi - np.arctan(5.0))
+    s_stick = 1 + 0.5 * np.cos(slip) + 0.1 * np.sin(slip)
+    stick = (1.5 - s_stick) / 0.1
+    return slip, s_stick, stick
+
+
+def test_mass_on_a_moving_belt_sticks_and_slips_on_the_closed_form_cycle():
+    slip, s_stick, stick = _belt_cycle()
+    assert s_stick == pytest.approx(0.5, abs=1e-12)
+    res = mb.simulate(Belt(), 60.0, n_points=1201)
+    modes = res["friction.mode"]
+    # mode changes (stuck 0, sliding backward -1 relative to the belt) at the cycle's times
+    changes = [ev.time for ev in res.events[1:] if ev.causes[0].startswith("friction.sa < (-")
+               or "friction.v >" in ev.causes[0]]
+    expected = []
+    t = 15.0
+    while t < 60.0:
+        expected += [t, t + slip]
+        t += slip + stick
+    expected = [x for x in expected if x < 60.0]
+    found = []
+    for x in expected:
+        close = [c for c in changes if abs(c - x) < 1e-6]
+        assert close, f"no mode change near t = {x}"
+        found.append(close[0])
+    np.testing.assert_allclose(found, expected, atol=1e-8)
+    t = res.t
+    first_slip = (t > 15.0) & (t < 15.0 + slip)
+    tau = t[first_slip] - 15.0
+    np.testing.assert_allclose(res["mass.s"][first_slip],
+                               1 + 0.5 * np.cos(tau) + 0.1 * np.sin(tau), atol=1e-8)
+    assert np.all(modes[first_slip] == -1)
+    riding = (t > 15.0 + slip + 1e-6) & (t < 15.0 + slip + stick - 1e-6)
+    assert np.all(modes[riding] == 0)
+    np.testing.assert_allclose(res["mass.v"][riding], 0.1, atol=1e-10)
+    np.testing.assert_allclose(res["mass.s"][riding],
+                               s_stick + 0.1 * (t[riding] - 15.0 - slip), atol=1e-8)
