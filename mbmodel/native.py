@@ -158,7 +158,10 @@ class Evaluator:
         if x is not None:
             self._x[:] = x
         if u is not None:
-            self._u[:] = np.ravel(u)
+            # the external inputs; a model with events keeps its discrete values (at their
+            # start values unless the whole vector is given)
+            u = np.ravel(u)
+            self._u[:len(u)] = u
         if p is not None:
             self._p[:] = p
         self._t[0] = t
@@ -187,8 +190,8 @@ def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Eval
             symbolic = ca.Function("mbmodel_evaluator", [Xm, Um, Pm, Tm], [xdot],
                                    ["x", "u", "p", "t"], ["y"])
             fn = compile_function(symbolic) if native else symbolic
-            return Evaluator(fn, cm.parameter_vector(), X.numel(), U.numel(), names,
-                             symbolic)
+            return _with_discrete_start(cm, Evaluator(
+                fn, cm.parameter_vector(), X.numel(), U.numel(), names, symbolic))
         expr = cm.ode(X, Z, U, P, TIME)
     else:
         missing = [n for n in outputs if n not in cm.output_index]
@@ -202,4 +205,13 @@ def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Eval
     symbolic = ca.Function("mbmodel_evaluator", [X, U, P, TIME], [ca.densify(expr)],
                            ["x", "u", "p", "t"], ["y"])
     fn = compile_function(symbolic) if native else symbolic
-    return Evaluator(fn, cm.parameter_vector(), X.numel(), U.numel(), names, symbolic)
+    return _with_discrete_start(cm, Evaluator(fn, cm.parameter_vector(), X.numel(), U.numel(),
+                                              names, symbolic))
+
+
+def _with_discrete_start(cm, ev: Evaluator) -> Evaluator:
+    """The evaluator's discrete values (after the external inputs) at their start values."""
+    start = getattr(cm, "discrete_start", np.zeros(0))
+    if len(start):
+        ev._u[len(ev._u) - len(start):] = start
+    return ev
