@@ -64,7 +64,7 @@ __all__ = [
     "Limiter", "DeadZone",
     # logical and discrete (switching at events)
     "Hysteresis", "Greater", "Less", "GreaterThreshold", "LessThreshold", "Switch",
-    "SampleAndHold", "Pulse", "Sawtooth",
+    "SampleAndHold", "Pulse", "Sawtooth", "TimeTable",
 ]
 
 #: Lower bound of strictly positive parameters (Modelica.Constants.small).
@@ -870,3 +870,38 @@ class Sawtooth(SO):
         yield mb.when(mb.sample(self.startTime, self.period), self.T_start == mb.time)
         rising = self.amplitude * (mb.time - self.T_start) / self.period
         yield self.y == self.offset + if_else(mb.time >= self.startTime, rising, 0)
+
+
+class TimeTable(SO):
+    """Output interpolated linearly in a table of ``[time, value]`` rows (MSL
+    ``Sources.TimeTable``; a time repeated twice makes a jump), held at the first value
+    before the table and at the last after it; ``offset`` and ``startTime`` shift it.
+    Every breakpoint is a time event, so corners and jumps are exact. ``table`` is a
+    structural option (a list of rows, not a run-time parameter).
+
+    Equation: ``y = offset + interp(table, time - startTime)``.
+    """
+
+    offset = Parameter(0.0, doc="offset of the output")
+    startTime = Parameter(0.0, unit="s", doc="the table's time 0")
+
+    def __init__(self, table=((0.0, 0.0), (1.0, 1.0)), **modifiers):
+        super().__init__(**modifiers)
+        table = np.atleast_2d(np.asarray(table, dtype=float))
+        if (table.ndim != 2 or table.shape[1] != 2 or not len(table)
+                or not np.all(np.isfinite(table)) or np.any(np.diff(table[:, 0]) < 0)):
+            raise DeclarationError(f"TimeTable: table must be rows [time, value] of finite "
+                                   f"numbers with times not decreasing, not {table.tolist()}")
+        self.table = table
+
+    def equations(self):
+        times, values = self.table[:, 0], self.table[:, 1]
+        tau = mb.time - self.startTime
+        y = ca.SX(values[-1])  # after the table
+        for k in range(len(times) - 2, -1, -1):
+            if times[k + 1] == times[k]:
+                continue  # a jump: the row after it takes over at that time
+            slope = (values[k + 1] - values[k]) / (times[k + 1] - times[k])
+            y = if_else(tau < times[k + 1], values[k] + slope * (tau - times[k]), y)
+        y = if_else(tau < times[0], values[0], y)
+        yield self.y == self.offset + y

@@ -42,7 +42,7 @@ __all__ = [
     "Torque", "ConstantTorque", "Speed", "Position",
     "AngleSensor", "SpeedSensor", "AccSensor", "TorqueSensor", "RelativeAngleSensor",
     "RelativeSpeedSensor",
-    "BearingFriction", "Clutch",
+    "BearingFriction", "Clutch", "Brake", "ElastoBacklash",
 ]
 
 
@@ -666,3 +666,80 @@ class Clutch(PartialFriction, PartialTwoFlanges):
                                            self.free)
         sliding = self.cgeo * self.fn * self.sliding(self.mu_pos, self.w_rel)
         yield self.tau == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))
+
+
+class Brake(PartialFriction, PartialElementaryTwoFlangesAndSupport2):
+    """Brake with normal force input (MSL ``Brake``): like :class:`Clutch`, between the
+    flanges (rigidly connected) and the support. Released (``fn <= 0``) it is free.
+
+    Equations (with the state machine of :class:`PartialFriction`)::
+
+        phi = flange_a.phi - phi_support,  flange_b.phi = flange_a.phi
+        w = der(phi),  a = der(w)
+        0 = flange_a.tau + flange_b.tau - tau
+        fn = fn_max*f_normalized,  free = fn <= 0
+        tau0 = mu_pos(0)*cgeo*fn,  tau0_max = peak*tau0
+        tau = sa if locked; 0 if free; else cgeo*fn*(+mu_pos(w) or -mu_pos(-w))
+    """
+
+    peak = Parameter(1.0, min=1.0, doc="peak*mu_pos(0) = largest coefficient while stuck")
+    cgeo = Parameter(1.0, min=0.0, doc="geometry constant (friction distribution)")
+    fn_max = Parameter(1.0, unit="N", min=0.0, doc="largest normal force")
+    f_normalized = Input(doc="normal force signal 0..1 (braking if > 0)")
+    phi = Variable(0.0, unit="rad", doc="angle of the flanges relative to the support")
+    w = Variable(0.0, unit="rad/s", state_select="prefer", doc="angular velocity")
+    a = Variable(0.0, unit="rad/s2", doc="angular acceleration")
+    tau = Variable(unit="N.m", doc="braking torque")
+    fn = Variable(unit="N", doc="normal force")
+    free = mb.Discrete(0, doc="1 while released (fn <= 0)")
+
+    def __init__(self, mu_pos=((0.0, 0.5),), use_support: bool = False, **modifiers):
+        super().__init__(use_support=use_support, **modifiers)
+        self.mu_pos = table_function(mu_pos, "Brake mu_pos")
+
+    def equations(self):
+        yield from PartialElementaryTwoFlangesAndSupport2.equations(self)
+        yield self.phi == self.phi_a
+        yield self.flange_b.phi == self.flange_a.phi
+        yield self.w == der(self.phi)
+        yield self.a == der(self.w)
+        yield 0 == self.flange_a.tau + self.flange_b.tau - self.tau
+        yield self.fn == self.fn_max * self.f_normalized
+        yield self.free == (self.fn <= 0)
+        tau0 = self.mu_pos(0.0) * self.cgeo * self.fn
+        yield from self.friction_equations(self.w, self.a, tau0, self.peak * tau0, self.free)
+        sliding = self.cgeo * self.fn * self.sliding(self.mu_pos, self.w)
+        yield self.tau == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))
+
+
+class ElastoBacklash(PartialCompliantWithRelativeStates):
+    """Spring and damper in series with backlash ``b`` (MSL ``ElastoBacklash``): no torque
+    while the relative angle is inside the gap, contact switching at events; the damper
+    never pulls the flanges together (the torque keeps the sign of the contact).
+
+    Equations (with :class:`PartialCompliantWithRelativeStates`)::
+
+        phi_diff = phi_rel - phi_rel0
+        tau_c = c*(phi_diff - b/2) if phi_diff > b/2; c*(phi_diff + b/2) if < -b/2; else 0
+        tau_d = d*w_rel
+        tau = max(0, tau_c + min(tau_c, tau_d))   in contact above the gap
+              min(0, tau_c + max(tau_c, tau_d))   in contact below it;  0 inside
+    """
+
+    c = Parameter(1e5, unit="N.m/rad", min=0.0, doc="spring constant")
+    d = Parameter(0.0, unit="N.m.s/rad", min=0.0, doc="damping constant")
+    b = Parameter(0.0, unit="rad", min=0.0, doc="total backlash")
+    phi_rel0 = Parameter(0.0, unit="rad", doc="relative angle at the middle of the gap")
+
+    def equations(self):
+        yield from super().equations()
+        phi_diff = self.phi_rel - self.phi_rel0
+        above, below = phi_diff > self.b / 2, phi_diff < -self.b / 2
+        tau_c = if_else(above, self.c * (phi_diff - self.b / 2),
+                        if_else(below, self.c * (phi_diff + self.b / 2), 0))
+        tau_d = self.d * self.w_rel
+        pushing = mb.noEvent(if_else(tau_c + tau_d <= 0, 0,
+                                     tau_c + if_else(tau_c <= tau_d, tau_c, tau_d)))
+        pulling = mb.noEvent(if_else(tau_c + tau_d >= 0, 0,
+                                     tau_c + if_else(tau_c >= tau_d, tau_c, tau_d)))
+        yield self.tau == if_else(above, pushing, if_else(below, pulling, 0))

@@ -42,7 +42,7 @@ __all__ = [
     "Force", "ConstantForce", "Position", "Speed",
     "PositionSensor", "SpeedSensor", "AccSensor", "ForceSensor", "RelPositionSensor",
     "RelSpeedSensor",
-    "SupportFriction",
+    "SupportFriction", "ElastoGap",
 ]
 
 
@@ -567,3 +567,34 @@ class SupportFriction(PartialFriction, PartialTwoFlanges):
             yield self.support.f == -self.flange_a.f - self.flange_b.f
         yield from self.support_friction_equations(self.v, self.a, self.f, self.f_pos,
                                                    self.peak)
+
+
+class ElastoGap(PartialCompliantWithRelativeStates):
+    """Spring and damper acting only in contact (MSL ``ElastoGap``): the flanges touch
+    while ``s_rel < s_rel0`` (contact switching at events); the spring force is
+    ``-c*|s_rel - s_rel0|^n`` and the damper never pulls the flanges together.
+
+    Equations (with :class:`PartialCompliantWithRelativeStates`)::
+
+        contact = s_rel < s_rel0
+        f_c = -c*|s_rel - s_rel0|^n      in contact, else 0
+        f_d = clip(d*v_rel, f_c, -f_c)   in contact, else 0
+        f = f_c + f_d
+    """
+
+    c = Parameter(1.0, unit="N/m", min=0.0, doc="spring constant")
+    d = Parameter(1.0, unit="N.s/m", min=0.0, doc="damping constant")
+    s_rel0 = Parameter(0.0, unit="m", doc="relative position where contact begins")
+    n = Parameter(1.0, min=1.0, doc="exponent of the spring force")
+    contact = mb.Discrete(0, doc="1 while the flanges touch")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.contact == (self.s_rel < self.s_rel0)
+        depth = mb.noEvent(if_else(self.s_rel < self.s_rel0, self.s_rel0 - self.s_rel,
+                                   self.s_rel - self.s_rel0))
+        f_c = if_else(self.contact, -self.c * depth ** self.n, 0)
+        f_d2 = if_else(self.contact, self.d * self.v_rel, 0)
+        f_d = mb.noEvent(if_else(self.contact, if_else(f_d2 < f_c, f_c, if_else(
+            f_d2 > -f_c, -f_c, f_d2)), 0))
+        yield self.f == f_c + f_d

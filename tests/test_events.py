@@ -471,3 +471,22 @@ def test_multibody_pendulum_bouncing_off_a_hard_stop():
     np.testing.assert_allclose(energy[before], 0.0, atol=1e-8)
     np.testing.assert_allclose(energy[after], G * math.sin(stop) + 0.5 * (e * w_hit) ** 2,
                                rtol=1e-8)
+
+
+def test_time_table_interpolates_with_exact_corners_and_jumps():
+    class Table(mb.Model):
+        table = bl.TimeTable(table=[[0.0, 0.0], [1.0, 2.0], [1.0, -1.0], [2.0, 0.0]],
+                             startTime=0.5, offset=1.0)
+        x = mb.Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == self.table.y
+
+    res = mb.simulate(Table(), 3.0, n_points=31, rtol=1e-10, atol=1e-12)
+    tau = res.t - 0.5
+    shape = np.where(tau < 0, 0.0, np.where(tau < 1, 2 * tau, np.where(
+        tau < 2, -1 + (tau - 1), 0.0)))
+    np.testing.assert_allclose(res["table.y"], 1.0 + shape, atol=1e-12)
+    # the integral of the table: exact only if the corners are stepped on
+    integral = 3.0 + 1.0 - 0.5  # offset over 3 s, the ramp up, the ramp from -1 to 0
+    assert res.final("x") == pytest.approx(integral, abs=1e-9)

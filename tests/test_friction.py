@@ -142,3 +142,66 @@ def test_mass_on_a_moving_belt_sticks_and_slips_on_the_closed_form_cycle():
     np.testing.assert_allclose(res["mass.v"][riding], 0.1, atol=1e-10)
     np.testing.assert_allclose(res["mass.s"][riding],
                                s_stick + 0.1 * (t[riding] - 15.0 - slip), atol=1e-8)
+
+
+def test_brake_stops_an_inertia_and_holds_it():
+    class Braked(mb.Model):
+        wheel = rot.Inertia(J=2.0, phi=mb.Fixed(0.0), w=mb.Fixed(10.0))
+        pedal = bl.Constant(k=1.0)
+
+        def __init__(self):
+            super().__init__()
+            self.brake = rot.Brake(mu_pos=[[0.0, 0.5]], peak=1.2, fn_max=8.0)
+
+        def equations(self):
+            yield mb.connect(self.wheel.flange_b, self.brake.flange_a)
+            yield mb.connect(self.pedal.y, self.brake.f_normalized)
+
+    res = mb.simulate(Braked(), 8.0, n_points=801)
+    torque = 0.5 * 8.0  # cgeo*fn*mu
+    t_stop = 10.0 * 2.0 / torque
+    t = res.t
+    np.testing.assert_allclose(res["wheel.w"], np.maximum(10.0 - torque / 2.0 * t, 0.0),
+                               atol=1e-8)
+    stops = [ev.time for ev in res.events if "brake.w >" in ev.causes[0]]
+    assert stops[0] == pytest.approx(t_stop, abs=1e-9)
+    assert np.all(res["brake.mode"][t > t_stop + 1e-3] == 0)
+
+
+def test_elastic_gap_and_backlash_contacts_last_half_an_oscillation():
+    class Gap(mb.Model):
+        wall = tr.Fixed()
+        gap = tr.ElastoGap(c=400.0, d=0.0, s_rel0=-0.5)
+        mass = tr.Mass(m=1.0, s=mb.Fixed(0.0), v=mb.Fixed(-1.0))
+
+        def equations(self):
+            yield mb.connect(self.wall.flange, self.gap.flange_a)
+            yield mb.connect(self.gap.flange_b, self.mass.flange_a)
+
+    res = mb.simulate(Gap(), 1.0, n_points=401, rtol=1e-10, atol=1e-12)
+    contacts = [ev.time for ev in res.events[1:]]
+    half = np.pi * np.sqrt(1.0 / 400.0)  # contact lasts half a period of the spring
+    np.testing.assert_allclose(contacts[:2], [0.5, 0.5 + half], atol=1e-9)
+    assert res["mass.v"][-1] == pytest.approx(1.0, rel=1e-8)  # elastic: it leaves at 1 m/s
+    t = res.t
+    free_after = t > 0.5 + half + 1e-6
+    np.testing.assert_allclose(res["mass.s"][free_after],
+                               -0.5 + (t[free_after] - 0.5 - half), atol=1e-8)
+
+    class Backlash(mb.Model):
+        fixed = rot.Fixed()
+        backlash = rot.ElastoBacklash(c=100.0, d=0.0, b=0.2)
+        inertia = rot.Inertia(J=1.0, phi=mb.Fixed(0.0), w=mb.Fixed(1.0))
+
+        def equations(self):
+            yield mb.connect(self.fixed.flange, self.backlash.flange_a)
+            yield mb.connect(self.backlash.flange_b, self.inertia.flange_a)
+
+    res = mb.simulate(Backlash(), 1.5, n_points=301, rtol=1e-10, atol=1e-12)
+    half = np.pi * np.sqrt(1.0 / 100.0)
+    # free for 0.1 s to the edge of the gap, contact half a period, 0.2 s across the gap
+    expected = [0.1, 0.1 + half, 0.3 + half, 0.3 + 2 * half]
+    found = [ev.time for ev in res.events[1:]]
+    np.testing.assert_allclose(found[:4], expected, atol=1e-9)
+    # elastic: three contacts by 1.5 s (the third ends at 0.5 + 3*half), moving back
+    assert res["inertia.w"][-1] == pytest.approx(-1.0, rel=1e-7)
