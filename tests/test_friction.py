@@ -205,3 +205,33 @@ def test_elastic_gap_and_backlash_contacts_last_half_an_oscillation():
     np.testing.assert_allclose(found[:4], expected, atol=1e-9)
     # elastic: three contacts by 1.5 s (the third ends at 0.5 + 3*half), moving back
     assert res["inertia.w"][-1] == pytest.approx(-1.0, rel=1e-7)
+
+
+def test_translational_brake_stops_a_pushed_mass_and_holds_it():
+    class Held(mb.Model):
+        mass = tr.Mass(m=2.0, s=mb.Fixed(0.0), v=mb.Fixed(3.0))
+        push = tr.ConstantForce(f_constant=1.5)
+        pedal = bl.Step(startTime=0.5)
+
+        def __init__(self):
+            super().__init__()
+            self.brake = tr.Brake(mu_pos=[[0.0, 0.5]], peak=1.5, fn_max=8.0)
+
+        def equations(self):
+            yield mb.connect(self.push.flange, self.mass.flange_a)
+            yield mb.connect(self.mass.flange_b, self.brake.flange_a)
+            yield mb.connect(self.pedal.y, self.brake.f_normalized)
+
+    res = mb.simulate(Held(), 5.0, n_points=501)
+    t = res.t
+    # free until 0.5 s (1.5 N on 2 kg), then 4 N of braking against the push: the speed
+    # falls at 1.25 m/s^2 from 3.375 m/s and is 0 at 3.2 s; the push (1.5 N) is below
+    # the peak (6 N), so the brake holds it from there with exactly the push
+    t_stop = 0.5 + 3.375 / 1.25
+    v = np.where(t <= 0.5, 3.0 + 0.75 * t, np.maximum(3.375 - 1.25 * (t - 0.5), 0.0))
+    np.testing.assert_allclose(res["mass.v"], v, atol=1e-8)
+    stops = [ev.time for ev in res.events if "brake.v >" in ev.causes[0]]
+    assert stops[0] == pytest.approx(t_stop, abs=1e-9)
+    held = t > t_stop + 1e-3
+    assert np.all(res["brake.mode"][held] == 0)
+    np.testing.assert_allclose(res["brake.f"][held], 1.5, atol=1e-9)
