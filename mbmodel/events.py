@@ -280,7 +280,8 @@ class _Run:
                 probe = False
                 end = min(target, t + self.check_spacing)
                 t_new, x_new, z_new, crossed, _, _, _ = self.advance(
-                    t, end, PROBE_POINTS, x, z, u, geometric=True)
+                    t, end, PROBE_POINTS, x, z, u, geometric=True,
+                    ends_at_event=end >= next_time_event)
                 if crossed is None and end < target:
                     t, x, z = t_new, x_new, z_new
                     continue
