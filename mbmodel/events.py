@@ -43,6 +43,9 @@ CHATTER_FRACTION = 1e-9
 #: each by a factor below ZENO_RATIO, stops the run.
 ZENO_FIRINGS = 30
 ZENO_RATIO = 0.999
+#: ... once the extrapolated accumulation point lies within the run and within this
+#: fraction of it ahead.
+ZENO_HORIZON = 0.01
 #: Default spacing of the crossing checks as a fraction of the run.
 CHECKS_PER_RUN = 1000
 #: Check points right after an event, at distances halving from the check spacing down to
@@ -251,8 +254,9 @@ class _Run:
         n_intervals = 1  # output intervals per integrator call: doubles while no event comes
         probe = True  # the first stretch after an event (or the start) is probed
         while t < self.t_end:
-            next_time_event = min(time_events[0] if time_events else math.inf,
-                                  min((tk for tk, _ in ticks), default=math.inf), self.t_end)
+            real_event = min(time_events[0] if time_events else math.inf,
+                             min((tk for tk, _ in ticks), default=math.inf))
+            next_time_event = min(real_event, self.t_end)
             on_grid = k > 0 and grid[k - 1] == t
             n_out, m = 0, 0
             if on_grid and k < len(grid) and grid[k] <= next_time_event:
@@ -281,14 +285,14 @@ class _Run:
                 end = min(target, t + self.check_spacing)
                 t_new, x_new, z_new, crossed, _, _, _ = self.advance(
                     t, end, PROBE_POINTS, x, z, u, geometric=True,
-                    ends_at_event=end >= next_time_event)
+                    ends_at_event=end >= real_event)
                 if crossed is None and end < target:
                     t, x, z = t_new, x_new, z_new
                     continue
                 n_out, xs, zs, valid = 0, None, None, 0
             else:
                 t_new, x_new, z_new, crossed, xs, zs, valid = self.advance(
-                    t, target, m, x, z, u, ends_at_event=target >= next_time_event)
+                    t, target, m, x, z, u, ends_at_event=target >= real_event)
             # outputs reached before any crossing
             for j in range(n_out):
                 col = (j + 1) * per - 1
@@ -501,9 +505,10 @@ class _Run:
     def check_zeno(self, t, w):
         """A when clause firing at ever shorter intervals, each shorter than the one before
         :data:`ZENO_FIRINGS` times in a row, approaches a Zeno point (infinitely many events
-        before a finite time, like a bouncing ball coming to rest): the run stops there
-        with the extrapolated time, instead of integrating past it (the ball would fall
-        through the floor)."""
+        before a finite time, like a bouncing ball coming to rest). Once that point,
+        extrapolated from the shrinking intervals, lies within the run and close ahead
+        (:data:`ZENO_HORIZON`), the run stops with it instead of integrating past it (the
+        ball would fall through the floor)."""
         times = self.firings.setdefault(w, deque(maxlen=ZENO_FIRINGS + 1))
         times.append(t)
         if len(times) <= ZENO_FIRINGS:
@@ -514,6 +519,8 @@ class _Run:
             return
         q = float(np.exp(np.mean(np.log(ratios))))
         t_zeno = t + gaps[-1] * q / (1 - q)
+        if t_zeno > self.t_end or t_zeno - t > ZENO_HORIZON * (self.t_end - self.t_start):
+            return  # far from the accumulation point: the events are still resolved
         raise self.failure(
             t, f"Zeno behaviour: '{self.layout.when_texts[w]}' fired {ZENO_FIRINGS + 1} times "
             f"at intervals shrinking by a factor {q:.3g} each (last {gaps[-1]:.3g} s at "

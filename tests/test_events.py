@@ -490,3 +490,10 @@ def test_time_table_interpolates_with_exact_corners_and_jumps():
     # the integral of the table: exact only if the corners are stepped on
     integral = 3.0 + 1.0 - 0.5  # offset over 3 s, the ramp up, the ramp from -1 to 0
     assert res.final("x") == pytest.approx(integral, abs=1e-9)
+
+
+def test_a_crossing_just_before_the_end_of_the_run_is_handled():
+    impact = math.sqrt(2 / G)  # within the last check interval (a thousandth of the run)
+    res = mb.simulate(BouncingBall(e=0.9), impact + 1e-5, n_points=3)
+    assert res["bounces"][-1] == 1
+    assert res["v"][-1] > 0  # bounced, not falling through the floor
