@@ -120,3 +120,25 @@ def table_function(table, what: str):
             out = if_else(w < ws[k + 1], values[k] + slope * (w - ws[k]), out)
         return mb.noEvent(out)
     return at
+
+
+class PartialPressedFriction(PartialFriction):
+    """Partial model: friction pressed by a normal force signal (clutches, brakes): free
+    while ``fn <= 0``, ``cgeo*fn*mu(|w|)`` while sliding, holding up to
+    ``peak*cgeo*fn*mu(0)``. Subclasses set ``self.mu`` (:func:`table_function`) and yield
+    ``self.pressed_friction_equations(w, a, force)``."""
+
+    peak = mb.Parameter(1.0, min=1.0, doc="peak*mu(0) = largest coefficient while stuck")
+    cgeo = mb.Parameter(1.0, min=0.0, doc="geometry constant (friction distribution)")
+    fn_max = mb.Parameter(1.0, unit="N", min=0.0, doc="largest normal force")
+    f_normalized = mb.Input(doc="normal force signal 0..1 (engaged if > 0)")
+    fn = mb.Variable(unit="N", doc="normal force")
+    free = mb.Discrete(0, doc="1 while released (fn <= 0)")
+
+    def pressed_friction_equations(self, w, a, force):
+        yield self.fn == self.fn_max * self.f_normalized
+        yield self.free == (self.fn <= 0)
+        f0 = self.mu(0.0) * self.cgeo * self.fn
+        yield from self.friction_equations(w, a, f0, self.peak * f0, self.free)
+        sliding = self.cgeo * self.fn * self.sliding(self.mu, w)
+        yield force == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))

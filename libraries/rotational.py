@@ -31,7 +31,7 @@ from mbmodel import (Connector, Flow, Input, Model, Output, Parameter, Potential
                      der)
 
 from .drive_trains import ForceElementFlanges, RigidCoupling
-from .friction import PartialFriction, table_function
+from .friction import PartialFriction, PartialPressedFriction, table_function
 
 __all__ = [
     "Flange", "Flange_a", "Flange_b", "Support",
@@ -622,7 +622,7 @@ class BearingFriction(PartialFriction, PartialElementaryTwoFlangesAndSupport2):
                                                    self.peak)
 
 
-class Clutch(PartialFriction, PartialTwoFlanges):
+class Clutch(PartialPressedFriction, PartialTwoFlanges):
     """Clutch with normal force input (MSL ``Clutch``): the friction torque
     ``cgeo*fn*mu_pos(w_rel)`` opposes the relative rotation of the flanges while they slip;
     engaged (``fn > 0``) and at equal speeds they lock until the transmitted torque exceeds
@@ -637,21 +637,15 @@ class Clutch(PartialFriction, PartialTwoFlanges):
         tau = sa if locked; 0 if free; else cgeo*fn*(+mu_pos(w_rel) or -mu_pos(-w_rel))
     """
 
-    peak = Parameter(1.0, min=1.0, doc="peak*mu_pos(0) = largest coefficient while stuck")
-    cgeo = Parameter(1.0, min=0.0, doc="geometry constant (friction distribution)")
-    fn_max = Parameter(1.0, unit="N", min=0.0, doc="largest normal force")
-    f_normalized = Input(doc="normal force signal 0..1 (engaged if > 0)")
     phi_rel = Variable(0.0, unit="rad", state_select="prefer",
                        doc="relative angle (= flange_b.phi - flange_a.phi)")
     w_rel = Variable(0.0, unit="rad/s", state_select="prefer", doc="relative speed")
     a_rel = Variable(0.0, unit="rad/s2", doc="relative acceleration")
     tau = Variable(unit="N.m", doc="torque transmitted (= flange_b.tau)")
-    fn = Variable(unit="N", doc="normal force")
-    free = mb.Discrete(0, doc="1 while disengaged (fn <= 0)")
 
     def __init__(self, mu_pos=((0.0, 0.5),), **modifiers):
         super().__init__(**modifiers)
-        self.mu_pos = table_function(mu_pos, "Clutch mu_pos")
+        self.mu = table_function(mu_pos, "Clutch mu_pos")
 
     def equations(self):
         yield self.phi_rel == self.flange_b.phi - self.flange_a.phi
@@ -659,16 +653,10 @@ class Clutch(PartialFriction, PartialTwoFlanges):
         yield self.a_rel == der(self.w_rel)
         yield self.flange_b.tau == self.tau
         yield self.flange_a.tau == -self.tau
-        yield self.fn == self.fn_max * self.f_normalized
-        yield self.free == (self.fn <= 0)
-        tau0 = self.mu_pos(0.0) * self.cgeo * self.fn
-        yield from self.friction_equations(self.w_rel, self.a_rel, tau0, self.peak * tau0,
-                                           self.free)
-        sliding = self.cgeo * self.fn * self.sliding(self.mu_pos, self.w_rel)
-        yield self.tau == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))
+        yield from self.pressed_friction_equations(self.w_rel, self.a_rel, self.tau)
 
 
-class Brake(PartialFriction, PartialElementaryTwoFlangesAndSupport2):
+class Brake(PartialPressedFriction, PartialElementaryTwoFlangesAndSupport2):
     """Brake with normal force input (MSL ``Brake``): like :class:`Clutch`, between the
     flanges (rigidly connected) and the support. Released (``fn <= 0``) it is free.
 
@@ -682,20 +670,14 @@ class Brake(PartialFriction, PartialElementaryTwoFlangesAndSupport2):
         tau = sa if locked; 0 if free; else cgeo*fn*(+mu_pos(w) or -mu_pos(-w))
     """
 
-    peak = Parameter(1.0, min=1.0, doc="peak*mu_pos(0) = largest coefficient while stuck")
-    cgeo = Parameter(1.0, min=0.0, doc="geometry constant (friction distribution)")
-    fn_max = Parameter(1.0, unit="N", min=0.0, doc="largest normal force")
-    f_normalized = Input(doc="normal force signal 0..1 (braking if > 0)")
     phi = Variable(0.0, unit="rad", doc="angle of the flanges relative to the support")
     w = Variable(0.0, unit="rad/s", state_select="prefer", doc="angular velocity")
     a = Variable(0.0, unit="rad/s2", doc="angular acceleration")
     tau = Variable(unit="N.m", doc="braking torque")
-    fn = Variable(unit="N", doc="normal force")
-    free = mb.Discrete(0, doc="1 while released (fn <= 0)")
 
     def __init__(self, mu_pos=((0.0, 0.5),), use_support: bool = False, **modifiers):
         super().__init__(use_support=use_support, **modifiers)
-        self.mu_pos = table_function(mu_pos, "Brake mu_pos")
+        self.mu = table_function(mu_pos, "Brake mu_pos")
 
     def equations(self):
         yield from PartialElementaryTwoFlangesAndSupport2.equations(self)
@@ -704,12 +686,7 @@ class Brake(PartialFriction, PartialElementaryTwoFlangesAndSupport2):
         yield self.w == der(self.phi)
         yield self.a == der(self.w)
         yield 0 == self.flange_a.tau + self.flange_b.tau - self.tau
-        yield self.fn == self.fn_max * self.f_normalized
-        yield self.free == (self.fn <= 0)
-        tau0 = self.mu_pos(0.0) * self.cgeo * self.fn
-        yield from self.friction_equations(self.w, self.a, tau0, self.peak * tau0, self.free)
-        sliding = self.cgeo * self.fn * self.sliding(self.mu_pos, self.w)
-        yield self.tau == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))
+        yield from self.pressed_friction_equations(self.w, self.a, self.tau)
 
 
 class ElastoBacklash(PartialCompliantWithRelativeStates):

@@ -31,7 +31,7 @@ from mbmodel import (Connector, Flow, Input, Model, Output, Parameter, Potential
                      der)
 
 from .drive_trains import ForceElementFlanges, RigidCoupling
-from .friction import PartialFriction, table_function
+from .friction import PartialFriction, PartialPressedFriction, table_function
 
 __all__ = [
     "Flange", "Flange_a", "Flange_b", "Support",
@@ -600,7 +600,7 @@ class ElastoGap(PartialCompliantWithRelativeStates):
         yield self.f == f_c + f_d
 
 
-class Brake(PartialFriction, PartialTwoFlanges):
+class Brake(PartialPressedFriction, PartialTwoFlanges):
     """Brake with normal force input (MSL ``Translational.Components.Brake``): friction
     between the rigidly connected flanges and the fixed support, ``cgeo*fn*mu_pos(v)``
     while sliding, holding up to ``peak*cgeo*fn*mu_pos(0)``; released (``fn <= 0``) free.
@@ -614,20 +614,14 @@ class Brake(PartialFriction, PartialTwoFlanges):
         f = sa if locked; 0 if free; else cgeo*fn*(+mu_pos(v) or -mu_pos(-v))
     """
 
-    peak = Parameter(1.0, min=1.0, doc="peak*mu_pos(0) = largest coefficient while stuck")
-    cgeo = Parameter(1.0, min=0.0, doc="geometry constant")
-    fn_max = Parameter(1.0, unit="N", min=0.0, doc="largest normal force")
-    f_normalized = Input(doc="normal force signal 0..1 (braking if > 0)")
     s = Variable(0.0, unit="m", doc="position of the flanges")
     v = Variable(0.0, unit="m/s", state_select="prefer", doc="velocity")
     a = Variable(0.0, unit="m/s2", doc="acceleration")
     f = Variable(unit="N", doc="braking force")
-    fn = Variable(unit="N", doc="normal force")
-    free = mb.Discrete(0, doc="1 while released (fn <= 0)")
 
     def __init__(self, mu_pos=((0.0, 0.5),), **modifiers):
         super().__init__(**modifiers)
-        self.mu_pos = table_function(mu_pos, "Brake mu_pos")
+        self.mu = table_function(mu_pos, "Brake mu_pos")
 
     def equations(self):
         yield self.s == self.flange_a.s
@@ -635,9 +629,4 @@ class Brake(PartialFriction, PartialTwoFlanges):
         yield self.v == der(self.s)
         yield self.a == der(self.v)
         yield 0 == self.flange_a.f + self.flange_b.f - self.f
-        yield self.fn == self.fn_max * self.f_normalized
-        yield self.free == (self.fn <= 0)
-        f0 = self.mu_pos(0.0) * self.cgeo * self.fn
-        yield from self.friction_equations(self.v, self.a, f0, self.peak * f0, self.free)
-        sliding = self.cgeo * self.fn * self.sliding(self.mu_pos, self.v)
-        yield self.f == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))
+        yield from self.pressed_friction_equations(self.v, self.a, self.f)
