@@ -585,7 +585,25 @@ class RelativeSpeedSensor(PartialRelativeSensor):
 # Friction (stick–slip at events, see mbmodel.libraries.friction)
 # --------------------------------------------------------------------------------------
 
-class BearingFriction(PartialFriction, PartialElementaryTwoFlangesAndSupport2):
+class _RotatingOnSupport(PartialElementaryTwoFlangesAndSupport2):
+    """Partial model: rigidly connected flanges turning against the support with a
+    friction torque ``tau`` (bearing friction, brake)."""
+
+    phi = Variable(0.0, unit="rad", doc="angle of the flanges relative to the support")
+    w = Variable(0.0, unit="rad/s", state_select="prefer", doc="angular velocity")
+    a = Variable(0.0, unit="rad/s2", doc="angular acceleration")
+    tau = Variable(unit="N.m", doc="friction torque on the flanges")
+
+    def support_kinematics(self):
+        yield from PartialElementaryTwoFlangesAndSupport2.equations(self)
+        yield self.phi == self.phi_a
+        yield self.flange_b.phi == self.flange_a.phi
+        yield self.w == der(self.phi)
+        yield self.a == der(self.w)
+        yield 0 == self.flange_a.tau + self.flange_b.tau - self.tau
+
+
+class BearingFriction(PartialFriction, _RotatingOnSupport):
     """Coulomb friction in bearings (MSL ``BearingFriction``): the friction torque
     ``tau_pos(w)`` (rows ``[w, tau]``, w >= 0) opposes the rotation; at rest the bearing
     sticks until the torque on it exceeds ``peak*tau_pos(0)``.
@@ -602,22 +620,13 @@ class BearingFriction(PartialFriction, PartialElementaryTwoFlangesAndSupport2):
     """
 
     peak = Parameter(1.0, min=1.0, doc="peak*tau_pos(0) = largest torque while stuck")
-    phi = Variable(0.0, unit="rad", doc="angle of the flanges relative to the support")
-    w = Variable(0.0, unit="rad/s", state_select="prefer", doc="angular velocity")
-    a = Variable(0.0, unit="rad/s2", doc="angular acceleration")
-    tau = Variable(unit="N.m", doc="friction torque")
 
     def __init__(self, tau_pos=((0.0, 1.0),), use_support: bool = False, **modifiers):
         super().__init__(use_support=use_support, **modifiers)
         self.tau_pos = table_function(tau_pos, "BearingFriction tau_pos")
 
     def equations(self):
-        yield from PartialElementaryTwoFlangesAndSupport2.equations(self)
-        yield self.phi == self.phi_a
-        yield self.flange_b.phi == self.flange_a.phi
-        yield self.w == der(self.phi)
-        yield self.a == der(self.w)
-        yield 0 == self.flange_a.tau + self.flange_b.tau - self.tau
+        yield from self.support_kinematics()
         yield from self.support_friction_equations(self.w, self.a, self.tau, self.tau_pos,
                                                    self.peak)
 
@@ -656,7 +665,7 @@ class Clutch(PartialPressedFriction, PartialTwoFlanges):
         yield from self.pressed_friction_equations(self.w_rel, self.a_rel, self.tau)
 
 
-class Brake(PartialPressedFriction, PartialElementaryTwoFlangesAndSupport2):
+class Brake(PartialPressedFriction, _RotatingOnSupport):
     """Brake with normal force input (MSL ``Brake``): like :class:`Clutch`, between the
     flanges (rigidly connected) and the support. Released (``fn <= 0``) it is free.
 
@@ -670,22 +679,13 @@ class Brake(PartialPressedFriction, PartialElementaryTwoFlangesAndSupport2):
         tau = sa if locked; 0 if free; else cgeo*fn*(+mu_pos(w) or -mu_pos(-w))
     """
 
-    phi = Variable(0.0, unit="rad", doc="angle of the flanges relative to the support")
-    w = Variable(0.0, unit="rad/s", state_select="prefer", doc="angular velocity")
-    a = Variable(0.0, unit="rad/s2", doc="angular acceleration")
-    tau = Variable(unit="N.m", doc="braking torque")
 
     def __init__(self, mu_pos=((0.0, 0.5),), use_support: bool = False, **modifiers):
         super().__init__(use_support=use_support, **modifiers)
         self.mu = table_function(mu_pos, "Brake mu_pos")
 
     def equations(self):
-        yield from PartialElementaryTwoFlangesAndSupport2.equations(self)
-        yield self.phi == self.phi_a
-        yield self.flange_b.phi == self.flange_a.phi
-        yield self.w == der(self.phi)
-        yield self.a == der(self.w)
-        yield 0 == self.flange_a.tau + self.flange_b.tau - self.tau
+        yield from self.support_kinematics()
         yield from self.pressed_friction_equations(self.w, self.a, self.tau)
 
 
