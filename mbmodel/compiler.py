@@ -174,19 +174,12 @@ def input_order(system) -> list[int]:
 
 
 def _hybrid_expressions(system) -> list:
-    """The expressions the simulator evaluates at events, in one list: zero-crossing
-    functions, when conditions, discrete equations' and when assignments' values, reinit
-    values (in the order of :class:`mbmodel.events.EventLayout`), with eliminated aliases
-    resolved."""
+    """What the simulator evaluates at events (:meth:`HybridPart.expressions`, the order of
+    :class:`mbmodel.events.EventLayout`), with eliminated aliases resolved."""
     hyb = system.hybrid
     if hyb is None or hyb.empty:
         return []
-    exprs = [r.crossing for r in hyb.relations]
-    exprs += [c for w in hyb.whens for c in w.conditions]
-    exprs += [e.value for e in hyb.discrete_equations]
-    exprs += [value for w in hyb.whens for _, value in w.assignments]
-    exprs += [value for w in hyb.whens for _, value in w.reinits]
-    exprs = [ca.SX(e) for e in exprs]
+    exprs = hyb.expressions()
     found = ca.symvar(ca.vertcat(*exprs)) if exprs else []
     names = {v.symbol.element_hash(): v.name for v in system.variables}
     aliased = [(s, names[s.element_hash()]) for s in found
@@ -527,12 +520,9 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
 
 def _hybrid_variable_names(flat) -> list[str]:
     """Names of the variables that relations, when clauses and discrete equations use."""
-    hyb = flat.hybrid
-    exprs = ([r.crossing for r in hyb.relations] + [c for w in hyb.whens for c in w.conditions]
-             + [e.value for e in hyb.discrete_equations]
-             + [v for w in hyb.whens for _, v in w.assignments + w.reinits])
+    exprs = flat.hybrid.expressions()
     names = {v.symbol.element_hash(): v.name for v in flat.variables}
-    found = ca.symvar(ca.vertcat(*[ca.SX(e) for e in exprs])) if exprs else []
+    found = ca.symvar(ca.vertcat(*exprs)) if exprs else []
     return [names[s.element_hash()] for s in found if s.element_hash() in names]
 
 

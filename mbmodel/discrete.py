@@ -26,8 +26,6 @@ Example::
 
 from __future__ import annotations
 
-import math
-
 import casadi as ca
 
 from .core import Variable, _FlattenContext, _where
@@ -214,10 +212,3 @@ def check_when(comp, item: When):
             raise DeclarationError(
                 f"{_where(comp)}: when(...) takes reinit(x, value) and assignments "
                 f"'self.d == expr' to Discrete variables, not {stmt!r}")
-
-
-def is_finite_number(value) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False

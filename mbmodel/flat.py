@@ -158,6 +158,17 @@ class HybridPart:
     def empty(self) -> bool:
         return not (self.relations or self.discrete_equations or self.whens or self.samples)
 
+    def expressions(self, crossings: bool = True) -> list:
+        """What the simulator evaluates at events, in this order: the relations'
+        zero-crossing functions (unless ``crossings=False``), the when conditions, the
+        discrete equations' values, the when clauses' assignments, their reinit values."""
+        exprs = [r.crossing for r in self.relations] if crossings else []
+        exprs += [c for w in self.whens for c in w.conditions]
+        exprs += [e.value for e in self.discrete_equations]
+        exprs += [value for w in self.whens for _, value in w.assignments]
+        exprs += [value for w in self.whens for _, value in w.reinits]
+        return [ca.SX(e) for e in exprs]
+
 
 @dataclass
 class FlatModel:

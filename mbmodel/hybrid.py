@@ -214,11 +214,9 @@ class HybridCollector:
         part = self.part
         if not part.relations:
             return
-        exprs = list(expressions) + [e.value for e in part.discrete_equations]
-        exprs += [c for w in part.whens for c in w.conditions]
-        exprs += [v for w in part.whens for _, v in w.assignments + w.reinits]
-        used = {s.element_hash() for s in ca.symvar(ca.vertcat(*[ca.SX(e) for e in exprs]))
-                } if exprs else set()
+        # not the crossing functions: a dropped relation keeps none it was made of alive
+        exprs = list(expressions) + part.expressions(crossings=False)
+        used = {s.element_hash() for s in ca.symvar(ca.vertcat(*exprs))} if exprs else set()
         used |= {self.fl.variables[b].symbol.element_hash() for _, b in part.pre}
         kept = []
         for r in part.relations:
