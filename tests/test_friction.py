@@ -235,3 +235,18 @@ def test_translational_brake_stops_a_pushed_mass_and_holds_it():
     held = t > t_stop + 1e-3
     assert np.all(res["brake.mode"][held] == 0)
     np.testing.assert_allclose(res["brake.f"][held], 1.5, atol=1e-9)
+
+
+def test_belt_trajectory_matches_an_independent_event_driven_scipy_solution():
+    from stick_slip_reference import stick_slip  # scipy only, written independently
+    ref = stick_slip(m=1.0, c=1.0, d=0.0, F_coulomb=1.0, peak=1.5, v_belt=0.1, s0=0.0,
+                     v0=0.1, t_end=60.0)
+    res = mb.simulate(Belt(), 60.0, n_points=1201, rtol=1e-10, atol=1e-12)
+    s_ref, v_ref = ref["sol"](res.t)
+    np.testing.assert_allclose(res["mass.s"], s_ref, atol=5e-8)
+    np.testing.assert_allclose(res["mass.v"], v_ref, atol=5e-8)
+    stuck_ref = [t for t, mode in ref["events"][1:] if mode == "stuck"]
+    assert len(stuck_ref) == 4
+    times = np.array([ev.time for ev in res.events])
+    for t_stick in stuck_ref:  # an event of mbmodel's at every re-sticking of the reference
+        assert np.min(np.abs(times - t_stick)) < 5e-8
