@@ -74,6 +74,7 @@ class GeneratedModel:
     events: ca.Function
     time_scales: ca.Function = None
     event_values: ca.Function = None
+    sample_times: ca.Function = None
 
 
 def generate(system: SortedSystem, parameters: str = "symbolic",
@@ -132,8 +133,10 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     init_eqs = [e.residual for e in sys_.initial_equations]
     events = [ca.SX(e) for e in sys_.time_events]
     scales = [ca.SX(s) for s in sys_.time_scales]
+    samples = ([ca.SX(q.start) for q in sys_.hybrid.samples]
+               + [ca.SX(q.interval) for q in sys_.hybrid.samples]) if sys_.hybrid else []
     n_x, n_g, n_y, n_i = len(xdot), len(sys_.residuals), len(out_exprs), len(init_eqs)
-    piggy = xdot + list(sys_.residuals) + out_exprs + init_eqs + events + scales
+    piggy = xdot + list(sys_.residuals) + out_exprs + init_eqs + events + scales + samples
     if def_syms:
         _, piggy = ca.substitute_inplace(def_syms, def_exprs, piggy, False)
     xdot_e = piggy[:n_x]
@@ -141,8 +144,10 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     y_e = piggy[n_x + n_g:n_x + n_g + n_y - n_hybrid]
     hybrid_e = piggy[n_x + n_g + n_y - n_hybrid:n_x + n_g + n_y]
     init_e = piggy[n_x + n_g + n_y:n_x + n_g + n_y + n_i]
-    ev_e = piggy[n_x + n_g + n_y + n_i:len(piggy) - len(scales)]
-    scale_e = piggy[len(piggy) - len(scales):]
+    n_s = len(samples)
+    ev_e = piggy[n_x + n_g + n_y + n_i:len(piggy) - len(scales) - n_s]
+    scale_e = piggy[len(piggy) - len(scales) - n_s:len(piggy) - n_s]
+    sample_e = piggy[len(piggy) - n_s:]
     args = [x, z, u, p, TIME]
     names = ["x", "z", "u", "p", "t"]
     # Common subexpressions left by local equations (e.g. the same product in two
@@ -162,7 +167,9 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
         events=ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"]),
         time_scales=ca.Function("time_scales", [p], [_vcat(scale_e)], ["p"], ["periods"]),
         event_values=(ca.Function("event_values", args, [_vcat(hybrid_e)], names, ["v"])
-                      if n_hybrid else None))
+                      if n_hybrid else None),
+        sample_times=(ca.Function("sample_times", [p], [_vcat(sample_e)], ["p"],
+                                  ["starts_intervals"]) if n_s else None))
 
 
 def input_order(system) -> list[int]:
@@ -250,7 +257,7 @@ class CompiledModel:
         self.events = None
         if sys_.hybrid is not None and not sys_.hybrid.empty:
             from .events import EventLayout
-            self.events = EventLayout(sys_, order, self)
+            self.events = EventLayout(sys_, order, self, code.sample_times)
         self.ode, self.alg, self.dynamics = code.ode, code.alg, code.dynamics
         self.output_function, self.output_names = code.outputs, code.output_names
         self.output_index = {n: i for i, n in enumerate(code.output_names)}

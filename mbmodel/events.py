@@ -69,7 +69,7 @@ class EventLayout:
     """Where the simulator finds each hybrid quantity: slots in the input vector ``u``
     (after the external inputs) and ranges in the output of ``event_values``."""
 
-    def __init__(self, system, order, cm):
+    def __init__(self, system, order, cm, sample_times=None):
         hyb = system.hybrid
         variables = system.variables
         n_ext = len(cm.inputs)
@@ -129,20 +129,8 @@ class EventLayout:
         self.ranges = {k: slice(int(a), int(b)) for k, a, b in
                        zip(("crossings", "conditions", "equations", "assignments", "reinits"),
                            bounds[:-1], bounds[1:])}
-        self.sample_times = None
-        if hyb.samples:
-            p = cm.symbols.p
-            exprs = [ca.SX(s.start) for s in hyb.samples] + [ca.SX(s.interval)
-                                                               for s in hyb.samples]
-            bound = [q for q in system.parameters if q.binding is not None]
-            if bound:
-                _, exprs = ca.substitute_inplace([q.symbol for q in bound],
-                                                 [q.binding for q in bound], exprs, False)
-            if cm.parameter_mode == "constant":
-                free = [q for q in system.parameters if q.binding is None]
-                exprs = ca.substitute(exprs, [q.symbol for q in free],
-                                      [ca.SX(q.value) for q in free])
-            self.sample_times = ca.Function("sample_times", [p], [ca.vertcat(*exprs)])
+        #: p -> (starts, intervals) of the samples (None without samples)
+        self.sample_times = sample_times
 
     def relation_text(self, k) -> str:
         r = self._relations[k]
@@ -276,8 +264,7 @@ class _Run:
                 m = _check_points(target - t, self.check_spacing)
                 per = m
                 n_out = 1 if k < len(grid) and grid[k] <= target else 0
-            u = self.u_of(0.5 * (t + target))
-            u[lay.n_ext:] = D
+            u = self.u_out(0.5 * (t + target), D)
             if probe and len(lay.relation_slots):
                 # Right after an event a relation may switch back within a tiny time (a ball
                 # bouncing ever lower): check points at geometrically growing distances.
@@ -315,8 +302,7 @@ class _Run:
                 for i in ticked:
                     causes.append(lay.sample_texts[ticks[i][1]])
             if causes:
-                u = self.u_of(t)
-                u[lay.n_ext:] = D
+                u = self.u_out(t, D)
                 x, z, D = self.event_iteration(t, x, z, u, causes,
                                                samples=[ticks[i][1] for i in ticked],
                                                crossed=crossed or ())
@@ -331,14 +317,14 @@ class _Run:
         return X, Z, U, self.events, self.methods
 
     def u_out(self, t, D):
+        """The input vector at ``t``: external inputs, then the discrete values ``D``."""
         u = self.u_of(t)
         u[self.layout.n_ext:] = D
         return u
 
     def time_events(self):
-        times = [float(e) for e in np.array(self.cm.event_function(self.p)).reshape(-1)]
-        times += self.u_of.breakpoints
-        return sorted({e for e in times if self.t_start < e < self.t_end})
+        from .simulate import time_events
+        return time_events(self.cm, self.p, self.u_of, self.t_start, self.t_end)
 
     def sample_ticks(self):
         lay = self.layout
@@ -379,8 +365,7 @@ class _Run:
                                      steady_state=steady_state, discrete=D)
             else:
                 x, z = np.asarray(x0, dtype=float), cm.z_start.copy()
-            u = self.u_of(t)
-            u[lay.n_ext:] = D
+            u = self.u_out(t, D)
             z = self.consistent_z(x, z, u, t)
             # when clauses fire at initialization only through initial()
             off = u.copy()

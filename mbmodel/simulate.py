@@ -66,10 +66,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         z = cm.z_start.copy()
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
-    events = [float(e) for e in np.array(cm.event_function(p)).reshape(-1)]
-    events += u_of.breakpoints
-    events = sorted({e for e in events if t_start < e < t_end})
-    bounds = [t_start] + events + [t_end]
+    bounds = [t_start] + time_events(cm, p, u_of, t_start, t_end) + [t_end]
     n_x, n_z = len(x), len(z)
     X = np.zeros((n_x, len(grid)))
     Z = np.zeros((n_z, len(grid)))
@@ -152,6 +149,14 @@ def _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, m
     result = _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods)
     result.events = events
     return result
+
+
+def time_events(cm, p, u_of, t_start, t_end) -> list[float]:
+    """The declared time events and the inputs' breakpoints inside ``(t_start, t_end)``,
+    sorted, each once."""
+    times = [float(e) for e in np.array(cm.event_function(p)).reshape(-1)]
+    times += u_of.breakpoints
+    return sorted({e for e in times if t_start < e < t_end})
 
 
 #: Without an explicit ``max_step``, steps are kept to this fraction of the shortest period
