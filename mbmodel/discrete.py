@@ -171,8 +171,9 @@ def _relation_method(name):
         hybrid = _hybrid()
         if hybrid is None or not hybrid.active:
             return result
-        a_sx, b_sx = ca.SX(a), ca.SX(b)
-        crossing = b_sx - a_sx if rhs_minus_lhs else a_sx - b_sx
+        def crossing():  # made only for relations on continuous variables or time
+            a_sx, b_sx = ca.SX(a), ca.SX(b)
+            return b_sx - a_sx if rhs_minus_lhs else a_sx - b_sx
         return hybrid.relation(result, crossing, strict, (a, text, b))
     return relation
 

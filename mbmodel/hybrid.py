@@ -61,7 +61,11 @@ class HybridCollector:
 
     # -- relations -------------------------------------------------------------------------
     def relation(self, result, crossing, strict, parts):
-        """The value a comparison stands for in the model (see module doc)."""
+        """The value a comparison stands for in the model (see module doc); ``crossing()``
+        makes its zero-crossing function, asked for only where one is needed."""
+        if not any(self._kind_of(s) != "known" for s in ca.symvar(result)):
+            return result  # parameters, inputs, discrete values: constant between events
+        crossing = crossing()
         if result.numel() == 1:
             return self._scalar_relation(result, crossing, strict, parts)
         if crossing.numel() == 1:
