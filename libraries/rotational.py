@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 
+import casadi as ca
+
 import mbmodel as mb
 from mbmodel.functions import if_else
 from mbmodel import (Connector, Flow, Input, Model, Output, Parameter, Potential, Variable,
@@ -42,7 +44,7 @@ __all__ = [
     "Torque", "ConstantTorque", "Speed", "Position",
     "AngleSensor", "SpeedSensor", "AccSensor", "TorqueSensor", "RelativeAngleSensor",
     "RelativeSpeedSensor",
-    "BearingFriction", "Clutch", "Brake", "ElastoBacklash",
+    "BearingFriction", "Clutch", "OneWayClutch", "Brake", "ElastoBacklash",
 ]
 
 
@@ -687,6 +689,82 @@ class Brake(PartialPressedFriction, _RotatingOnSupport):
     def equations(self):
         yield from self.support_kinematics()
         yield from self.pressed_friction_equations(self.w, self.a, self.tau)
+
+
+class OneWayClutch(PartialTwoFlanges):
+    """A clutch in parallel with a freewheel (MSL ``OneWayClutch``), with one constraint
+    torque for both: the flanges lock whenever ``w_rel = flange_b.w - flange_a.w`` would
+    turn negative; forward slip is resisted by the clutch torque ``cgeo*fn*mu_pos(w_rel)``
+    and, while locked, starts only when the torque exceeds ``peak*cgeo*fn*mu_pos(0)``.
+    Released (``fn <= 0``) it freewheels forward. Start it with ``w_rel >= 0``.
+
+    Equations (``pre(stuck)`` starts false)::
+
+        phi_rel = flange_b.phi - flange_a.phi,  w_rel = der(phi_rel),  a_rel = der(w_rel)
+        flange_b.tau = tau,  flange_a.tau = -tau
+        free = f_normalized <= 0,  fn = 0 if free else fn_max*f_normalized
+        tau0 = mu_pos(0)*cgeo*fn
+        tau0_max = 1e-4*mu_pos(0)*cgeo*fn_max if free else max(peak, 1 + 1e-4)*tau0
+        startForward = pre(stuck) and (sa > tau0_max or pre(startForward) and sa > tau0
+                                       or w_rel > w_small) or initial() and w_rel > 0
+        locked = pre(stuck) and not startForward
+        a_rel = 0 if locked else sa - tau0
+        tau = sa if locked; 0 if free; else cgeo*fn*mu_pos(w_rel)
+        stuck = locked or w_rel <= 0
+
+    Example::
+
+        clutch = OneWayClutch(mu_pos=[[0, 0.5]], fn_max=3.0, peak=25)
+    """
+
+    eps0 = 1e-4  # relative hysteresis of the freewheel (MSL's eps0)
+
+    peak = Parameter(1.0, min=1.0, doc="peak*mu_pos(0) = largest coefficient while locked")
+    cgeo = Parameter(1.0, min=0.0, doc="geometry constant (friction distribution)")
+    fn_max = Parameter(1.0, unit="N", min=0.0, doc="largest normal force")
+    w_small = Parameter(1e10, unit="rad/s", doc="relative speed above which a locked "
+                                                "clutch starts sliding at once (jumps)")
+    f_normalized = mb.Input(doc="normal force signal 0..1 (engaged if > 0)")
+    phi_rel = Variable(0.0, unit="rad", state_select="prefer",
+                       doc="relative angle (= flange_b.phi - flange_a.phi)")
+    w_rel = Variable(0.0, unit="rad/s", state_select="prefer", doc="relative speed")
+    a_rel = Variable(0.0, unit="rad/s2", doc="relative acceleration")
+    tau = Variable(unit="N.m", doc="torque transmitted (= flange_b.tau)")
+    fn = Variable(unit="N", doc="normal force")
+    sa = Variable(0.0, doc="path parameter of the friction characteristic")
+    free = mb.Discrete(0, doc="1 while released (f_normalized <= 0)")
+    startForward = mb.Discrete(0, doc="1 at the instant forward sliding starts")
+    locked = mb.Discrete(0, doc="1 while locked")
+    stuck = mb.Discrete(0, doc="1 while locked or about to lock (w_rel <= 0)")
+
+    def __init__(self, mu_pos=((0.0, 0.5),), **modifiers):
+        super().__init__(**modifiers)
+        self.mu = table_function(mu_pos, "OneWayClutch mu_pos")
+
+    def equations(self):
+        _and, _or = ca.logic_and, ca.logic_or
+        yield self.phi_rel == self.flange_b.phi - self.flange_a.phi
+        yield self.w_rel == der(self.phi_rel)
+        yield self.a_rel == der(self.w_rel)
+        yield self.flange_b.tau == self.tau
+        yield self.flange_a.tau == -self.tau
+        yield self.free == (self.f_normalized <= 0)
+        yield self.fn == if_else(self.free, 0, self.fn_max * self.f_normalized)
+        mu0 = self.mu(0.0)
+        tau0 = mu0 * self.cgeo * self.fn
+        tau0_max = if_else(self.free, self.eps0 * mu0 * self.cgeo * self.fn_max,
+                           ca.fmax(self.peak, 1 + self.eps0) * tau0)
+        sa, w_rel = self.sa, self.w_rel
+        yield self.startForward == _or(
+            _and(mb.pre(self.stuck), _or(_or(sa > tau0_max,
+                                             _and(mb.pre(self.startForward), sa > tau0)),
+                                         w_rel > self.w_small)),
+            _and(mb.initial(), w_rel > 0))
+        yield self.locked == _and(mb.pre(self.stuck), ca.logic_not(self.startForward))
+        yield self.a_rel == if_else(self.locked, 0, sa - tau0)
+        yield self.tau == if_else(self.locked, sa, if_else(
+            self.free, 0, self.cgeo * self.fn * self.mu(w_rel)))
+        yield self.stuck == _or(self.locked, w_rel <= 0)
 
 
 class ElastoBacklash(PartialCompliantWithRelativeStates):

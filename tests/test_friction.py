@@ -250,3 +250,72 @@ def test_belt_trajectory_matches_an_independent_event_driven_scipy_solution():
     times = np.array([ev.time for ev in res.events])
     for t_stick in stuck_ref:  # an event of mbmodel's at every re-sticking of the reference
         assert np.min(np.abs(times - t_stick)) < 5e-8
+
+
+class OneWay(mb.Model):
+    """A driver (J = 1) turning a load (J = 2) through a one-way clutch; the drive torque
+    is +2, -2 and +2 N.m on [0, 1), [1, 2) and [2, 3]."""
+
+    driver = rot.Inertia(J=1.0, phi=mb.Fixed(0.0), w=mb.Fixed(0.0))
+    load = rot.Inertia(J=2.0)
+    drive = rot.Torque()
+
+    def __init__(self, pressed):
+        super().__init__()
+        self.clutch = rot.OneWayClutch(mu_pos=[[0.0, 0.5]], peak=1.5, fn_max=1.0)
+        self.torque = bl.TimeTable(table=[[0, 2], [1, 2], [1, -2], [2, -2], [2, 2], [3, 2]])
+        self.press = bl.Constant(k=pressed)
+
+    def equations(self):
+        yield mb.connect(self.torque.y, self.drive.tau)
+        yield mb.connect(self.drive.flange, self.driver.flange_a)
+        yield mb.connect(self.driver.flange_b, self.clutch.flange_a)
+        yield mb.connect(self.clutch.flange_b, self.load.flange_a)
+        yield mb.connect(self.press.y, self.clutch.f_normalized)
+
+
+def _one_way_expected(t, pieces):
+    """Speeds (driver, load) from constant accelerations ``pieces`` [(t0, a1, a2)]."""
+    w1, w2 = np.zeros_like(t), np.zeros_like(t)
+    state, t_prev = (0.0, 0.0), 0.0
+    starts = [p[0] for p in pieces] + [np.inf]
+    for (t0, a1, a2), t1 in zip(pieces, starts[1:]):
+        inside = (t >= t0) & (t <= t1)
+        w1[inside] = state[0] + a1 * (t[inside] - t0)
+        w2[inside] = state[1] + a2 * (t[inside] - t0)
+        state = (state[0] + a1 * (min(t1, 3.0) - t0), state[1] + a2 * (min(t1, 3.0) - t0))
+    return w1, w2
+
+
+def test_one_way_clutch_locks_backwards_and_slips_forward_above_its_peak():
+    # locked on [0, 1): both at 2/3; at t = 1 the holding torque 4/3 exceeds
+    # peak*mu*fn = 0.75, the load slips ahead against 0.5 N.m (driver -1.5, load -0.25);
+    # from t = 2 the driver catches up (2.5 vs -0.25) and w_rel = 1.25 reaches 0 at 2 + 5/11
+    t_relock = 2 + 1.25 / 2.75
+    res = mb.simulate(OneWay(pressed=1.0), 3.0, n_points=301, rtol=1e-10, atol=1e-12)
+    w1, w2 = _one_way_expected(res.t, [(0.0, 2 / 3, 2 / 3), (1.0, -1.5, -0.25),
+                                       (2.0, 2.5, -0.25), (t_relock, 2 / 3, 2 / 3)])
+    np.testing.assert_allclose(res["driver.w"], w1, atol=1e-8)
+    np.testing.assert_allclose(res["load.w"], w2, atol=1e-8)
+    # w_rel <= 0 turns false when the slip starts and true again when it ends
+    w_rel_events = [ev.time for ev in res.events if "w_rel <= 0" in " ".join(ev.causes)]
+    assert w_rel_events == [pytest.approx(1.0, abs=1e-9), pytest.approx(t_relock, abs=1e-9)]
+    locked = res["clutch.locked"]
+    assert np.all(locked[res.t < 1.0] == 1) and np.all(locked[res.t > t_relock] == 1)
+    assert np.all(locked[(res.t > 1.0) & (res.t < t_relock)] == 0)
+    np.testing.assert_allclose(res["clutch.tau"][(res.t > 1.0) & (res.t < t_relock)], 0.5,
+                               atol=1e-9)
+
+
+def test_released_one_way_clutch_freewheels_forward_and_drives_backwards():
+    res = mb.simulate(OneWay(pressed=0.0), 3.0, n_points=301, rtol=1e-10, atol=1e-12)
+    # driven together on [0, 1); then the load coasts at 2/3 while the driver reverses
+    # and catches up with it again at t = 2 + (2/3 + 4/3)/2 = 3, the end of the run
+    w1, w2 = _one_way_expected(res.t, [(0.0, 2 / 3, 2 / 3), (1.0, -2.0, 0.0),
+                                       (2.0, 2.0, 0.0)])
+    np.testing.assert_allclose(res["driver.w"], w1, atol=1e-8)
+    np.testing.assert_allclose(res["load.w"], w2, atol=1e-8)
+    coasting = (res.t > 1.0) & (res.t < 3.0)
+    assert np.all(res["clutch.tau"][coasting] == 0.0)
+    assert np.all(res["clutch.locked"][coasting] == 0)
+    np.testing.assert_allclose(res["clutch.tau"][res.t < 1.0], -4 / 3, atol=1e-9)
