@@ -55,20 +55,23 @@ class PartialFriction(mb.Model):
     locked = mb.Discrete(0, doc="1 while stuck")
     mode = mb.Discrete(UNKNOWN, doc="1 forward, 0 stuck, -1 backward, 2 free")
 
-    def friction_equations(self, w_relfric, a_relfric, tau0, tau0_max, free):
+    def friction_equations(self, w_relfric, a_relfric, tau0, tau0_max, free,
+                           forward_room=True, backward_room=True):
+        """The state machine; ``forward_room``/``backward_room`` (conditions) say whether
+        sliding that way is possible (false at a hard stop)."""
         pre_mode = mb.pre(self.mode)
         was = {name: pre_mode == value for name, value in
                (("forward", FORWARD), ("stuck", STUCK), ("backward", BACKWARD),
                 ("free", FREE))}
         sa = self.sa
         yield self.startForward == _or(_or(
-            _and(was["stuck"], _or(sa > tau0_max,
-                                   _and(mb.pre(self.startForward), sa > tau0))),
+            _and(_and(was["stuck"], forward_room),
+                 _or(sa > tau0_max, _and(mb.pre(self.startForward), sa > tau0))),
             _and(was["backward"], w_relfric > self.w_small)),
             _and(mb.initial(), w_relfric > 0))
         yield self.startBackward == _or(_or(
-            _and(was["stuck"], _or(sa < -tau0_max,
-                                   _and(mb.pre(self.startBackward), sa < -tau0))),
+            _and(_and(was["stuck"], backward_room),
+                 _or(sa < -tau0_max, _and(mb.pre(self.startBackward), sa < -tau0))),
             _and(was["forward"], w_relfric < -self.w_small)),
             _and(mb.initial(), w_relfric < 0))
         yield self.locked == _and(_not(free), _not(_or(
@@ -77,9 +80,10 @@ class PartialFriction(mb.Model):
             self.startForward, sa - tau0_max, if_else(
                 self.startBackward, sa + tau0_max, if_else(
                     was["forward"], sa - tau0_max, sa + tau0_max)))))
-        forward = _and(_or(_or(was["forward"], was["free"]), self.startForward), w_relfric > 0)
-        backward = _and(_or(_or(was["backward"], was["free"]), self.startBackward),
-                        w_relfric < 0)
+        forward = _and(_and(_or(_or(was["forward"], was["free"]), self.startForward),
+                            w_relfric > 0), forward_room)
+        backward = _and(_and(_or(_or(was["backward"], was["free"]), self.startBackward),
+                             w_relfric < 0), backward_room)
         yield self.mode == if_else(free, FREE, if_else(forward, FORWARD, if_else(
             backward, BACKWARD, STUCK)))
 

@@ -26,7 +26,9 @@ from __future__ import annotations
 import math
 
 import mbmodel as mb
-from mbmodel.functions import if_else
+import casadi as ca
+
+from mbmodel.functions import exp, fabs, if_else
 from mbmodel import (Connector, Flow, Input, Model, Output, Parameter, Potential, Variable,
                      der)
 
@@ -42,7 +44,7 @@ __all__ = [
     "Force", "ConstantForce", "Position", "Speed",
     "PositionSensor", "SpeedSensor", "AccSensor", "ForceSensor", "RelPositionSensor",
     "RelSpeedSensor",
-    "SupportFriction", "Brake", "ElastoGap",
+    "SupportFriction", "Brake", "ElastoGap", "MassWithStopAndFriction", "Stop",
 ]
 
 
@@ -630,3 +632,72 @@ class Brake(PartialPressedFriction, PartialTwoFlanges):
         yield self.a == der(self.v)
         yield 0 == self.flange_a.f + self.flange_b.f - self.f
         yield from self.pressed_friction_equations(self.v, self.a, self.f)
+
+
+class MassWithStopAndFriction(PartialFriction, PartialRigid):
+    """A sliding mass with Stribeck friction against the fixed support and hard stops at
+    ``smin`` and ``smax`` (MSL ``MassWithStopAndFriction``, ``Stop`` in MSL 2): hitting a
+    stop sets the velocity to 0 (a fully plastic impact) and the mass stays there until a
+    force pulls it away; at rest it sticks until the force exceeds ``F_Coulomb +
+    F_Stribeck`` (times 1.001).
+
+    Equations (with the state machine of :class:`~mbmodel.libraries.friction.PartialFriction`,
+    sliding forward only while ``s < smax - L/2``, backward only while ``s > smin + L/2``)::
+
+        v = der(s),  a = der(v),  0 = flange_a.f + flange_b.f - f - m*a
+        f0 = F_Coulomb + F_Stribeck,  f0_max = 1.001*f0
+        f = sa if locked; 0 if free;
+            +-(F_Coulomb + F_Stribeck) + F_prop*v    at the instant sliding starts,
+            +-(F_Coulomb + F_Stribeck*exp(-fexp*|v|)) + F_prop*v    while sliding
+        stopped = -1 if s <= smin + L/2, +1 if s >= smax - L/2, else 0
+        when stopped != 0: reinit(s, smin + L/2 or smax - L/2), reinit(v, 0)
+
+    ``free`` (no friction at all: ``f0 <= 0`` and ``F_prop <= 0``) holds between the stops.
+
+    Example::
+
+        stop = MassWithStopAndFriction(m=1.0, smin=-1.0, smax=1.0, F_Coulomb=5.0,
+                                       F_Stribeck=10.0, F_prop=1.0, fexp=2.0)
+    """
+
+    m = Parameter(1.0, unit="kg", min=0.0, doc="mass")
+    smin = Parameter(-25.0, unit="m", doc="left stop for the left end of the mass")
+    smax = Parameter(25.0, unit="m", doc="right stop for the right end of the mass")
+    F_prop = Parameter(1.0, unit="N.s/m", min=0.0, doc="velocity-dependent friction")
+    F_Coulomb = Parameter(5.0, unit="N", doc="Coulomb friction force")
+    F_Stribeck = Parameter(10.0, unit="N", doc="Stribeck effect")
+    fexp = Parameter(2.0, unit="s/m", min=0.0, doc="exponential decay of the Stribeck effect")
+    w_small = Parameter(1e-3, unit="m/s", doc="velocity above which a reversal passes "
+                                              "through stuck without stopping (jumps)")
+    s = Variable(0.0, unit="m", state_select="always", doc="position of the centre")
+    v = Variable(0.0, unit="m/s", state_select="always", doc="velocity")
+    a = Variable(0.0, unit="m/s2", doc="acceleration")
+    f = Variable(unit="N", doc="friction force (opposing v)")
+    free = mb.Discrete(0, doc="1 while there is no friction at all (between the stops)")
+    stopped = mb.Discrete(0, doc="-1 at the left stop, +1 at the right stop, else 0")
+
+    def equations(self):
+        yield from PartialRigid.equations(self)
+        s, v = self.s, self.v
+        left, right = self.smin + self.L / 2, self.smax - self.L / 2
+        yield v == der(s)
+        yield self.a == der(v)
+        yield 0 == self.flange_a.f + self.flange_b.f - self.f - self.m * self.a
+        f0 = self.F_Coulomb + self.F_Stribeck
+        yield self.free == ca.logic_and(ca.logic_and(f0 <= 0, self.F_prop <= 0),
+                                        ca.logic_and(s > left, s < right))
+        yield from self.friction_equations(v, self.a, f0, 1.001 * f0, self.free,
+                                           forward_room=s < right, backward_room=s > left)
+        decay = self.F_Stribeck * exp(-self.fexp * mb.noEvent(fabs(v)))
+        was_forward = mb.pre(self.mode) == 1
+        sliding = self.F_prop * v + if_else(self.startForward, f0, if_else(
+            self.startBackward, -f0, if_else(was_forward, self.F_Coulomb + decay,
+                                             -self.F_Coulomb - decay)))
+        yield self.f == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))
+        yield self.stopped == if_else(s <= left, -1, if_else(s >= right, 1, 0))
+        yield mb.when(self.stopped != 0,
+                      mb.reinit(s, if_else(self.stopped < 0, left, right)),
+                      mb.reinit(v, 0.0))
+
+
+Stop = MassWithStopAndFriction  # its name in MSL 2 and the issue tracker

@@ -377,6 +377,11 @@ class _Run:
             settled = np.array_equal(D_new[lay.iterated - lay.n_ext], D[lay.iterated - lay.n_ext])
             D = D_new
             if settled:
+                # initial() turns false: the discrete part is evaluated once more, so what
+                # holds only at initialization (a friction's start of sliding) does not
+                # last until the first event (as Dymola does it)
+                x_new, z_new, D = self.event_iteration(t, x_new, z_new, self.u_out(t, D),
+                                                       ["initialization"], record=False)
                 self.events.append(Event(t, ["initialization"]))
                 return x_new, z_new, D
             # relations and discrete variables changed: initialize the continuous part anew

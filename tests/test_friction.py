@@ -319,3 +319,61 @@ def test_released_one_way_clutch_freewheels_forward_and_drives_backwards():
     assert np.all(res["clutch.tau"][coasting] == 0.0)
     assert np.all(res["clutch.locked"][coasting] == 0)
     np.testing.assert_allclose(res["clutch.tau"][res.t < 1.0], -4 / 3, atol=1e-9)
+
+
+def test_mass_with_stribeck_friction_slides_to_rest_as_the_ode_says_and_sticks():
+    from scipy.integrate import solve_ivp
+    m, F_prop, F_C, F_S, fexp, v0 = 2.0, 1.0, 5.0, 10.0, 2.0, 3.0
+
+    class Sliding(mb.Model):
+        stop = tr.MassWithStopAndFriction(m=m, F_prop=F_prop, F_Coulomb=F_C, F_Stribeck=F_S,
+                                          fexp=fexp, s=mb.Fixed(0.0), v=mb.Fixed(v0))
+
+    def decelerate(t, y):
+        return [y[1], -(F_prop * y[1] + F_C + F_S * np.exp(-fexp * abs(y[1]))) / m]
+
+    def at_rest(t, y):
+        return y[1]
+    at_rest.terminal = True
+    ref = solve_ivp(decelerate, (0, 5), [0.0, v0], method="DOP853", rtol=1e-12,
+                    atol=1e-12, events=at_rest, dense_output=True)
+    t_rest, s_rest = ref.t_events[0][0], ref.y_events[0][0][0]
+    res = mb.simulate(Sliding(), 2.0, n_points=201, rtol=1e-10, atol=1e-12)
+    stops = [ev.time for ev in res.events if "stop.v > 0" in " ".join(ev.causes)]
+    assert stops[0] == pytest.approx(t_rest, abs=1e-8)
+    sliding = res.t < t_rest
+    np.testing.assert_allclose(res["stop.s"][sliding], ref.sol(res.t[sliding])[0], atol=1e-8)
+    rest = res.t > t_rest
+    np.testing.assert_allclose(res["stop.s"][rest], s_rest, atol=1e-8)
+    np.testing.assert_allclose(res["stop.v"][rest], 0.0, atol=1e-10)
+    assert np.all(res["stop.mode"][rest] == 0)
+    assert np.all(res["stop.f"][rest] == 0.0)  # nothing pushes: no holding force
+
+
+def test_mass_pushed_against_a_hard_stop_stays_there_until_pulled_back():
+    # 3 N against 1 N of Coulomb friction: 2 m/s2 from rest, the right end (L = 0.2)
+    # reaches smax = 1.1 (s = 1) at t = 1 with v = 2, stops dead and stays stuck there
+    # (sliding on is not possible: sa holds the push); -3 N from t = 2 pulls it back
+    class Pushed(mb.Model):
+        stop = tr.MassWithStopAndFriction(m=1.0, L=0.2, smin=-5.0, smax=1.1, F_prop=0.0,
+                                          F_Coulomb=1.0, F_Stribeck=0.0,
+                                          s=mb.Fixed(0.0), v=mb.Fixed(0.0))
+        push = tr.Force()
+        profile = bl.TimeTable(table=[[0, 3], [2, 3], [2, -3], [4, -3]])
+
+        def equations(self):
+            yield mb.connect(self.profile.y, self.push.f)
+            yield mb.connect(self.push.flange, self.stop.flange_a)
+
+    res = mb.simulate(Pushed(), 3.0, n_points=301, rtol=1e-10, atol=1e-12)
+    t = res.t
+    s_exact = np.where(t < 1, t ** 2, np.where(t < 2, 1.0, 1.0 - (t - 2) ** 2))
+    v_exact = np.where(t < 1, 2 * t, np.where(t < 2, 0.0, -2 * (t - 2)))
+    np.testing.assert_allclose(res["stop.s"], s_exact, atol=1e-8)
+    np.testing.assert_allclose(res["stop.v"], v_exact, atol=1e-8)
+    hits = [ev.time for ev in res.events if "stop.s >=" in " ".join(ev.causes)]
+    assert hits[0] == pytest.approx(1.0, abs=1e-9)
+    at_stop = (t > 1) & (t < 2)
+    assert np.all(res["stop.stopped"][at_stop] == 1) and np.all(res["stop.mode"][at_stop] == 0)
+    np.testing.assert_allclose(res["stop.f"][at_stop], 3.0, atol=1e-9)  # sa holds the push
+    assert np.all(res["stop.stopped"][t > 2.01] == 0)
