@@ -36,6 +36,8 @@ import numpy as np
 import mbmodel as mb
 from mbmodel.functions import if_else
 
+from .drive_trains import FrictionLock, lock_holder
+
 FORWARD, STUCK, BACKWARD, FREE, UNKNOWN = 1, 0, -1, 2, 3
 
 _and, _or, _not = ca.logic_and, ca.logic_or, ca.logic_not
@@ -76,10 +78,11 @@ class PartialFriction(mb.Model):
             _and(mb.initial(), w_relfric < 0))
         yield self.locked == _and(_not(free), _not(_or(
             _or(was["forward"], self.startForward), _or(was["backward"], self.startBackward))))
-        yield a_relfric == if_else(self.locked, 0, if_else(free, sa, if_else(
-            self.startForward, sa - tau0_max, if_else(
-                self.startBackward, sa + tau0_max, if_else(
-                    was["forward"], sa - tau0_max, sa + tau0_max)))))
+        if lock_holder(self) is None:  # else a multibody joint gives sa (holding_equation)
+            yield a_relfric == if_else(self.locked, 0, if_else(free, sa, if_else(
+                self.startForward, sa - tau0_max, if_else(
+                    self.startBackward, sa + tau0_max, if_else(
+                        was["forward"], sa - tau0_max, sa + tau0_max)))))
         forward = _and(_and(_or(_or(was["forward"], was["free"]), self.startForward),
                             w_relfric > 0), forward_room)
         backward = _and(_and(_or(_or(was["backward"], was["free"]), self.startBackward),
@@ -87,12 +90,38 @@ class PartialFriction(mb.Model):
         yield self.mode == if_else(free, FREE, if_else(forward, FORWARD, if_else(
             backward, BACKWARD, STUCK)))
 
-    def support_friction_equations(self, w, a, force, characteristic, peak):
-        """Friction against a support with no normal-force input (bearing, support
-        friction): ``force`` is ``sa`` while stuck and the characteristic while sliding."""
-        f0 = characteristic(0.0)
-        yield from self.friction_equations(w, a, f0, peak * f0, 0)
-        yield force == if_else(self.locked, self.sa, self.sliding(characteristic, w))
+    # -- friction against a fixed support that a multibody joint can lock ----------------
+    # Such an element defines friction_terms() (the arguments of friction_equations) and
+    # sliding_force() (its force while not stuck, from the velocity and the discrete state).
+
+    def support_friction_equations(self, force):
+        """The state machine and ``force``: ``sa`` while stuck, the sliding force else."""
+        yield from self.friction_equations(*self.friction_terms())
+        yield force == if_else(self.locked, self.sa, self.sliding_force())
+
+    def lock_coupling(self, flange):
+        """:class:`~mbmodel.libraries.drive_trains.FrictionLock` seen from ``flange`` (for
+        ``drive_coupling``); ``None`` with a support flange of its own, which may move."""
+        if getattr(self, "use_support", False):
+            return None
+        if flange is self.flange_a:
+            other = self.flange_b
+        elif flange is self.flange_b:
+            other = self.flange_a
+        else:
+            return None
+        return FrictionLock(self, other, self.locked, self.sliding_force())
+
+    def holding_equation(self, force):
+        """The equation for ``sa`` when a multibody joint locks this element: ``force`` (the
+        holding force the joint computes) while stuck, else the inverse of the state
+        machine's acceleration equation."""
+        _, a, _, force0_max, free = self.friction_terms()
+        was_forward = mb.pre(self.mode) == FORWARD
+        return self.sa == if_else(self.locked, force, if_else(free, a, if_else(
+            self.startForward, a + force0_max, if_else(
+                self.startBackward, a - force0_max, if_else(
+                    was_forward, a + force0_max, a - force0_max)))))
 
     def sliding(self, characteristic, w_relfric):
         """The sliding force ``characteristic(|w|)`` with the sign of the sliding
@@ -139,10 +168,17 @@ class PartialPressedFriction(PartialFriction):
     fn = mb.Variable(unit="N", doc="normal force")
     free = mb.Discrete(0, doc="1 while released (fn <= 0)")
 
+    def pressed_terms(self, w, a):
+        """The arguments of ``friction_equations`` for relative velocity ``w``."""
+        f0 = self.mu(0.0) * self.cgeo * self.fn
+        return w, a, f0, self.peak * f0, self.free
+
+    def pressed_sliding(self, w):
+        """The force while not stuck: 0 while released, else ``cgeo*fn*(+-mu)``."""
+        return if_else(self.free, 0, self.cgeo * self.fn * self.sliding(self.mu, w))
+
     def pressed_friction_equations(self, w, a, force):
         yield self.fn == self.fn_max * self.f_normalized
         yield self.free == (self.fn <= 0)
-        f0 = self.mu(0.0) * self.cgeo * self.fn
-        yield from self.friction_equations(w, a, f0, self.peak * f0, self.free)
-        sliding = self.cgeo * self.fn * self.sliding(self.mu, w)
-        yield force == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))
+        yield from self.friction_equations(*self.pressed_terms(w, a))
+        yield force == if_else(self.locked, self.sa, self.pressed_sliding(w))

@@ -627,10 +627,21 @@ class BearingFriction(PartialFriction, _RotatingOnSupport):
         super().__init__(use_support=use_support, **modifiers)
         self.tau_pos = table_function(tau_pos, "BearingFriction tau_pos")
 
+    def friction_terms(self):
+        tau0 = self.tau_pos(0.0)
+        return self.w, self.a, tau0, self.peak * tau0, 0
+
+    def sliding_force(self):
+        return self.sliding(self.tau_pos, self.w)
+
     def equations(self):
         yield from self.support_kinematics()
-        yield from self.support_friction_equations(self.w, self.a, self.tau, self.tau_pos,
-                                                   self.peak)
+        yield from self.support_friction_equations(self.tau)
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a drive train
+        (:mod:`mbmodel.libraries.drive_trains`): a friction lock."""
+        return self.lock_coupling(flange)
 
 
 class Clutch(PartialPressedFriction, PartialTwoFlanges):
@@ -686,9 +697,20 @@ class Brake(PartialPressedFriction, _RotatingOnSupport):
         super().__init__(use_support=use_support, **modifiers)
         self.mu = table_function(mu_pos, "Brake mu_pos")
 
+    def friction_terms(self):
+        return self.pressed_terms(self.w, self.a)
+
+    def sliding_force(self):
+        return self.pressed_sliding(self.w)
+
     def equations(self):
         yield from self.support_kinematics()
         yield from self.pressed_friction_equations(self.w, self.a, self.tau)
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a drive train
+        (:mod:`mbmodel.libraries.drive_trains`): a friction lock."""
+        return self.lock_coupling(flange)
 
 
 class OneWayClutch(PartialTwoFlanges):

@@ -567,8 +567,19 @@ class SupportFriction(PartialFriction, PartialTwoFlanges):
         yield 0 == self.flange_a.f + self.flange_b.f - self.f
         if self.use_support:
             yield self.support.f == -self.flange_a.f - self.flange_b.f
-        yield from self.support_friction_equations(self.v, self.a, self.f, self.f_pos,
-                                                   self.peak)
+        yield from self.support_friction_equations(self.f)
+
+    def friction_terms(self):
+        f0 = self.f_pos(0.0)
+        return self.v, self.a, f0, self.peak * f0, 0
+
+    def sliding_force(self):
+        return self.sliding(self.f_pos, self.v)
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a drive train
+        (:mod:`mbmodel.libraries.drive_trains`): a friction lock."""
+        return self.lock_coupling(flange)
 
 
 class ElastoGap(PartialCompliantWithRelativeStates):
@@ -632,6 +643,17 @@ class Brake(PartialPressedFriction, PartialTwoFlanges):
         yield self.a == der(self.v)
         yield 0 == self.flange_a.f + self.flange_b.f - self.f
         yield from self.pressed_friction_equations(self.v, self.a, self.f)
+
+    def friction_terms(self):
+        return self.pressed_terms(self.v, self.a)
+
+    def sliding_force(self):
+        return self.pressed_sliding(self.v)
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a drive train
+        (:mod:`mbmodel.libraries.drive_trains`): a friction lock."""
+        return self.lock_coupling(flange)
 
 
 class MassWithStopAndFriction(PartialFriction, PartialRigid):

@@ -85,6 +85,15 @@ class EventLayout:
         self.when_texts = [f"{w.shown} (in {w.origin or 'the model'})" for w in hyb.whens]
         self.equation_slots = np.array([slot[e.target] for e in hyb.discrete_equations],
                                        dtype=int)
+        # Discrete equations on discrete values only (no relation, no continuous variable):
+        # evaluated in order before each round's first solve (see event_iteration).
+        event_held = {v.symbol.element_hash() for v in variables
+                      if v.discrete in ("variable", "pre", "initial", "sample")}
+        parameters = {p.symbol.element_hash() for p in system.parameters}
+        self.discrete_only = np.array([
+            all(s.element_hash() in event_held or s.element_hash() in parameters
+                for s in ca.symvar(ca.SX(e.value)))
+            for e in hyb.discrete_equations], dtype=bool)
         self.assignment_slots = np.array([slot[pos] for w in hyb.whens
                                           for pos, _ in w.assignments], dtype=int)
         self.assignment_when = np.array([w_i for w_i, w in enumerate(hyb.whens)
@@ -418,27 +427,15 @@ class _Run:
         fired_any = np.zeros(lay.n_whens, dtype=bool)
         for _ in range(MAX_EVENT_ITERATIONS):
             u[lay.pre_slots] = left[lay.pre_of]
-            fired = np.zeros(lay.n_whens, dtype=bool)
-            for _ in range(MAX_EVENT_ITERATIONS):
-                z = self.consistent_z(x, z, u, t)
-                v = self.values(x, z, u, t)
-                u_next = u.copy()
-                u_next[lay.relation_slots] = lay.literal(self.part(v, "crossings"))
-                u_next[forced] = forced_values
-                u_next[lay.equation_slots] = self.part(v, "equations")
-                cond = self.part(v, "conditions") > 0.5
-                rising = cond & ~cond_left
-                fired = np.zeros(lay.n_whens, dtype=bool)
-                if rising.any():
-                    fired[np.unique(lay.condition_when[rising])] = True
-                chosen = fired[lay.assignment_when]
-                u_next[lay.assignment_slots[chosen]] = self.part(v, "assignments")[chosen]
-                if np.array_equal(u_next[lay.iterated], u[lay.iterated]):
-                    u = u_next
-                    break
-                u = u_next
-            else:
+            u = self.propagate_discrete(x, z, u, t)
+            solved = self.solve_round(x, z, u, t, forced, forced_values, cond_left, False)
+            if solved is None:
+                # the relations switch back and forth together (coupled friction elements
+                # that stop at the same instant): let one relation switch at a time
+                solved = self.solve_round(x, z, u, t, forced, forced_values, cond_left, True)
+            if solved is None:
                 raise self.not_converging(t, u, left)
+            z, u, v, cond, fired = solved
             chosen = fired[lay.reinit_when]
             if chosen.any() and not initial:
                 values = self.part(v, "reinits")[chosen]
@@ -466,6 +463,61 @@ class _Run:
             for w in np.flatnonzero(fired_any):
                 self.check_zeno(t, int(w))
         return x, z, u[n_ext:].copy()
+
+    def solve_round(self, x, z, u, t, forced, forced_values, cond_left, one_at_a_time):
+        """One round of the event iteration (pre() values fixed): the discrete part and the
+        algebraic variables by fixed-point passes. ``one_at_a_time``: of the relations that
+        would switch in a pass, only the farthest from its threshold does (the others wait
+        for the next solve), like an active-set method. Returns (z, u, values, conditions,
+        fired when clauses), or ``None`` if the passes do not settle."""
+        lay = self.layout
+        for _ in range(MAX_EVENT_ITERATIONS):
+            z = self.consistent_z(x, z, u, t)
+            u_next = u.copy()
+            crossings = self.part(self.values(x, z, u, t), "crossings")
+            u_next[lay.relation_slots] = lay.literal(crossings)
+            u_next[forced] = forced_values
+            if one_at_a_time:
+                switching = np.flatnonzero(u_next[lay.relation_slots] != u[lay.relation_slots])
+                if len(switching) > 1:
+                    keep = switching[np.argmax(np.abs(crossings[switching]))]
+                    held = lay.relation_slots[switching[switching != keep]]
+                    u_next[held] = u[held]
+            # the discrete part sees the relations of this solve, not the last one's
+            v = self.values(x, z, u_next, t)
+            u_next[lay.equation_slots] = self.part(v, "equations")
+            cond = self.part(v, "conditions") > 0.5
+            rising = cond & ~cond_left
+            fired = np.zeros(lay.n_whens, dtype=bool)
+            if rising.any():
+                fired[np.unique(lay.condition_when[rising])] = True
+            chosen = fired[lay.assignment_when]
+            u_next[lay.assignment_slots[chosen]] = self.part(v, "assignments")[chosen]
+            u_next = self.propagate_discrete(x, z, u_next, t)
+            settled = np.array_equal(u_next[lay.iterated], u[lay.iterated])
+            u = u_next
+            if settled:
+                return z, u, v, cond, fired
+        return None
+
+    def propagate_discrete(self, x, z, u, t):
+        """``u`` with the discrete equations on discrete values only brought up to date
+        (in as many passes as their chain is long), the rest held at their guesses (the
+        pre() values). A round's first solve then starts from a consistent guess, as a
+        Modelica tool's mixed-system solver does when it tears at the relations: a friction
+        element that just stopped is tried as locked, not with the sliding equations of a
+        direction it is no longer in (whose holding force would make it start again)."""
+        lay = self.layout
+        if not lay.discrete_only.any():
+            return u
+        slots = lay.equation_slots[lay.discrete_only]
+        for _ in range(len(slots) + 1):
+            new = self.part(self.values(x, z, u, t), "equations")[lay.discrete_only]
+            if np.array_equal(new, u[slots]):
+                break
+            u = u.copy()
+            u[slots] = new
+        return u
 
     def not_converging(self, t, u, left):
         lay = self.layout

@@ -30,16 +30,19 @@ import casadi as ca
 import mbmodel as mb
 from mbmodel import Branch, Model, Parameter, Variable, der
 from mbmodel.libraries import rotational, translational
-from mbmodel.libraries.drive_trains import rigid_load
+from mbmodel.libraries.drive_trains import drive_load
 
 from . import spatial as sp
 from .frames import Frame, axis_check, cut_force, unit_axis
 
 
-def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None):
+def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
     """Kinematics and force equations shared by all joints (see the module docs).
     ``armature`` (forward analysis): inertia rigidly driven with the joint coordinates, added
-    to the joint's own ``D``; ``tau`` is then the joint force at zero joint acceleration."""
+    to the joint's own ``D``; ``tau`` is then the joint force at zero joint acceleration.
+    ``lock`` (forward analysis, one coordinate): ``(FrictionLock, ratio)`` of a friction
+    element on the drive train that can stick the joint; the joint then gives the element's
+    holding torque (its ``holding_equation``)."""
     fa, fb = joint.frame_a, joint.frame_b
     vJ = Phi @ qd
     if r is None:
@@ -53,9 +56,15 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None):
     c = sp.motion_to_child(fa.a, E, r)
     yield fb.a == c + Phi @ qdd + psi
     if joint.analysis == "forward":
-        N, bias, qdd_expr = sp.articulated_step(-sp.unpack(fb.I), -fb.b, Phi, tau, psi, c,
-                                                armature)
+        locked = None if lock is None else lock[0].locked
+        N, bias, qdd_expr, hold = sp.articulated_step(-sp.unpack(fb.I), -fb.b, Phi, tau, psi,
+                                                      c, armature, locked)
         yield qdd == qdd_expr
+        if lock is not None:
+            # the drive needs ratio * (element torque) from the joint: the lock's share of
+            # the joint force is hold, so the element holds -hold / ratio
+            role, ratio = lock
+            yield role.element.holding_equation(-hold[0] / ratio)
         yield fa.I == sp.pack(sp.inertia_to_parent(N, E, r))
         yield fa.b == sp.force_to_parent(bias, E, r)
     else:
@@ -108,16 +117,30 @@ class _AxisJoint(_Joint):
         elif self.analysis == "forward":
             yield force == 0
         E, r, Phi = self.motion(e, q)
-        drive = None
-        if self.use_axis_flange and self.analysis == "forward":
-            # A rigid drive train needs -axis torque = J qdd + B: J joins the joint's
-            # articulated step (one pass per joint instead of one system for all joints).
-            drive = rigid_load(self, self.axis)
+        drive = self.drive()
         if drive is None:
             yield from joint_equations(self, E, r, Phi, qd, qdd, force)
         else:
-            inertia, bias = drive
-            yield from joint_equations(self, E, r, Phi, qd, qdd, -bias, inertia)
+            lock = drive.locks[0] if drive.locks else None
+            yield from joint_equations(self, E, r, Phi, qd, qdd, -drive.bias, drive.inertia,
+                                       lock)
+
+    def drive(self):
+        """The :class:`~mbmodel.libraries.drive_trains.DriveLoad` on the axis flange that the
+        forward articulated step takes in, or ``None`` (the plain flange torque). A rigid
+        drive train needs -axis torque = J qdd + B: J joins the joint's articulated step
+        (one pass per joint instead of one system for all joints); so does one friction
+        lock (two could share the holding torque in many ways: left to the general solver)."""
+        if not (self.use_axis_flange and self.analysis == "forward"):
+            return None
+        load = drive_load(self, self.axis)
+        return None if load is None or len(load.locks) > 1 else load
+
+    def holds_lock(self, element) -> bool:
+        """Whether this joint solves the sticking of friction ``element`` (see
+        :func:`~mbmodel.libraries.drive_trains.lock_holder`)."""
+        drive = self.drive()
+        return drive is not None and any(role.element is element for role, _ in drive.locks)
 
 
 class Revolute(_AxisJoint):

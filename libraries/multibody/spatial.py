@@ -225,7 +225,7 @@ def spd_solve(D, B) -> ca.SX:
     return ca.horzcat(*cols)
 
 
-def articulated_step(A, beta, Phi, tau, psi, c, armature=None):
+def articulated_step(A, beta, Phi, tau, psi, c, armature=None, locked=None):
     """One joint of the articulated-body algorithm.
 
     ``A``, ``beta``: articulated inertia and bias force of the subtree at the joint's child
@@ -233,11 +233,15 @@ def articulated_step(A, beta, Phi, tau, psi, c, armature=None):
     motion subspace in child coordinates; ``tau`` the k joint forces; ``psi`` the velocity
     product term and ``c = X a_a`` the parent acceleration seen at the child frame.
 
-    Returns ``(N, bias, qdd)``: the subtree as seen through the joint (``N`` and ``bias`` at
-    the child frame, still to be transformed to the parent) and the joint accelerations
-    ``qdd = D^-1 (u - U^T c)`` with ``U = A Phi``, ``D = Phi^T U``,
-    ``u = tau - Phi^T beta - U^T psi``. ``armature`` (k x k or scalar) is inertia driven
-    rigidly with the joint coordinates (motor inertia behind a gear), added to ``D``.
+    Returns ``(N, bias, qdd, hold)``: the subtree as seen through the joint (``N`` and
+    ``bias`` at the child frame, still to be transformed to the parent), the joint
+    accelerations ``qdd = D^-1 (u - U^T c)`` with ``U = A Phi``, ``D = Phi^T U``,
+    ``u = tau - Phi^T beta - U^T psi``, and ``hold``, the joint force a lock adds. ``armature``
+    (k x k or scalar) is inertia driven rigidly with the joint coordinates (motor inertia
+    behind a gear), added to ``D``. ``locked`` (a 0/1 expression, constant between events)
+    locks the joint as Otter, Elmqvist and Cellier (1993) describe: ``qdd = 0``, the subtree
+    passes unreduced (``N = A``, ``bias = A psi + beta``) and ``hold = U^T c - u`` is the
+    force that keeps it still; unlocked, ``hold = 0``.
     """
     U = A @ Phi
     D = Phi.T @ U
@@ -246,7 +250,13 @@ def articulated_step(A, beta, Phi, tau, psi, c, armature=None):
     u = tau - Phi.T @ beta - U.T @ psi
     Wt = spd_solve(D, ca.horzcat(U.T, u))  # D^-1 [U^T, u]
     D_inv_Ut, D_inv_u = Wt[:, 0:6], Wt[:, 6]
-    N = mirror_upper(A - U @ D_inv_Ut)  # symmetric: the lower triangle would cost as much
-    bias = A @ psi + beta + U @ D_inv_u
+    reduction, pass_on = U @ D_inv_Ut, U @ D_inv_u
     qdd = D_inv_u - D_inv_Ut @ c
-    return N, bias, qdd
+    hold = ca.SX.zeros(u.shape)
+    if locked is not None:
+        moving = 1 - locked
+        reduction, pass_on, qdd = moving * reduction, moving * pass_on, moving * qdd
+        hold = locked * (U.T @ c - u)
+    N = mirror_upper(A - reduction)  # symmetric: the lower triangle would cost as much
+    bias = A @ psi + beta + pass_on
+    return N, bias, qdd, hold
