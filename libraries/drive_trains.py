@@ -80,6 +80,7 @@ class FrictionLock:
     other: object
     locked: ca.SX
     sliding: ca.SX
+    inertia: object = 0.0  # moving with the flanges (a sliding mass with stops)
 
 
 @dataclass
@@ -128,7 +129,7 @@ def _load(model, flange, visited):
         if isinstance(role, RigidCoupling):
             ratio, own_inertia = role.ratio, role.inertia
         elif isinstance(role, FrictionLock):
-            ratio, own_inertia = 1.0, 0.0
+            ratio, own_inertia = 1.0, role.inertia
             bias = bias + if_else(role.locked, 0, role.sliding)
             locks.append((role, 1.0))
         else:

@@ -99,9 +99,10 @@ class PartialFriction(mb.Model):
         yield from self.friction_equations(*self.friction_terms())
         yield force == if_else(self.locked, self.sa, self.sliding_force())
 
-    def lock_coupling(self, flange):
+    def lock_coupling(self, flange, inertia=0.0):
         """:class:`~mbmodel.libraries.drive_trains.FrictionLock` seen from ``flange`` (for
-        ``drive_coupling``); ``None`` with a support flange of its own, which may move."""
+        ``drive_coupling``), with ``inertia`` moving along; ``None`` with a support flange
+        of its own, which may move."""
         if getattr(self, "use_support", False):
             return None
         if flange is self.flange_a:
@@ -110,7 +111,7 @@ class PartialFriction(mb.Model):
             other = self.flange_a
         else:
             return None
-        return FrictionLock(self, other, self.locked, self.sliding_force())
+        return FrictionLock(self, other, self.locked, self.sliding_force(), inertia)
 
     def holding_equation(self, force):
         """The equation for ``sa`` when a multibody joint locks this element: ``force`` (the

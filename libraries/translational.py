@@ -708,18 +708,31 @@ class MassWithStopAndFriction(PartialFriction, PartialRigid):
         f0 = self.F_Coulomb + self.F_Stribeck
         yield self.free == ca.logic_and(ca.logic_and(f0 <= 0, self.F_prop <= 0),
                                         ca.logic_and(s > left, s < right))
-        yield from self.friction_equations(v, self.a, f0, 1.001 * f0, self.free,
-                                           forward_room=s < right, backward_room=s > left)
-        decay = self.F_Stribeck * exp(-self.fexp * mb.noEvent(fabs(v)))
-        was_forward = mb.pre(self.mode) == 1
-        sliding = self.F_prop * v + if_else(self.startForward, f0, if_else(
-            self.startBackward, -f0, if_else(was_forward, self.F_Coulomb + decay,
-                                             -self.F_Coulomb - decay)))
-        yield self.f == if_else(self.locked, self.sa, if_else(self.free, 0, sliding))
+        yield from self.friction_equations(*self.friction_terms(), forward_room=s < right,
+                                           backward_room=s > left)
+        yield self.f == if_else(self.locked, self.sa, self.sliding_force())
         yield self.stopped == if_else(s <= left, -1, if_else(s >= right, 1, 0))
         yield mb.when(self.stopped != 0,
                       mb.reinit(s, if_else(self.stopped < 0, left, right)),
                       mb.reinit(v, 0.0))
+
+    def friction_terms(self):
+        f0 = self.F_Coulomb + self.F_Stribeck
+        return self.v, self.a, f0, 1.001 * f0, self.free
+
+    def sliding_force(self):
+        f0 = self.F_Coulomb + self.F_Stribeck
+        decay = self.F_Stribeck * exp(-self.fexp * mb.noEvent(fabs(self.v)))
+        was_forward = mb.pre(self.mode) == 1
+        sliding = self.F_prop * self.v + if_else(self.startForward, f0, if_else(
+            self.startBackward, -f0, if_else(was_forward, self.F_Coulomb + decay,
+                                             -self.F_Coulomb - decay)))
+        return if_else(self.free, 0, sliding)
+
+    def drive_coupling(self, flange):
+        """How the component looks from ``flange`` to a drive train
+        (:mod:`mbmodel.libraries.drive_trains`): a friction lock carrying the mass."""
+        return self.lock_coupling(flange, self.m)
 
 
 Stop = MassWithStopAndFriction  # its name in MSL 2 and the issue tracker

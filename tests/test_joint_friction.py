@@ -172,3 +172,37 @@ def test_stick_slip_of_a_friction_chain_conserves_energy_with_the_dissipated_wor
     total = _mechanical_energy(res, n) + res["dissipated"]
     np.testing.assert_allclose(total, total[0], atol=2e-8)  # of 16.6 J dissipated
     assert res["dissipated"][-1] > 1.0
+
+
+def test_a_prismatic_joint_falls_onto_a_hard_stop_through_its_axis_flange():
+    from mbmodel.libraries import translational as tr
+
+    class Drop(mb.Model):
+        """A 1 kg body on a vertical prismatic joint; a 0.5 kg slider with 1 N of Coulomb
+        friction and a stop 1 m below on the joint's axis flange."""
+        world = mbl.World(n=[0.0, 0.0, -1.0])
+        joint = mbl.Prismatic(n=[0.0, 0.0, 1.0], use_axis_flange=True, s=mb.Fixed(0.0),
+                              v=mb.Fixed(0.0))
+        body = mbl.Body(m=1.0, r_CM=[0.0, 0.0, 0.0], I_11=0.01, I_22=0.01, I_33=0.01)
+        stop = tr.MassWithStopAndFriction(m=0.5, smin=-1.0, smax=1.0, F_prop=0.0,
+                                          F_Coulomb=1.0, F_Stribeck=0.0)
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.joint.frame_a)
+            yield mb.connect(self.joint.frame_b, self.body.frame_a)
+            yield mb.connect(self.joint.axis, self.stop.flange_a)
+
+    cm = mb.compile(Drop())
+    assert all(block.kind == "explicit" for block in cm.system.blocks)
+    res = mb.simulate(cm, 1.0, n_points=101, rtol=1e-10, atol=1e-12)
+    a = -(G - 1.0) / 1.5  # gravity on the body against the friction, both masses moving
+    t_hit = np.sqrt(2 / -a)
+    falling = res.t < t_hit
+    np.testing.assert_allclose(res["joint.s"][falling], 0.5 * a * res.t[falling] ** 2,
+                               atol=1e-9)
+    hits = [ev.time for ev in res.events if "stop.s <=" in " ".join(ev.causes)]
+    assert hits[0] == pytest.approx(t_hit, abs=1e-9)
+    resting = res.t > t_hit
+    np.testing.assert_allclose(res["joint.s"][resting], -1.0, atol=1e-12)
+    assert np.all(res["joint.v"][resting] == 0.0)
+    np.testing.assert_allclose(res["stop.f"][resting], -G, rtol=1e-9)  # holds the body
