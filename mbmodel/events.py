@@ -474,7 +474,8 @@ class _Run:
         for _ in range(MAX_EVENT_ITERATIONS):
             z = self.consistent_z(x, z, u, t)
             u_next = u.copy()
-            crossings = self.part(self.values(x, z, u, t), "crossings")
+            v = self.values(x, z, u, t)
+            crossings = self.part(v, "crossings")
             u_next[lay.relation_slots] = lay.literal(crossings)
             u_next[forced] = forced_values
             if one_at_a_time:
@@ -484,7 +485,8 @@ class _Run:
                     held = lay.relation_slots[switching[switching != keep]]
                     u_next[held] = u[held]
             # the discrete part sees the relations of this solve, not the last one's
-            v = self.values(x, z, u_next, t)
+            if not np.array_equal(u_next[lay.relation_slots], u[lay.relation_slots]):
+                v = self.values(x, z, u_next, t)
             u_next[lay.equation_slots] = self.part(v, "equations")
             cond = self.part(v, "conditions") > 0.5
             rising = cond & ~cond_left
