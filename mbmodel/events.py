@@ -459,7 +459,7 @@ class _Run:
         self.cond_left = self.conditions(x, z, u, t)
         if record:
             fired_texts = [lay.when_texts[w] for w in np.flatnonzero(fired_any)]
-            self.record(t, causes + [f"fired: {s}" for s in fired_texts])
+            self.record(t, causes + [f"fired: {s}" for s in fired_texts], (x, z, u))
             for w in np.flatnonzero(fired_any):
                 self.check_zeno(t, int(w))
         return x, z, u[n_ext:].copy()
@@ -531,20 +531,59 @@ class _Run:
             f"may be defined through itself without pre(), or a switch has no consistent "
             f"position")
 
-    def record(self, t, causes):
+    def record(self, t, causes, point=None):
         self.events.append(Event(float(t), causes))
         self.recent.append(t)
         if len(self.recent) == CHATTER_EVENTS:
             span = self.recent[-1] - self.recent[0]
             if span <= max(CHATTER_FRACTION * (self.t_end - self.t_start), 1e-12):
-                shown = "; ".join(dict.fromkeys(c for e in self.events[-CHATTER_EVENTS:]
-                                                for c in e.causes if not c.startswith("fired")))
+                causes = list(dict.fromkeys(c for e in self.events[-CHATTER_EVENTS:]
+                                            for c in e.causes if not c.startswith("fired")))
                 raise self.failure(
                     t, f"chattering at t = {t:.12g}: {CHATTER_EVENTS} events within "
-                    f"{span:.3g} s ({shown[:400]}). The model switches back and forth "
-                    f"faster than it can be integrated (a Zeno point, such as a bouncing ball "
-                    f"coming to rest, or a switching condition without hysteresis); add "
-                    f"hysteresis, a rest state, or stop the run before t = {t:.6g}")
+                    f"{span:.3g} s ({'; '.join(causes)[:400]}). The model switches back and "
+                    f"forth faster than it can be integrated (a Zeno point, such as a bouncing "
+                    f"ball coming to rest, or a switching condition without hysteresis); add "
+                    f"hysteresis, a rest state, or stop the run before t = {t:.6g}"
+                    + ("" if point is None else self.noise_hint(t, causes, *point)))
+
+    def noise_hint(self, t, causes, x, z, u):
+        """A sentence for the chattering error if a relation that chatters amplifies the
+        integration error of the states so much that its sign is noise: its change when
+        each state moves by its error weight (rtol*|x| + atol) exceeds 1000 weights."""
+        lay = self.layout
+        text_of = {lay.relation_text(k): k for k in range(len(lay.relation_slots))}
+        texts = [c for c in causes if c in text_of]
+        chattering = [text_of[c] for c in texts]
+        if not chattering or not len(x):
+            return ""
+        weights = self.rtol * np.abs(x) + self.atol
+        spread = np.zeros(len(chattering))
+        for side in (0.0, 1.0):  # the sensitivity differs between the two branches
+            u_side = u.copy()
+            u_side[lay.relation_slots[chattering]] = side
+            for _ in range(len(lay.equation_slots) + 1):  # the discrete values follow
+                u_side[lay.equation_slots] = self.part(self.values(x, z, u_side, t),
+                                                       "equations")
+            z_side = self.consistent_z(x, z, u_side, t)
+            base = self.part(self.values(x, z_side, u_side, t), "crossings")[chattering]
+            change = np.zeros(len(chattering))
+            for i, w in enumerate(weights):
+                moved = x.copy()
+                moved[i] += w
+                z_moved = self.consistent_z(moved, z_side, u_side, t)
+                change += np.abs(self.part(self.values(moved, z_moved, u_side, t),
+                                           "crossings")[chattering] - base)
+            spread = np.maximum(spread, change)
+        worst = int(np.argmax(spread))
+        if spread[worst] <= 1e3 * weights.sum():
+            return ""
+        return (f". At these tolerances (rtol={self.rtol:g}, atol={self.atol:g}) the sign of "
+                f"{texts[worst]} is noise: "
+                f"its function moves by {spread[worst]:.2g} when the states move by their "
+                f"error weights (a stiff switching element, such as an ideal diode with a tiny "
+                f"Ron feeding a capacitor directly); tighten rtol and atol (e.g. rtol=1e-10, "
+                f"atol=1e-12) or make the element less stiff")
 
     def check_zeno(self, t, w):
         """A when clause firing at ever shorter intervals, each shorter than the one before

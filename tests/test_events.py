@@ -497,3 +497,57 @@ def test_a_crossing_just_before_the_end_of_the_run_is_handled():
     res = mb.simulate(BouncingBall(e=0.9), impact + 1e-5, n_points=3)
     assert res["bounces"][-1] == 1
     assert res["v"][-1] > 0  # bounced, not falling through the floor
+
+
+class StiffHalfWave(HalfWave):
+    """The rectifier with MSL's ideal diode as it comes (Ron = 1e-5, Goff = 1e-5): in
+    conduction the capacitor follows the source within Ron*C = 1 ns."""
+
+    diode = el.IdealDiode()
+
+
+def _stiff_half_wave_reference(times, t_end):
+    """Conduction: the capacitor sits on the source's slow manifold, v = vs - Ron*i with
+    i = C vs' + vs/R to first order in Ron; it stops where i falls through 0, at the phase
+    pi - atan(w*R*C) of every period. Blocking: C v' = Goff*(vs - v) - v/R until vs
+    rises through v (scipy, a well-conditioned crossing)."""
+    w, R, C, Ron, Goff = 2 * math.pi * 50.0, 100.0, 1e-4, 1e-5, 1e-5
+    def conducting(t):
+        vs, dvs = 10 * np.sin(w * t), 10 * w * np.cos(w * t)
+        return vs - Ron * (C * dvs + vs / R)
+
+    def blocking(t, y):
+        return [(Goff * (10 * math.sin(w * t) - y[0]) - y[0] / R) / C]
+
+    def turn_on(t, y):
+        return 10 * math.sin(w * t) - y[0]
+    turn_on.terminal, turn_on.direction = True, 1
+    v = np.array(conducting(np.asarray(times, dtype=float)))
+    offs, ons, t_off = [], [], (math.pi - math.atan(w * R * C)) / w
+    while t_off < t_end:
+        sol = solve_ivp(blocking, (t_off, t_end), [conducting(t_off)], method="DOP853",
+                        rtol=1e-12, atol=1e-12, events=turn_on, dense_output=True)
+        t_back = sol.t_events[0][0] if len(sol.t_events[0]) else t_end
+        inside = (times > t_off) & ((times < t_back) | (t_back >= t_end))
+        if inside.any():
+            v[inside] = sol.sol(times[inside])[0]
+        offs.append(t_off)
+        ons += [t_back] if t_back < t_end else []
+        t_off += 0.02
+    return v, offs, ons
+
+
+def test_ideal_diode_with_its_default_ron_chatters_at_loose_tolerances_with_a_clear_hint():
+    # (whether integration noise makes it chatter depends on where the solver steps: on
+    # this output grid it does)
+    with pytest.raises(mb.SimulationError, match=r"chattering.*sign of diode.s < 0 .*is "
+                                                 r"noise.*tighten rtol and atol"):
+        mb.simulate(StiffHalfWave(), 0.2, n_points=1001)
+
+
+def test_ideal_diode_with_its_default_ron_matches_the_closed_form_at_tight_tolerances():
+    res = mb.simulate(StiffHalfWave(), 0.1, n_points=1001, rtol=1e-10, atol=1e-12)
+    v, offs, ons = _stiff_half_wave_reference(res.t, 0.1)
+    np.testing.assert_allclose(res["cap.v"][1:], v[1:], atol=1e-7)  # (1 ns transient at 0)
+    times = sorted({round(ev.time, 12) for ev in res.events[1:]})
+    np.testing.assert_allclose(times, sorted(offs + ons), atol=1e-9)
