@@ -1,0 +1,505 @@
+"""Isothermal, compressible hydraulics (package layout after the Modelica Standard Library;
+component set after ModelingToolkitStandardLibrary's ``Hydraulic.IsothermalCompressible``).
+
+A :class:`Port` carries the pressure ``p`` [Pa] (potential) and the mass flow ``m_flow``
+[kg/s] (flow, positive *into* the component). Mass, not volume, is what the connections
+conserve: the liquid is compressible, so a volume flow changes along a line whose pressure
+changes, a mass flow does not.
+
+The liquid is one :class:`Fluid` for a whole network: declare one ``Fluid`` component in the
+model and every hydraulic component uses it (without one, :data:`DEFAULT_OIL`, an ISO VG 46
+mineral oil). A model with several circuits of different liquids gives the components of
+each circuit ``fluid=<its Fluid component>``; connecting two components with different fluids
+is an error. Density follows a constant bulk modulus ``beta``::
+
+    rho(p) = rho_0 * exp((p - p_0) / beta)          (d rho / d p = rho / beta)
+
+Example (a volume filled through an orifice from a pressure supply)::
+
+    import mbmodel as mb
+    from mbmodel.libraries import hydraulics as hy
+
+    class Fill(mb.Model):
+        oil = hy.Fluid(beta=1.4e9)
+        supply = hy.FixedPressure(p=100e5)
+        orifice = hy.Orifice(A=1e-5)
+        volume = hy.FixedVolume(V=1e-3, p=mb.Fixed(1e5))
+
+        def equations(self):
+            yield mb.connect(self.supply.port, self.orifice.port_a)
+            yield mb.connect(self.orifice.port_b, self.volume.port)
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+
+import mbmodel as mb
+from mbmodel import Connector, Flow, Input, Model, Output, Parameter, Potential, Variable, der
+from mbmodel.functions import exp, if_else, sqrt
+
+from . import rotational, translational
+from .drive_trains import ForceElementFlanges
+
+__all__ = [
+    "Port", "Fluid", "DEFAULT_OIL", "density",
+    "FixedVolume", "Tank", "Cap", "FixedPressure", "PressureSource", "MassFlowSource",
+    "VolumeFlowSource", "Orifice", "Valve", "Cylinder", "Pump", "Motor",
+    "PressureSensor", "MassFlowSensor", "VolumeFlowSensor", "PressureDifferenceSensor",
+]
+
+
+# --------------------------------------------------------------------------------------
+# Connector and fluid
+# --------------------------------------------------------------------------------------
+
+class Port(Connector):
+    """Hydraulic port: pressure ``p`` [Pa] and mass flow ``m_flow`` [kg/s] into the
+    component. All hydraulic components' ports are connectable with one another."""
+
+    p = Potential(1e5, unit="Pa", doc="Pressure at the port")
+    m_flow = Flow(unit="kg/s", doc="Mass flow through the port into the component")
+
+
+class Fluid(Model):
+    """The liquid of a hydraulic network (no equations): density ``rho_0`` at ``p_0``,
+    bulk modulus ``beta`` (constant: ``rho = rho_0*exp((p - p_0)/beta)``) and kinematic
+    viscosity ``nu``. Defaults: ISO VG 46 mineral oil near 40 °C.
+
+    Example::
+
+        oil = Fluid(rho_0=870.0, beta=1.5e9, nu=46e-6)
+    """
+
+    rho_0 = Parameter(870.0, unit="kg/m3", min=0.0, doc="density at p_0")
+    p_0 = Parameter(1.01325e5, unit="Pa", doc="reference pressure")
+    beta = Parameter(1.5e9, unit="Pa", min=0.0, doc="bulk modulus")
+    nu = Parameter(46e-6, unit="m2/s", min=0.0, doc="kinematic viscosity")
+
+
+class _DefaultOil:
+    """:class:`Fluid`'s defaults as numbers, for models that declare no Fluid."""
+
+    path = "the default oil (DEFAULT_OIL)"
+    rho_0, p_0, beta, nu = 870.0, 1.01325e5, 1.5e9, 46e-6
+
+
+#: The fluid of a model that declares no :class:`Fluid` (ISO VG 46 mineral oil).
+DEFAULT_OIL = _DefaultOil()
+
+
+def density(fluid, p):
+    """``rho_0*exp((p - p_0)/beta)`` of ``fluid`` at pressure ``p``."""
+    return fluid.rho_0 * exp((p - fluid.p_0) / fluid.beta)
+
+
+def _model_fluid(component):
+    """The model's unique Fluid component, DEFAULT_OIL without one, an error with several."""
+    top = component
+    while top._parent is not None:
+        top = top._parent
+    cached = top.__dict__.get("_hydraulic_fluid")
+    if cached is not None:
+        return cached
+    found, stack = [], [top]
+    while stack:
+        comp = stack.pop()
+        if isinstance(comp, Fluid):
+            found.append(comp)
+        stack.extend(comp.components())
+    if len(found) > 1:
+        raise mb.DeclarationError(
+            f"'{component.path}' has no fluid= and the model has {len(found)} Fluid "
+            f"components ({', '.join(sorted(f.path for f in found))}); give the components of "
+            f"each circuit fluid=<its Fluid>, or declare one Fluid")
+    fluid = found[0] if found else DEFAULT_OIL
+    top.__dict__["_hydraulic_fluid"] = fluid
+    return fluid
+
+
+class _Hydraulic(Model):
+    """Partial model: a component with hydraulic ports and a fluid (``fluid=`` option, else
+    the model's). ``equations()`` of subclasses start with ``yield from
+    self.port_checks()``, which rejects ports connected to components of another fluid."""
+
+    def __init__(self, fluid: Fluid | None = None, **modifiers):
+        super().__init__(**modifiers)
+        if fluid is not None and not isinstance(fluid, Fluid):
+            raise mb.DeclarationError(f"fluid= must be a hydraulics.Fluid component, not "
+                                      f"{type(fluid).__name__}")
+        self.__dict__["_fluid_choice"] = fluid  # a reference, not a sub-component
+
+    @property
+    def fluid(self):
+        """The Fluid (component or DEFAULT_OIL) this component's equations use."""
+        return self._fluid_choice if self._fluid_choice is not None else _model_fluid(self)
+
+    def ports(self):
+        return [m for m in self.members().values() if isinstance(m, Port)]
+
+    def port_checks(self):
+        """Reject a port connected to a component that uses another fluid (no equations)."""
+        mine = self.fluid
+        for port in self.ports():
+            for other in self.connected(port):
+                owner = other.owner
+                if isinstance(owner, _Hydraulic) and owner.fluid is not mine:
+                    raise mb.DeclarationError(
+                        f"'{port.path}' is connected to '{other.path}', whose fluid is "
+                        f"{owner.fluid.path}, while '{self.path}' uses {mine.path}: a network "
+                        f"has one fluid; give both the same fluid=")
+        return iter(())
+
+    def rho(self, p):
+        """Density of this component's fluid at pressure ``p``."""
+        return density(self.fluid, p)
+
+
+class _TwoPorts(_Hydraulic):
+    """Partial model: ports ``port_a`` and ``port_b`` with the pressure drop
+    ``dp = port_a.p - port_b.p`` and no storage (``port_a.m_flow + port_b.m_flow = 0``);
+    ``m_flow`` is the mass flow from a to b."""
+
+    port_a = Port(doc="Inlet (flow a -> b is positive)")
+    port_b = Port(doc="Outlet")
+    dp = Variable(0.0, unit="Pa", doc="pressure drop port_a.p - port_b.p")
+    m_flow = Variable(0.0, unit="kg/s", doc="mass flow from port_a to port_b")
+
+    def two_port_equations(self):
+        yield from self.port_checks()
+        yield self.dp == self.port_a.p - self.port_b.p
+        yield self.port_a.m_flow == self.m_flow
+        yield self.port_b.m_flow == -self.m_flow
+
+
+# --------------------------------------------------------------------------------------
+# Volumes and boundaries
+# --------------------------------------------------------------------------------------
+
+class FixedVolume(_Hydraulic):
+    """A rigid volume ``V`` of compressible liquid: its mass ``V*rho(p)`` changes by the
+    flow into it.
+
+    Equations::
+
+        port.p = p,   V * rho(p)/beta * der(p) = port.m_flow
+
+    ``p`` is the state; give its start, e.g. ``FixedVolume(V=1e-3, p=mb.Fixed(1e5))``.
+    """
+
+    V = Parameter(1e-3, unit="m3", min=0.0, doc="volume")
+    p = Variable(1e5, unit="Pa", state_select="prefer", doc="pressure")
+    port = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port.p == self.p
+        yield self.V * self.rho(self.p) / self.fluid.beta * der(self.p) == self.port.m_flow
+
+
+class Tank(_Hydraulic):
+    """An open reservoir at constant pressure ``p`` (default atmospheric): any flow in or
+    out. Equation: ``port.p = p``."""
+
+    p = Parameter(1.01325e5, unit="Pa", doc="pressure of the reservoir")
+    port = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port.p == self.p
+
+
+class Cap(_Hydraulic):
+    """A closed port: ``port.m_flow = 0``."""
+
+    port = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port.m_flow == 0
+
+
+class FixedPressure(Tank):
+    """A pressure supply at constant ``p`` (an ideal one: any flow). Same as :class:`Tank`."""
+
+
+class PressureSource(_Hydraulic):
+    """Pressure from the input signal ``p_in`` [Pa], any flow: ``port.p = p_in``."""
+
+    p_in = Input(unit="Pa", doc="pressure")
+    port = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port.p == self.p_in
+
+
+class MassFlowSource(_Hydraulic):
+    """Pushes the mass flow ``m_flow_in`` [kg/s] (input) into the network, at any
+    pressure: ``port.m_flow = -m_flow_in``."""
+
+    m_flow_in = Input(unit="kg/s", doc="mass flow out of the source")
+    port = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port.m_flow == -self.m_flow_in
+
+
+class VolumeFlowSource(_Hydraulic):
+    """Pushes the volume flow ``q_in`` [m³/s] (input, at the port's pressure) into the
+    network: ``port.m_flow = -rho(port.p)*q_in``."""
+
+    q_in = Input(unit="m3/s", doc="volume flow out of the source")
+    port = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port.m_flow == -self.rho(self.port.p) * self.q_in
+
+
+# --------------------------------------------------------------------------------------
+# Resistances
+# --------------------------------------------------------------------------------------
+
+def regularized_root(dp, dp_small):
+    """``dp/(dp² + dp_small²)^(1/4)``: ``sign(dp)*sqrt(|dp|)`` above ``dp_small`` (relative
+    error ``dp_small²/(4 dp²)``), a straight line of finite slope ``1/sqrt(dp_small)`` through 0
+    (MSL ``Utilities.regRoot``). Smooth: no event, a finite Jacobian at zero flow."""
+    return dp / (dp ** 2 + dp_small ** 2) ** 0.25
+
+
+class Orifice(_TwoPorts):
+    """Turbulent (sharp-edged) orifice of area ``A`` and discharge coefficient ``Cd``:
+
+        m_flow = Cd * A * sqrt(2 * rho * |dp|) * sign(dp)
+
+    with ``rho`` at the mean pressure, regularised below ``dp_small`` by
+    :func:`regularized_root` (a laminar-like line through zero instead of the infinite
+    slope of the square root).
+    """
+
+    Cd = Parameter(0.7, min=0.0, doc="discharge coefficient")
+    A = Parameter(1e-5, unit="m2", min=0.0, doc="opening area")
+    dp_small = Parameter(100.0, unit="Pa", min=0.0,
+                         doc="pressure drop below which the flow law is a straight line")
+
+    def area(self):
+        return self.A
+
+    def equations(self):
+        yield from self.two_port_equations()
+        rho = self.rho(0.5 * (self.port_a.p + self.port_b.p))
+        yield self.m_flow == self.Cd * self.area() * sqrt(2 * rho) * regularized_root(
+            self.dp, self.dp_small)
+
+
+class Valve(Orifice):
+    """An orifice whose area is ``A * opening`` with the input ``opening`` (0 closed, 1
+    fully open; values below 0 count as closed, without an event)."""
+
+    opening = Input(doc="relative opening 0..1")
+
+    def area(self):
+        return self.A * mb.noEvent(if_else(self.opening > 0, self.opening, 0))
+
+
+# --------------------------------------------------------------------------------------
+# Actuators and machines
+# --------------------------------------------------------------------------------------
+
+class Cylinder(ForceElementFlanges, _Hydraulic):
+    """Hydraulic cylinder with a massless piston on a rod (``flange``, translational; the
+    housing is fixed at 0). ``x = flange.s`` is the extension, ``0 <= x <= stroke`` with
+    elastic end stops. Double-acting: chamber a (piston side, area ``A_a``) pushes the rod
+    out, chamber b (rod side, area ``A_b``) pulls it in; ``single_acting=True`` leaves
+    chamber b vented (no port_b).
+
+    Equations (chamber volumes ``V_a = V_dead_a + A_a*x``, ``V_b = V_dead_b + A_b*(stroke - x)``)::
+
+        V_a*rho(p_a)/beta*der(p_a) + rho(p_a)*A_a*v = port_a.m_flow
+        V_b*rho(p_b)/beta*der(p_b) - rho(p_b)*A_b*v = port_b.m_flow
+        flange.f = -(p_a*A_a - p_b*A_b + f_stop)
+        f_stop = c_stop*(-x) - d_stop*v  below 0 (never pulling), mirrored above stroke
+
+    The end stops switch at events (``x < 0``, ``x > stroke``).
+
+    Example::
+
+        cylinder = Cylinder(A_a=2e-3, A_b=1e-3, stroke=0.5, x=mb.Fixed(0.1),
+                            p_a=mb.Fixed(1e5), p_b=mb.Fixed(1e5))
+    """
+
+    A_a = Parameter(2e-3, unit="m2", min=0.0, doc="piston area (chamber a)")
+    A_b = Parameter(1e-3, unit="m2", min=0.0, doc="annulus area (chamber b)")
+    stroke = Parameter(0.5, unit="m", min=0.0, doc="stroke")
+    V_dead_a = Parameter(1e-5, unit="m3", min=0.0, doc="volume of chamber a at x = 0")
+    V_dead_b = Parameter(1e-5, unit="m3", min=0.0, doc="volume of chamber b at x = stroke")
+    c_stop = Parameter(1e8, unit="N/m", min=0.0, doc="stiffness of the end stops")
+    d_stop = Parameter(1e5, unit="N.s/m", min=0.0, doc="damping of the end stops")
+    x = Variable(0.0, unit="m", state_select="prefer", doc="extension of the rod")
+    v = Variable(0.0, unit="m/s", state_select="prefer", doc="rod speed")
+    p_a = Variable(1e5, unit="Pa", state_select="prefer", doc="pressure in chamber a")
+    p_b = Variable(1e5, unit="Pa", doc="pressure in chamber b (double-acting)")
+    f_fluid = Variable(unit="N", doc="force of the fluid on the piston, outwards")
+    f_stop = Variable(unit="N", doc="force of the end stops on the piston, outwards")
+    port_a = Port(doc="chamber a (piston side)")
+    flange = translational.Flange(doc="rod end")
+
+    def __init__(self, single_acting: bool = False, **modifiers):
+        super().__init__(**modifiers)
+        self.single_acting = bool(single_acting)
+        if not self.single_acting:
+            self.port_b = Port(doc="chamber b (rod side)")
+
+    def equations(self):
+        yield from self.port_checks()
+        beta, x, v = self.fluid.beta, self.x, self.v
+        yield x == self.flange.s
+        yield v == der(x)
+        rho_a = self.rho(self.p_a)
+        V_a = self.V_dead_a + self.A_a * x
+        yield self.port_a.p == self.p_a
+        yield V_a * rho_a / beta * der(self.p_a) + rho_a * self.A_a * v == self.port_a.m_flow
+        if self.single_acting:
+            yield self.p_b == 0
+            yield self.f_fluid == self.p_a * self.A_a
+        else:
+            rho_b = self.rho(self.p_b)
+            V_b = self.V_dead_b + self.A_b * (self.stroke - x)
+            yield self.port_b.p == self.p_b
+            yield (V_b * rho_b / beta * der(self.p_b) - rho_b * self.A_b * v
+                   == self.port_b.m_flow)
+            yield self.f_fluid == self.p_a * self.A_a - self.p_b * self.A_b
+        below, above = x < 0, x > self.stroke
+        pushing = mb.noEvent(if_else(-self.c_stop * x - self.d_stop * v > 0,
+                                     -self.c_stop * x - self.d_stop * v, 0))
+        pulling = mb.noEvent(if_else(-self.c_stop * (x - self.stroke) - self.d_stop * v < 0,
+                                     -self.c_stop * (x - self.stroke) - self.d_stop * v, 0))
+        yield self.f_stop == if_else(below, pushing, if_else(above, pulling, 0))
+        yield self.flange.f == -(self.f_fluid + self.f_stop)
+
+
+class Pump(ForceElementFlanges, _Hydraulic):
+    """Positive-displacement pump on a rotational shaft: displacement ``D`` [m³/rad]
+    (``variable=True``: ``D*displacement`` with the input ``displacement`` in -1..1),
+    leakage ``leakage`` [m³/(s·Pa)] back across it.
+
+    Equations (``w`` shaft speed, ``dp = port_b.p - port_a.p`` the pressure it raises)::
+
+        q = D*w - leakage*dp                     (volume flow a -> b, at the inlet density)
+        port_a.m_flow = rho(port_a.p)*q,   port_b.m_flow = -port_a.m_flow
+        flange.tau = D*dp                        (the torque the drive must give)
+    """
+
+    D = Parameter(1e-6, unit="m3/rad", min=0.0, doc="displacement per radian")
+    leakage = Parameter(0.0, unit="m3/(s.Pa)", min=0.0, doc="internal leakage coefficient")
+    w = Variable(0.0, unit="rad/s", doc="shaft speed")
+    q = Variable(0.0, unit="m3/s", doc="volume flow from port_a to port_b (inlet density)")
+    dp = Variable(0.0, unit="Pa", doc="pressure rise port_b.p - port_a.p")
+    port_a = Port(doc="inlet (suction)")
+    port_b = Port(doc="outlet (pressure)")
+    flange = rotational.Flange(doc="drive shaft")
+
+    def __init__(self, variable: bool = False, **modifiers):
+        super().__init__(**modifiers)
+        self.variable = bool(variable)
+        if self.variable:
+            self.displacement = Input(doc="relative displacement -1..1")
+
+    def displacement_now(self):
+        return self.D * self.displacement if self.variable else self.D
+
+    def equations(self):
+        yield from self.port_checks()
+        D = self.displacement_now()
+        yield self.w == der(self.flange.phi)
+        yield self.dp == self.port_b.p - self.port_a.p
+        yield self.q == D * self.w - self.leakage * self.dp
+        yield self.port_a.m_flow == self.rho(self.port_a.p) * self.q
+        yield self.port_b.m_flow == -self.port_a.m_flow
+        yield self.flange.tau == D * self.dp
+
+
+class Motor(ForceElementFlanges, _Hydraulic):
+    """Hydraulic motor (a pump run backwards): the flow from port_a to port_b turns the
+    shaft. Displacement ``D`` [m³/rad], leakage ``leakage`` [m³/(s·Pa)] from a to b.
+
+    Equations (``dp = port_a.p - port_b.p`` the pressure it uses)::
+
+        q = D*w + leakage*dp                     (volume flow a -> b, at the inlet density)
+        port_a.m_flow = rho(port_a.p)*q,   port_b.m_flow = -port_a.m_flow
+        flange.tau = -D*dp                       (it drives what is on its shaft)
+    """
+
+    D = Parameter(1e-6, unit="m3/rad", min=0.0, doc="displacement per radian")
+    leakage = Parameter(0.0, unit="m3/(s.Pa)", min=0.0, doc="internal leakage coefficient")
+    w = Variable(0.0, unit="rad/s", doc="shaft speed")
+    q = Variable(0.0, unit="m3/s", doc="volume flow from port_a to port_b (inlet density)")
+    dp = Variable(0.0, unit="Pa", doc="pressure drop port_a.p - port_b.p")
+    port_a = Port(doc="inlet (pressure)")
+    port_b = Port(doc="outlet (return)")
+    flange = rotational.Flange(doc="output shaft")
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.w == der(self.flange.phi)
+        yield self.dp == self.port_a.p - self.port_b.p
+        yield self.q == self.D * self.w + self.leakage * self.dp
+        yield self.port_a.m_flow == self.rho(self.port_a.p) * self.q
+        yield self.port_b.m_flow == -self.port_a.m_flow
+        yield self.flange.tau == -self.D * self.dp
+
+
+# --------------------------------------------------------------------------------------
+# Sensors (no flow through a pressure sensor; a flow sensor sits in the line)
+# --------------------------------------------------------------------------------------
+
+class PressureSensor(_Hydraulic):
+    """Output ``p`` = pressure at ``port``; takes no flow."""
+
+    p = Output(unit="Pa", doc="pressure")
+    port = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port.m_flow == 0
+        yield self.p == self.port.p
+
+
+class PressureDifferenceSensor(_Hydraulic):
+    """Output ``dp = port_a.p - port_b.p``; takes no flow."""
+
+    dp = Output(unit="Pa", doc="pressure difference")
+    port_a = Port()
+    port_b = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port_a.m_flow == 0
+        yield self.port_b.m_flow == 0
+        yield self.dp == self.port_a.p - self.port_b.p
+
+
+class MassFlowSensor(_Hydraulic):
+    """In the line from port_a to port_b: output ``m_flow`` (a -> b), no pressure drop."""
+
+    m_flow = Output(unit="kg/s", doc="mass flow from port_a to port_b")
+    port_a = Port()
+    port_b = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port_a.p == self.port_b.p
+        yield self.port_a.m_flow + self.port_b.m_flow == 0
+        yield self.m_flow == self.port_a.m_flow
+
+
+class VolumeFlowSensor(MassFlowSensor):
+    """In the line: outputs ``m_flow`` and the volume flow ``q = m_flow/rho(p)``."""
+
+    q = Output(unit="m3/s", doc="volume flow from port_a to port_b")
+
+    def equations(self):
+        yield from super().equations()
+        yield self.q == self.m_flow / self.rho(self.port_a.p)
