@@ -130,3 +130,80 @@ def test_the_model_fluid_is_used_by_every_component():
     # dp/dt = beta/V * q while the density follows the pressure
     rate = 2.2e9 / 1e-3 * 1e-4
     assert res["volume.p"][1] == pytest.approx(1e5 + rate * 0.005, rel=1e-9)
+
+
+class Press(mb.Model):
+    """A 100 bar supply extends a cylinder through an orifice against a 50 kg load and a
+    spring; chamber b returns to the tank through a second orifice."""
+
+    supply = hy.FixedPressure(p=100e5)
+    inlet = hy.Orifice(Cd=0.7, A=1e-5)
+    outlet = hy.Orifice(Cd=0.7, A=1e-5)
+    tank = hy.Tank()
+    cylinder = hy.Cylinder(A_a=2e-3, A_b=1e-3, stroke=0.5, x=mb.Fixed(0.1),
+                           p_a=mb.Fixed(1e5), p_b=mb.Fixed(1e5))
+    load = tr.Mass(m=50.0, v=mb.Fixed(0.0))
+    spring = tr.Spring(c=2e4, s_rel0=0.0)
+    wall = tr.Fixed()
+
+    def equations(self):
+        yield mb.connect(self.supply.port, self.inlet.port_a)
+        yield mb.connect(self.inlet.port_b, self.cylinder.port_a)
+        yield mb.connect(self.cylinder.port_b, self.outlet.port_a)
+        yield mb.connect(self.outlet.port_b, self.tank.port)
+        yield mb.connect(self.cylinder.flange, self.load.flange_a)
+        yield mb.connect(self.load.flange_b, self.spring.flange_a)
+        yield mb.connect(self.spring.flange_b, self.wall.flange)
+
+
+def _press_reference(t_end, times):
+    """The same equations by hand: states p_a, p_b, x, v."""
+    A_a, A_b, stroke, V0 = 2e-3, 1e-3, 0.5, 1e-5
+    k = 0.7 * 1e-5
+
+    def orifice(p_up, p_down):
+        dp = p_up - p_down
+        return k * np.sqrt(2 * rho(0.5 * (p_up + p_down))) * dp / (dp ** 2 + 100.0 ** 2) ** 0.25
+
+    def rhs(t, y):
+        p_a, p_b, x, v = y
+        q_a, q_b = orifice(100e5, p_a), -orifice(p_b, P0)
+        V_a, V_b = V0 + A_a * x, V0 + A_b * (stroke - x)
+        dp_a = (q_a - rho(p_a) * A_a * v) * BETA / (V_a * rho(p_a))
+        dp_b = (q_b + rho(p_b) * A_b * v) * BETA / (V_b * rho(p_b))
+        force = p_a * A_a - p_b * A_b - 2e4 * x
+        return [dp_a, dp_b, v, force / 50.0]
+    sol = solve_ivp(rhs, (0, t_end), [1e5, 1e5, 0.1, 0.0], method="Radau", rtol=1e-11,
+                    atol=[1e-3, 1e-3, 1e-12, 1e-12], t_eval=times)
+    return sol.y
+
+
+def test_cylinder_extends_its_load_as_the_hand_written_equations_say():
+    res = mb.simulate(Press(), 0.3, n_points=61, rtol=1e-10, atol=1e-12)
+    p_a, p_b, x, v = _press_reference(0.3, res.t)
+    assert 0.1 < x.max() < 0.5  # away from the end stops
+    np.testing.assert_allclose(res["cylinder.x"], x, atol=1e-8)
+    np.testing.assert_allclose(res["load.v"], v, atol=1e-7)
+    np.testing.assert_allclose(res["cylinder.p_a"], p_a, rtol=1e-6, atol=1.0)
+    np.testing.assert_allclose(res["cylinder.p_b"], p_b, rtol=1e-6, atol=1.0)
+
+
+def test_cylinder_stops_at_the_end_of_its_stroke():
+    class Extend(mb.Model):
+        supply = hy.FixedPressure(p=50e5)
+        tank = hy.Tank()
+        cylinder = hy.Cylinder(A_a=2e-3, A_b=1e-3, stroke=0.2, x=mb.Fixed(0.1))
+        load = tr.Mass(m=10.0, v=mb.Fixed(0.0))
+
+        def equations(self):
+            yield mb.connect(self.supply.port, self.cylinder.port_a)
+            yield mb.connect(self.cylinder.port_b, self.tank.port)
+            yield mb.connect(self.cylinder.flange, self.load.flange_a)
+
+    res = mb.simulate(Extend(), 1.0, n_points=101)
+    hits = [ev.time for ev in res.events if "cylinder.x >" in " ".join(ev.causes)]
+    assert len(hits) >= 1
+    # at rest on the stop: the stop holds the fluid force, 50e5*2e-3 - p0*1e-3
+    force = 50e5 * 2e-3 - P0 * 1e-3
+    assert res["cylinder.x"][-1] == pytest.approx(0.2 + force / 1e8, rel=1e-9)
+    assert abs(res["load.v"][-1]) < 1e-6
