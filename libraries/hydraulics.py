@@ -44,7 +44,8 @@ from .drive_trains import ForceElementFlanges
 __all__ = [
     "Port", "Fluid", "DEFAULT_OIL", "density",
     "FixedVolume", "Tank", "Cap", "FixedPressure", "PressureSource", "MassFlowSource",
-    "VolumeFlowSource", "Orifice", "Valve", "Cylinder", "Pump", "Motor",
+    "VolumeFlowSource", "regularized_root", "Orifice", "Valve", "CheckValve", "ReliefValve",
+    "SpoolValve", "Accumulator", "Cylinder", "Pump", "Motor",
     "PressureSensor", "MassFlowSensor", "VolumeFlowSensor", "PressureDifferenceSensor",
 ]
 
@@ -302,6 +303,157 @@ class Valve(Orifice):
 
     def area(self):
         return self.A * mb.noEvent(if_else(self.opening > 0, self.opening, 0))
+
+
+class CheckValve(_TwoPorts):
+    """Lets the liquid pass from port_a to port_b only: it opens when ``dp`` rises above the
+    cracking pressure ``p_crack`` and closes when ``dp`` falls below ``p_close`` (hysteresis,
+    ``p_close <= p_crack``), both at events. Open, it is an orifice (``Cd``, ``A``); closed,
+    only the leakage conductance ``G_leak`` [m³/(s·Pa)] passes.
+
+    Equations::
+
+        open = dp > p_close if pre(open) else dp > p_crack
+        m_flow = Cd*A*sqrt(2*rho)*regularized_root(dp, dp_small)   if open
+                 rho*G_leak*dp                                      else
+    """
+
+    Cd = Parameter(0.7, min=0.0, doc="discharge coefficient")
+    A = Parameter(1e-5, unit="m2", min=0.0, doc="area when open")
+    p_crack = Parameter(1e4, unit="Pa", doc="pressure drop at which it opens")
+    p_close = Parameter(0.0, unit="Pa", doc="pressure drop below which it closes")
+    G_leak = Parameter(1e-14, unit="m3/(s.Pa)", min=0.0, doc="leakage conductance when closed")
+    dp_small = Parameter(100.0, unit="Pa", min=0.0, doc="regularisation of the open law")
+    open = mb.Discrete(0, doc="1 while open")
+
+    def equations(self):
+        yield from self.two_port_equations()
+        yield self.open == if_else(mb.pre(self.open), self.dp > self.p_close,
+                                   self.dp > self.p_crack)
+        rho = self.rho(0.5 * (self.port_a.p + self.port_b.p))
+        yield self.m_flow == if_else(
+            self.open, self.Cd * self.A * sqrt(2 * rho) * regularized_root(self.dp, self.dp_small),
+            rho * self.G_leak * self.dp)
+
+
+class ReliefValve(_TwoPorts):
+    """Limits the pressure at port_a (relative to port_b, the tank line): closed below the
+    cracking pressure ``p_crack``, it opens in proportion to the overpressure up to the full
+    area ``A`` at ``p_crack + p_range`` (a spring-loaded poppet), and closes again only below
+    ``p_crack - p_hyst`` (hysteresis). Opening and closing are events.
+
+    Equations::
+
+        open = dp > p_crack - p_hyst if pre(open) else dp > p_crack
+        x = clip((dp - p_crack)/p_range, 0, 1)    (relative opening, its corners are events)
+        m_flow = Cd*A*x*sqrt(2*rho)*regularized_root(dp, dp_small) + rho*G_leak*dp   if open
+                 rho*G_leak*dp                                                        else
+    """
+
+    Cd = Parameter(0.7, min=0.0, doc="discharge coefficient")
+    A = Parameter(1e-5, unit="m2", min=0.0, doc="full area")
+    p_crack = Parameter(100e5, unit="Pa", doc="cracking pressure (pressure drop)")
+    p_range = Parameter(10e5, unit="Pa", min=0.0, doc="overpressure to open fully")
+    p_hyst = Parameter(0.0, unit="Pa", min=0.0, doc="hysteresis of closing")
+    G_leak = Parameter(1e-14, unit="m3/(s.Pa)", min=0.0, doc="leakage conductance")
+    dp_small = Parameter(100.0, unit="Pa", min=0.0, doc="regularisation of the open law")
+    open = mb.Discrete(0, doc="1 while open")
+    x = Variable(0.0, doc="relative opening 0..1")
+
+    def equations(self):
+        yield from self.two_port_equations()
+        yield self.open == if_else(mb.pre(self.open), self.dp > self.p_crack - self.p_hyst,
+                                   self.dp > self.p_crack)
+        lift = (self.dp - self.p_crack) / self.p_range
+        yield self.x == if_else(self.open, if_else(lift < 0, 0, if_else(lift > 1, 1, lift)), 0)
+        rho = self.rho(0.5 * (self.port_a.p + self.port_b.p))
+        yield self.m_flow == (self.Cd * self.A * self.x * sqrt(2 * rho)
+                              * regularized_root(self.dp, self.dp_small)
+                              + rho * self.G_leak * self.dp)
+
+
+class SpoolValve(_Hydraulic):
+    """Directional 4/3 spool valve: supply ``port_P``, tank ``port_T``, consumers ``port_A``
+    and ``port_B``; the input ``x`` (spool position, -1..1) opens P->A and B->T for x > 0,
+    P->B and A->T for x < 0. Each metering edge is an orifice of area
+    ``A*max(|x| - overlap, 0)/(1 - overlap)`` (``overlap`` > 0: closed centre with a dead
+    band; ``overlap`` < 0: underlap, all edges open a little at the centre), plus the
+    leakage conductance ``G_leak`` across every edge.
+
+    Equations (``edge(a, b, area)`` the orifice law from a to b)::
+
+        port_P.m_flow = edge(P, A, open_pos) + edge(P, B, open_neg)
+        port_A.m_flow = -edge(P, A, open_pos) + edge(A, T, open_neg)
+        port_B.m_flow = -edge(P, B, open_neg) + edge(B, T, open_pos)
+        port_T.m_flow = -edge(A, T, open_neg) - edge(B, T, open_pos)
+    """
+
+    Cd = Parameter(0.7, min=0.0, doc="discharge coefficient")
+    A = Parameter(1e-5, unit="m2", min=0.0, doc="area of an edge at full stroke")
+    overlap = Parameter(0.0, max=0.99, doc="overlap (or underlap if < 0) in units of the stroke")
+    G_leak = Parameter(1e-13, unit="m3/(s.Pa)", min=0.0, doc="leakage conductance of an edge")
+    dp_small = Parameter(100.0, unit="Pa", min=0.0, doc="regularisation of the orifice law")
+    x = Input(doc="spool position -1..1")
+    port_P = Port(doc="supply")
+    port_T = Port(doc="tank")
+    port_A = Port(doc="consumer A")
+    port_B = Port(doc="consumer B")
+
+    def edge(self, a, b, opening):
+        dp = a.p - b.p
+        rho = self.rho(0.5 * (a.p + b.p))
+        return (self.Cd * self.A * opening * sqrt(2 * rho) * regularized_root(dp, self.dp_small)
+                + rho * self.G_leak * dp)
+
+    def equations(self):
+        yield from self.port_checks()
+        P, T, A, B = self.port_P, self.port_T, self.port_A, self.port_B
+        def opening(x):  # no event: the edge opens smoothly (the area is continuous)
+            return mb.noEvent(if_else(x - self.overlap > 0,
+                                      (x - self.overlap) / (1 - self.overlap), 0))
+        pos, neg = opening(self.x), opening(-self.x)
+        pa, pb, at, bt = self.edge(P, A, pos), self.edge(P, B, neg), self.edge(A, T, neg), \
+            self.edge(B, T, pos)
+        yield P.m_flow == pa + pb
+        yield A.m_flow == -pa + at
+        yield B.m_flow == -pb + bt
+        yield T.m_flow == -at - bt
+
+
+class Accumulator(_Hydraulic):
+    """Gas-charged (bladder or piston) accumulator of total volume ``V_0``, charged with gas at
+    ``p_pre``; the gas follows ``p*V_gas^n = p_pre*V_0^n`` (``n`` = 1 isothermal, 1.4
+    adiabatic). Below ``p_pre`` it holds only the liquid of its connection ``V_dead``.
+
+    Equations (``V_liquid`` the liquid volume, ``m`` its mass)::
+
+        V_liquid = V_dead + (V_0*(1 - (p_pre/p)^(1/n)) if p > p_pre else 0)
+        m = rho(p)*V_liquid,   der(m) = port.m_flow,   port.p = p
+
+    ``p`` is the state; the switch at ``p_pre`` is an event.
+    """
+
+    V_0 = Parameter(1e-3, unit="m3", min=0.0, doc="total (gas) volume")
+    p_pre = Parameter(20e5, unit="Pa", min=0.0, doc="gas precharge pressure")
+    n = Parameter(1.4, min=1.0, doc="polytropic exponent")
+    V_dead = Parameter(1e-6, unit="m3", min=0.0, doc="liquid volume of the connection")
+    p = Variable(1e5, unit="Pa", state_select="prefer", doc="pressure")
+    V_liquid = Variable(unit="m3", doc="liquid volume")
+    V_gas = Variable(unit="m3", doc="gas volume")
+    port = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        p = self.p
+        charged = p > self.p_pre
+        yield self.V_gas == if_else(charged, self.V_0 * (self.p_pre / p) ** (1 / self.n),
+                                    self.V_0)
+        yield self.V_liquid == self.V_dead + self.V_0 - self.V_gas
+        yield self.port.p == p
+        rho = self.rho(p)
+        # d(rho*V_liquid)/dt with dV_gas/dp = -V_gas/(n p) while charged
+        dV_dp = if_else(charged, self.V_gas / (self.n * p), 0)
+        yield (rho / self.fluid.beta * self.V_liquid + rho * dV_dp) * der(p) == self.port.m_flow
 
 
 # --------------------------------------------------------------------------------------
