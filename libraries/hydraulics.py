@@ -44,7 +44,8 @@ from .drive_trains import ForceElementFlanges
 __all__ = [
     "Port", "Fluid", "DEFAULT_OIL", "density",
     "FixedVolume", "Tank", "Cap", "FixedPressure", "PressureSource", "MassFlowSource",
-    "VolumeFlowSource", "regularized_root", "Orifice", "Valve", "CheckValve", "ReliefValve",
+    "VolumeFlowSource", "regularized_root", "Orifice", "Valve", "PipeSection", "Pipe",
+    "CheckValve", "ReliefValve",
     "SpoolValve", "Accumulator", "Cylinder", "Pump", "Motor",
     "PressureSensor", "MassFlowSensor", "VolumeFlowSensor", "PressureDifferenceSensor",
 ]
@@ -303,6 +304,65 @@ class Valve(Orifice):
 
     def area(self):
         return self.A * mb.noEvent(if_else(self.opening > 0, self.opening, 0))
+
+
+class PipeSection(_TwoPorts):
+    """A length ``L`` of pipe of inner diameter ``d`` without volume: laminar friction
+    (Hagen–Poiseuille) and the inertia of the liquid column, with the mass flow as state.
+
+    Equations (``A = pi*d^2/4``, ``nu`` the fluid's kinematic viscosity)::
+
+        dp = 128*nu*L/(pi*d^4) * m_flow + L/A * der(m_flow)
+    """
+
+    L = Parameter(1.0, unit="m", min=0.0, doc="length")
+    d = Parameter(0.01, unit="m", min=0.0, doc="inner diameter")
+
+    def equations(self):
+        yield from self.two_port_equations()
+        resistance = 128 * self.fluid.nu * self.L / (ca.pi * self.d ** 4)
+        inertance = self.L / (ca.pi * self.d ** 2 / 4)
+        yield self.dp == resistance * self.m_flow + inertance * der(self.m_flow)
+
+
+class Pipe(Model):
+    """A pipe of length ``L`` and inner diameter ``d`` in ``n`` segments: the liquid's
+    compressibility in ``n`` volumes ``V/n`` at the segments' centres, laminar friction and
+    the liquid's inertia in the ``n + 1`` sections between them (half segments at the
+    ends), so pressure waves travel at ``sqrt(beta/rho)`` (within the discretisation error,
+    of order ``1/n^2`` for the first modes). ``n`` is structural; ``p_start`` is the pressure
+    the volumes start at.
+
+    Example::
+
+        pipe = Pipe(L=10.0, d=0.02, n=20)
+    """
+
+    port_a = Port()
+    port_b = Port()
+
+    def __init__(self, L=1.0, d=0.01, n: int = 5, p_start=1e5, fluid: Fluid | None = None,
+                 **modifiers):
+        super().__init__(**modifiers)
+        n = int(n)
+        if n < 1:
+            raise mb.DeclarationError(f"Pipe: n must be at least 1 segment, not {n}")
+        self.n = n
+        area_volume = ca.pi * d ** 2 / 4 * L / n if not isinstance(d, ca.SX) else None
+        for k in range(n + 1):
+            length = L / n if 0 < k < n else L / (2 * n)
+            self.add(f"section{k}", PipeSection(L=length, d=d, fluid=fluid))
+        for k in range(n):
+            self.add(f"volume{k}", FixedVolume(V=area_volume, p=mb.Fixed(p_start),
+                                               fluid=fluid))
+
+    def equations(self):
+        yield mb.connect(self.port_a, self.section0.port_a)
+        for k in range(self.n):
+            yield mb.connect(getattr(self, f"section{k}").port_b,
+                             getattr(self, f"volume{k}").port,
+                             getattr(self, f"section{k + 1}").port_a)
+        yield mb.connect(getattr(self, f"section{self.n}").port_b, self.port_b)
 
 
 class CheckValve(_TwoPorts):

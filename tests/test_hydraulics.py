@@ -327,3 +327,42 @@ def test_spool_valve_meters_the_edges_its_position_opens():
     assert res["spool.port_A.m_flow"][-1] == pytest.approx(-p_to_a + a_to_t, rel=1e-12)
     assert res["spool.port_B.m_flow"][-1] == pytest.approx(-p_to_b + b_to_t, rel=1e-12)
     assert res["spool.port_T.m_flow"][-1] == pytest.approx(-a_to_t - b_to_t, rel=1e-12)
+
+
+def test_laminar_pipe_passes_the_hagen_poiseuille_flow():
+    L, d, nu, drop = 5.0, 0.004, 46e-6, 2e5
+
+    class Line(mb.Model):
+        supply = hy.FixedPressure(p=P0 + drop)
+        pipe = hy.Pipe(L=L, d=d, n=4, p_start=P0 + drop / 2)
+        tank = hy.Tank()
+
+        def equations(self):
+            yield mb.connect(self.supply.port, self.pipe.port_a)
+            yield mb.connect(self.pipe.port_b, self.tank.port)
+
+    res = mb.simulate(Line(), 1.0, n_points=3, steady_state=True, rtol=1e-12, atol=1e-14)
+    poiseuille = drop * math.pi * d ** 4 / (128 * nu * L)  # mass flow: mu*q = nu*m_flow
+    assert res["pipe.section0.m_flow"][-1] == pytest.approx(poiseuille, rel=1e-9)
+    assert res["pipe.section4.m_flow"][-1] == pytest.approx(poiseuille, rel=1e-9)
+
+
+def test_pipe_resonates_at_the_quarter_wave_frequency_of_its_speed_of_sound():
+    L, d, n = 10.0, 0.02, 20
+
+    class Organ(mb.Model):
+        tank = hy.Tank()
+        pipe = hy.Pipe(L=L, d=d, n=n, p_start=P0)
+        cap = hy.Cap()
+
+        def equations(self):
+            yield mb.connect(self.tank.port, self.pipe.port_a)
+            yield mb.connect(self.pipe.port_b, self.cap.port)
+
+    eigenvalues = mb.compile(Organ()).linearize().eigenvalues()
+    lowest = np.min(np.abs(eigenvalues.imag[eigenvalues.imag > 1e-6])) / (2 * math.pi)
+    c = math.sqrt(BETA / rho(P0))  # open at the tank, closed at the cap: a quarter wave
+    expected = c / (4 * L)
+    # lumped in n segments: the first mode is low by about (pi/(4n))^2/6 relative
+    assert lowest == pytest.approx(expected, rel=2e-3)
+    assert lowest < expected
