@@ -366,3 +366,47 @@ def test_pipe_resonates_at_the_quarter_wave_frequency_of_its_speed_of_sound():
     # lumped in n segments: the first mode is low by about (pi/(4n))^2/6 relative
     assert lowest == pytest.approx(expected, rel=2e-3)
     assert lowest < expected
+
+
+def test_pump_drives_a_motor_against_a_damper_with_power_balance():
+    from scipy.optimize import brentq
+    from mbmodel.libraries import rotational as rot
+    D_p, D_m, w_p, b = 2e-6, 4e-6, 150.0, 0.05
+
+    class Transmission(mb.Model):
+        drive = rot.Speed()
+        speed = bl.Constant(k=w_p)
+        tank_in = hy.Tank()
+        pump = hy.Pump(D=D_p)
+        line = hy.FixedVolume(V=1e-4, p=mb.Fixed(P0))
+        motor = hy.Motor(D=D_m)
+        tank_out = hy.Tank()
+        load = rot.Inertia(J=0.01, w=mb.Fixed(0.0))
+        damper = rot.Damper(d=b)
+        ground = rot.Fixed()
+
+        def equations(self):
+            yield mb.connect(self.speed.y, self.drive.w_ref)
+            yield mb.connect(self.drive.flange, self.pump.flange)
+            yield mb.connect(self.tank_in.port, self.pump.port_a)
+            yield mb.connect(self.pump.port_b, self.line.port, self.motor.port_a)
+            yield mb.connect(self.motor.port_b, self.tank_out.port)
+            yield mb.connect(self.motor.flange, self.load.flange_a)
+            yield mb.connect(self.load.flange_b, self.damper.flange_a)
+            yield mb.connect(self.damper.flange_b, self.ground.flange)
+
+    res = mb.simulate(Transmission(), 12.0, n_points=13, rtol=1e-10, atol=1e-8)  # settled
+    # steady state: the pump's mass flow drives the motor, whose torque the damper takes
+    def torque_gap(p):
+        w_m = D_p * w_p * rho(P0) / (D_m * rho(p))
+        return D_m * (p - P0) - b * w_m
+    p = brentq(torque_gap, P0, P0 + 1e7, xtol=1e-9)
+    w_m = D_p * w_p * rho(P0) / (D_m * rho(p))
+    assert res["line.p"][-1] == pytest.approx(p, rel=1e-8)
+    assert res["load.w"][-1] == pytest.approx(w_m, rel=1e-8)
+    assert res["pump.flange.tau"][-1] == pytest.approx(D_p * (p - P0), rel=1e-8)
+    # no leakage: what the pump takes in shaft power arrives at the motor's shaft, less
+    # the work of compressing the liquid (its density rises by (p - p0)/beta)
+    shaft_in = w_p * res["pump.flange.tau"][-1]
+    shaft_out = b * res["load.w"][-1] ** 2
+    assert shaft_out == pytest.approx(shaft_in, rel=2 * (p - P0) / BETA)
