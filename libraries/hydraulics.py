@@ -10,9 +10,13 @@ The liquid is one :class:`Fluid` for a whole network: declare one ``Fluid`` comp
 model and every hydraulic component uses it (without one, :data:`DEFAULT_OIL`, an ISO VG 46
 mineral oil). A model with several circuits of different liquids gives the components of
 each circuit ``fluid=<its Fluid component>``; connecting two components with different fluids
-is an error. Density follows a constant bulk modulus ``beta``::
+is an error. The liquid has a constant bulk modulus ``beta``; with ``air > 0`` it carries that
+volume fraction of undissolved air (at ``p_0``, isothermal), which makes it soft at low
+pressure and keeps the pressure above zero where a pure liquid would be pulled to negative
+pressures (cavitation)::
 
-    rho(p) = rho_0 * exp((p - p_0) / beta)          (d rho / d p = rho / beta)
+    rho(p) = rho_0 * exp((p - p_0) / beta)                                 (air = 0)
+    rho(p) = rho_0*(1 - air) / ((1 - air)*exp(-(p - p_0)/beta) + air*p_0/p)   (air > 0)
 
 Example (a volume filled through an orifice from a pressure supply)::
 
@@ -77,22 +81,52 @@ class Fluid(Model):
     p_0 = Parameter(1.01325e5, unit="Pa", doc="reference pressure")
     beta = Parameter(1.5e9, unit="Pa", min=0.0, doc="bulk modulus")
     nu = Parameter(46e-6, unit="m2/s", min=0.0, doc="kinematic viscosity")
+    air = Parameter(0.0, min=0.0, max=0.5,
+                    doc="volume fraction of undissolved air at p_0 (0: pure liquid)")
 
 
 class _DefaultOil:
     """:class:`Fluid`'s defaults as numbers, for models that declare no Fluid."""
 
     path = "the default oil (DEFAULT_OIL)"
-    rho_0, p_0, beta, nu = 870.0, 1.01325e5, 1.5e9, 46e-6
+    rho_0, p_0, beta, nu, air = 870.0, 1.01325e5, 1.5e9, 46e-6, 0.0
 
 
 #: The fluid of a model that declares no :class:`Fluid` (ISO VG 46 mineral oil).
 DEFAULT_OIL = _DefaultOil()
 
 
+P_GAS_MIN = 100.0  # Pa: the air's pressure law is held here (an integrator may step below 0)
+
+
+def _mixture_volume(fluid, p):
+    """Volume of the mass ``rho_0*(1 - air)`` of liquid with its air, at pressure ``p``, and
+    its derivative with respect to ``p`` (the air isothermal, ``p`` held above P_GAS_MIN)."""
+    liquid = (1 - fluid.air) * exp(-(p - fluid.p_0) / fluid.beta)
+    p_gas = mb.noEvent(if_else(p > P_GAS_MIN, p, P_GAS_MIN))
+    gas = fluid.air * fluid.p_0 / p_gas
+    d_gas = mb.noEvent(if_else(p > P_GAS_MIN, -gas / p_gas, 0))
+    return liquid + gas, -liquid / fluid.beta + d_gas
+
+
+def _pure(fluid) -> bool:
+    return isinstance(fluid.air, (int, float)) and fluid.air == 0
+
+
 def density(fluid, p):
-    """``rho_0*exp((p - p_0)/beta)`` of ``fluid`` at pressure ``p``."""
-    return fluid.rho_0 * exp((p - fluid.p_0) / fluid.beta)
+    """Density of ``fluid`` at pressure ``p`` (see the module doc)."""
+    if _pure(fluid):
+        return fluid.rho_0 * exp((p - fluid.p_0) / fluid.beta)
+    volume, _ = _mixture_volume(fluid, p)
+    return fluid.rho_0 * (1 - fluid.air) / volume
+
+
+def density_derivative(fluid, p):
+    """``d rho / d p`` of ``fluid`` at ``p`` (``rho/beta`` for a pure liquid)."""
+    if _pure(fluid):
+        return density(fluid, p) / fluid.beta
+    volume, d_volume = _mixture_volume(fluid, p)
+    return -fluid.rho_0 * (1 - fluid.air) * d_volume / volume ** 2
 
 
 def _model_fluid(component):
@@ -156,6 +190,10 @@ class _Hydraulic(Model):
         """Density of this component's fluid at pressure ``p``."""
         return density(self.fluid, p)
 
+    def drho_dp(self, p):
+        """``d rho / d p`` of this component's fluid at pressure ``p``."""
+        return density_derivative(self.fluid, p)
+
 
 class _TwoPorts(_Hydraulic):
     """Partial model: ports ``port_a`` and ``port_b`` with the pressure drop
@@ -166,10 +204,12 @@ class _TwoPorts(_Hydraulic):
     port_b = Port(doc="Outlet")
     dp = Variable(0.0, unit="Pa", doc="pressure drop port_a.p - port_b.p")
     m_flow = Variable(0.0, unit="kg/s", doc="mass flow from port_a to port_b")
+    q = Variable(0.0, unit="m3/s", doc="volume flow from port_a to port_b at port_a's density")
 
     def two_port_equations(self):
         yield from self.port_checks()
         yield self.dp == self.port_a.p - self.port_b.p
+        yield self.q == self.m_flow / self.rho(self.port_a.p)
         yield self.port_a.m_flow == self.m_flow
         yield self.port_b.m_flow == -self.m_flow
 
@@ -184,7 +224,7 @@ class FixedVolume(_Hydraulic):
 
     Equations::
 
-        port.p = p,   V * rho(p)/beta * der(p) = port.m_flow
+        port.p = p,   V * drho/dp(p) * der(p) = port.m_flow       (drho/dp = rho/beta if pure)
 
     ``p`` is the state; give its start, e.g. ``FixedVolume(V=1e-3, p=mb.Fixed(1e5))``.
     """
@@ -196,7 +236,7 @@ class FixedVolume(_Hydraulic):
     def equations(self):
         yield from self.port_checks()
         yield self.port.p == self.p
-        yield self.V * self.rho(self.p) / self.fluid.beta * der(self.p) == self.port.m_flow
+        yield self.V * self.drho_dp(self.p) * der(self.p) == self.port.m_flow
 
 
 class Tank(_Hydraulic):
@@ -513,7 +553,7 @@ class Accumulator(_Hydraulic):
         rho = self.rho(p)
         # d(rho*V_liquid)/dt with dV_gas/dp = -V_gas/(n p) while charged
         dV_dp = if_else(charged, self.V_gas / (self.n * p), 0)
-        yield (rho / self.fluid.beta * self.V_liquid + rho * dV_dp) * der(p) == self.port.m_flow
+        yield (self.drho_dp(p) * self.V_liquid + rho * dV_dp) * der(p) == self.port.m_flow
 
 
 # --------------------------------------------------------------------------------------
@@ -529,8 +569,8 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
 
     Equations (chamber volumes ``V_a = V_dead_a + A_a*x``, ``V_b = V_dead_b + A_b*(stroke - x)``)::
 
-        V_a*rho(p_a)/beta*der(p_a) + rho(p_a)*A_a*v = port_a.m_flow
-        V_b*rho(p_b)/beta*der(p_b) - rho(p_b)*A_b*v = port_b.m_flow
+        V_a*drho/dp(p_a)*der(p_a) + rho(p_a)*A_a*v = port_a.m_flow
+        V_b*drho/dp(p_b)*der(p_b) - rho(p_b)*A_b*v = port_b.m_flow
         flange.f = -(p_a*A_a - p_b*A_b + f_stop)
         f_stop = c_stop*(-x) - d_stop*v  below 0 (never pulling), mirrored above stroke
 
@@ -566,13 +606,14 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
 
     def equations(self):
         yield from self.port_checks()
-        beta, x, v = self.fluid.beta, self.x, self.v
+        x, v = self.x, self.v
         yield x == self.flange.s
         yield v == der(x)
         rho_a = self.rho(self.p_a)
         V_a = self.V_dead_a + self.A_a * x
         yield self.port_a.p == self.p_a
-        yield V_a * rho_a / beta * der(self.p_a) + rho_a * self.A_a * v == self.port_a.m_flow
+        yield (V_a * self.drho_dp(self.p_a) * der(self.p_a) + rho_a * self.A_a * v
+               == self.port_a.m_flow)
         if self.single_acting:
             yield self.p_b == 0
             yield self.f_fluid == self.p_a * self.A_a
@@ -580,7 +621,7 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
             rho_b = self.rho(self.p_b)
             V_b = self.V_dead_b + self.A_b * (self.stroke - x)
             yield self.port_b.p == self.p_b
-            yield (V_b * rho_b / beta * der(self.p_b) - rho_b * self.A_b * v
+            yield (V_b * self.drho_dp(self.p_b) * der(self.p_b) - rho_b * self.A_b * v
                    == self.port_b.m_flow)
             yield self.f_fluid == self.p_a * self.A_a - self.p_b * self.A_b
         below, above = x < 0, x > self.stroke

@@ -631,7 +631,17 @@ class _Run:
         fractions = _fractions(m, geometric)
         ts = t0 + (t1 - t0) * fractions
         ts[-1] = t1
-        xs, zs = self.integrate(t0, t1, m, x, z, u, geometric)
+        try:
+            xs, zs = self.integrate(t0, t1, m, x, z, u, geometric)
+        except SimulationError:
+            if m < 2 or geometric:
+                raise
+            # Crossings are looked for after the whole stretch is integrated; past one the
+            # equations of the old branch may have no solution (a cylinder through its end
+            # stop, with a negative chamber volume): the first half of the stretch, same
+            # check points, finds the crossing before the failure.
+            half = m // 2
+            return self.advance(t0, t0 + (t1 - t0) * half / m, half, x, z, u)
         if not len(lay.relation_slots):
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         c = self.crossings_at(xs, zs, u, ts)

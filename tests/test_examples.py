@@ -13,7 +13,8 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = ["rc_circuit", "rlc_circuit", "cauer_filter", "dc_motor_drive",
-           "cartesian_pendulum", "double_pendulum", "robot_r3", "rectifier", "friction_drive"]
+           "cartesian_pendulum", "double_pendulum", "robot_r3", "rectifier", "friction_drive",
+           "hydraulic_press"]
 
 
 def load(name):
@@ -412,3 +413,19 @@ def test_friction_drive_locks_and_sticks(results):
     assert np.ptp(res["load.phi"][stuck]) < 1e-9  # it does not move while stuck
     # the free motor settles at its no-load speed V/k (no load torque: no current)
     assert res["rotor.w"][-1] == pytest.approx(12.0 / 0.5, rel=1e-6)
+
+
+def test_hydraulic_press_phases(results):
+    out, _ = results["hydraulic_press"]
+    mod = load("hydraulic_press")
+    pump_flow = mod.D_PUMP * mod.W_PUMP
+    # approach and retract at the pump flow over the areas (less the leakage, about 1 %)
+    assert out["approach_speed"] == pytest.approx(pump_flow / mod.A_PISTON, rel=0.02)
+    assert out["retract_speed"] == pytest.approx(-pump_flow / mod.A_ANNULUS, rel=0.02)
+    # pressing: the relief valve holds the line within its band, the workpiece takes the
+    # cylinder's force
+    assert mod.P_RELIEF < out["line_pressure"] < mod.P_RELIEF + 10e5
+    assert out["press_force"] == pytest.approx(out["cylinder_force"], rel=1e-3)
+    res = out["result"]
+    assert res["cylinder.p_a"].min() > 0 and res["cylinder.p_b"].min() > 0  # the air holds
+
