@@ -562,7 +562,9 @@ class Accumulator(_Hydraulic):
 
 class Cylinder(ForceElementFlanges, _Hydraulic):
     """Hydraulic cylinder with a massless piston on a rod (``flange``, translational; the
-    housing is fixed at 0). ``x = flange.s`` is the extension, ``0 <= x <= stroke`` with
+    housing is fixed at 0). ``x = flange.s - x_offset`` is the extension (``x_offset`` the
+    rod flange's position at full retraction, e.g. the retracted length of a cylinder on a
+    multibody ``LineForceWithFlanges``), ``0 <= x <= stroke`` with
     elastic end stops. Double-acting: chamber a (piston side, area ``A_a``) pushes the rod
     out, chamber b (rod side, area ``A_b``) pulls it in; ``single_acting=True`` leaves
     chamber b vented (no port_b).
@@ -571,7 +573,7 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
 
         V_a*drho/dp(p_a)*der(p_a) + rho(p_a)*A_a*v = port_a.m_flow
         V_b*drho/dp(p_b)*der(p_b) - rho(p_b)*A_b*v = port_b.m_flow
-        flange.f = -(p_a*A_a - p_b*A_b + f_stop)
+        flange.f = -(p_a*A_a - p_b*A_b + f_stop - d*v)
         f_stop = c_stop*(-x) - d_stop*v  below 0 (never pulling), mirrored above stroke
 
     The end stops switch at events (``x < 0``, ``x > stroke``).
@@ -587,8 +589,10 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
     stroke = Parameter(0.5, unit="m", min=0.0, doc="stroke")
     V_dead_a = Parameter(1e-5, unit="m3", min=0.0, doc="volume of chamber a at x = 0")
     V_dead_b = Parameter(1e-5, unit="m3", min=0.0, doc="volume of chamber b at x = stroke")
+    d = Parameter(0.0, unit="N.s/m", min=0.0, doc="viscous friction of the seals")
     c_stop = Parameter(1e8, unit="N/m", min=0.0, doc="stiffness of the end stops")
     d_stop = Parameter(1e5, unit="N.s/m", min=0.0, doc="damping of the end stops")
+    x_offset = Parameter(0.0, unit="m", doc="flange.s at full retraction (x = flange.s - x_offset)")
     x = Variable(0.0, unit="m", state_select="prefer", doc="extension of the rod")
     v = Variable(0.0, unit="m/s", state_select="prefer", doc="rod speed")
     p_a = Variable(1e5, unit="Pa", state_select="prefer", doc="pressure in chamber a")
@@ -607,7 +611,7 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
     def equations(self):
         yield from self.port_checks()
         x, v = self.x, self.v
-        yield x == self.flange.s
+        yield x == self.flange.s - self.x_offset
         yield v == der(x)
         rho_a = self.rho(self.p_a)
         V_a = self.V_dead_a + self.A_a * x
@@ -630,7 +634,7 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
         pulling = mb.noEvent(if_else(-self.c_stop * (x - self.stroke) - self.d_stop * v < 0,
                                      -self.c_stop * (x - self.stroke) - self.d_stop * v, 0))
         yield self.f_stop == if_else(below, pushing, if_else(above, pulling, 0))
-        yield self.flange.f == -(self.f_fluid + self.f_stop)
+        yield self.flange.f == -(self.f_fluid + self.f_stop - self.d * v)
 
 
 class Pump(ForceElementFlanges, _Hydraulic):

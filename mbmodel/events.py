@@ -35,6 +35,8 @@ from .workspace import built, workspace
 EVENT_TIME_TOLERANCE = 1e-12
 #: Most passes of one event iteration before it is declared not converging.
 MAX_EVENT_ITERATIONS = 50
+#: Crossing functions within NOISE_FLOOR * atol of zero keep the relation's value.
+NOISE_FLOOR = 1e-6
 #: Chattering: this many events in a row ...
 CHATTER_EVENTS = 100
 #: ... within this fraction of the run (at least 1e-12 s) stop the run with an error.
@@ -645,7 +647,12 @@ class _Run:
         if not len(lay.relation_slots):
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         c = self.crossings_at(xs, zs, u, ts)
-        differs = np.any(lay.literal(c) != frozen[:, None], axis=0)
+        # A crossing function within round-off of zero on the other side is not a crossing:
+        # a locked joint's speed, constant in exact arithmetic, wanders by 1e-24 in BDF's
+        # corrector and would make events with no consequence.
+        literal = np.where(np.abs(c) <= NOISE_FLOOR * self.atol, frozen[:, None],
+                           lay.literal(c))
+        differs = np.any(literal != frozen[:, None], axis=0)
         if not differs.any():
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         j = int(np.argmax(differs))

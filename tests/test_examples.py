@@ -14,7 +14,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = ["rc_circuit", "rlc_circuit", "cauer_filter", "dc_motor_drive",
            "cartesian_pendulum", "double_pendulum", "robot_r3", "rectifier", "friction_drive",
-           "hydraulic_press"]
+           "hydraulic_press", "excavator_boom"]
 
 
 def load(name):
@@ -428,4 +428,18 @@ def test_hydraulic_press_phases(results):
     assert out["press_force"] == pytest.approx(out["cylinder_force"], rel=1e-3)
     res = out["result"]
     assert res["cylinder.p_a"].min() > 0 and res["cylinder.p_b"].min() > 0  # the air holds
+
+
+def test_excavator_boom_lifts_at_the_pump_flow_and_holds_statically(results):
+    out, _ = results["excavator_boom"]
+    mod = load("excavator_boom")
+    # lifting: the rod moves at the pump's delivery over the piston area (less the valve's
+    # and the cylinder's small leak and compression)
+    assert out["rod_speed"] == pytest.approx(out["delivered"] / mod.A_PISTON, rel=0.02)
+    # holding: the cylinder's force balances gravity's moment about the pivot, averaged
+    # over the settling oscillation
+    assert out["holding_force"] == pytest.approx(out["static_force"], rel=5e-3)
+    res = out["result"]
+    assert res["brake.locked"].min() == 1  # the stick stays locked on its joint
+    assert np.ptp(res["joint2.phi"]) < 1e-9
 

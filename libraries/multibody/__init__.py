@@ -27,14 +27,14 @@ from .frames import Frame
 from .parts import (Body, BodyBox, BodyCylinder, BodyShape, Fixed, FixedRotation,
                     FixedTranslation, World)
 from .joints import FreeMotion, Prismatic, Revolute, Spherical, Universal
-from .forces import (Damper, Force, Spring, SpringDamperParallel, Torque, WorldForce,
-                     WorldTorque)
+from .forces import (Damper, Force, LineForceWithFlanges, Spring, SpringDamperParallel, Torque,
+                     WorldForce, WorldTorque)
 from .sensors import AbsoluteSensor, CutForceAndTorque, RelativeSensor
 
 __all__ = [
     "Frame", "World", "Fixed", "FixedTranslation", "FixedRotation", "Body", "BodyShape",
     "BodyBox", "BodyCylinder", "Revolute", "Prismatic", "Spherical", "Universal",
     "FreeMotion", "WorldForce", "WorldTorque", "Force", "Torque", "Spring", "Damper",
-    "SpringDamperParallel", "AbsoluteSensor", "RelativeSensor", "CutForceAndTorque",
+    "SpringDamperParallel", "LineForceWithFlanges", "AbsoluteSensor", "RelativeSensor", "CutForceAndTorque",
     "spatial",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import casadi as ca
 
 from mbmodel import Input, Model, Parameter, Variable
+from mbmodel.libraries import translational
 
 from . import spatial as sp
 from .frames import Frame, apply_force
@@ -148,3 +149,29 @@ class SpringDamperParallel(_LineForce):
     def equations(self):
         yield from self.line_equations(self.c * (self.length - self.s_unstretched)
                                        + self.d * self.length_rate())
+
+
+class LineForceWithFlanges(_LineForce):
+    """A force along the line between the origins of frame_a and frame_b, set by a 1-D
+    translational drive connected to ``flange_a``/``flange_b`` (a hydraulic cylinder, a
+    spring, a linear motor): MSL ``Forces.LineForceWithMass`` without its mass. The flanges
+    measure the distance, ``flange_a.s = 0``, ``flange_b.s = length``; what the 1-D drive
+    pushes at ``flange_b`` pushes the frames apart (reactions at ``flange_a`` belong to
+    frame_a and need no connection).
+
+    Equations::
+
+        flange_a.s = 0,   flange_b.s = length,   f = -flange_b.f   (tension)
+
+    Example::
+
+        strut = LineForceWithFlanges()   # frame_a on the base, frame_b on the boom
+    """
+
+    flange_a = translational.Flange(doc="1-D side at frame_a (s = 0)")
+    flange_b = translational.Flange(doc="1-D side at frame_b (s = length)")
+
+    def equations(self):
+        yield from self.line_equations(-self.flange_b.f)
+        yield self.flange_a.s == 0
+        yield self.flange_b.s == self.length
