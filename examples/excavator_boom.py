@@ -63,34 +63,58 @@ def holding_force(phi1):
 P_HOLD_START = (holding_force(PHI_START) + 1.01325e5 * A_ANNULUS) / A_PISTON
 
 
-class Excavator(mb.Model):
-    """Boom (joint1, cylinder) and stick (joint2, brake) in the vertical x-y plane."""
+def link(length, mass):
+    """A slender link along x: mass at its middle, inertia m*L²/12 about y and z."""
+    inertia = mass * length ** 2 / 12
+    return mbl.BodyShape(r=[length, 0.0, 0.0], r_CM=[length / 2, 0.0, 0.0], m=mass,
+                         I_11=1.0, I_22=inertia, I_33=inertia)
+
+
+def boom_cylinder(**modifiers):
+    """The boom's cylinder, on a line force between the anchor and the bracket."""
+    return hy.Cylinder(A_a=A_PISTON, A_b=A_ANNULUS, stroke=0.7, x_offset=RETRACTED,
+                       V_dead_a=1e-4, V_dead_b=1e-4, d=2e4, **modifiers)
+
+
+class BoomLinkage(mb.Model):
+    """The boom on its pivot (joint1) and the cylinder's line between the anchor on the base
+    and the bracket on the boom; subclasses add the stick and what drives the cylinder."""
 
     world = mbl.World(n=[0.0, -1.0, 0.0])
-    joint1 = mbl.Revolute(n=[0.0, 0.0, 1.0], phi=mb.Fixed(PHI_START), w=mb.Fixed(0.0))
-    boom = mbl.BodyShape(r=[BOOM_L, 0.0, 0.0], r_CM=[BOOM_L / 2, 0.0, 0.0], m=BOOM_M,
-                         I_11=1.0, I_22=BOOM_M * BOOM_L ** 2 / 12,
-                         I_33=BOOM_M * BOOM_L ** 2 / 12)
-    joint2 = mbl.Revolute(n=[0.0, 0.0, 1.0], use_axis_flange=True,
-                          phi=mb.Fixed(STICK_ANGLE), w=mb.Fixed(0.0))
-    stick = mbl.BodyShape(r=[STICK_L, 0.0, 0.0], r_CM=[STICK_L / 2, 0.0, 0.0], m=STICK_M,
-                          I_11=1.0, I_22=STICK_M * STICK_L ** 2 / 12,
-                          I_33=STICK_M * STICK_L ** 2 / 12)
-    brake = rot.Brake(mu_pos=[[0.0, 0.5]], fn_max=2e4)   # holds up to 10 kN.m
-    brake_on = bl.Constant(k=1.0)
+    boom = link(BOOM_L, BOOM_M)
+    stick = link(STICK_L, STICK_M)
     anchor = mbl.FixedTranslation(r=list(ANCHOR))
     bracket = mbl.FixedTranslation(r=[BRACKET, 0.0, 0.0])
     strut = mbl.LineForceWithFlanges()
-    # hydraulics
     oil = hy.Fluid(air=0.005)
     tank = hy.Tank()
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.joint1.frame_a, self.anchor.frame_a)
+        yield mb.connect(self.joint1.frame_b, self.boom.frame_a, self.bracket.frame_a)
+        yield mb.connect(self.anchor.frame_b, self.strut.frame_a)
+        yield mb.connect(self.bracket.frame_b, self.strut.frame_b)
+        yield mb.connect(self.strut.flange_b, self.cylinder.flange)
+        if self.vented_b:
+            yield mb.connect(self.cylinder.port_b, self.tank.port)
+
+
+class Excavator(BoomLinkage):
+    """Forward: the stick held on joint2 by a brake; motor, pump and valves drive the
+    cylinder."""
+
+    vented_b = False
+    joint1 = mbl.Revolute(n=[0.0, 0.0, 1.0], phi=mb.Fixed(PHI_START), w=mb.Fixed(0.0))
+    joint2 = mbl.Revolute(n=[0.0, 0.0, 1.0], use_axis_flange=True,
+                          phi=mb.Fixed(STICK_ANGLE), w=mb.Fixed(0.0))
+    brake = rot.Brake(mu_pos=[[0.0, 0.5]], fn_max=2e4)   # holds up to 10 kN.m
+    brake_on = bl.Constant(k=1.0)
+    # hydraulics
     pump = hy.Pump(D=D_PUMP, leakage=5e-13)
     line = hy.FixedVolume(V=1e-3, p=mb.Fixed(1.01325e5))
     relief = hy.ReliefValve(A=3e-5, p_crack=200e5, p_range=10e5, p_hyst=5e5)
     spool = hy.SpoolValve(A=5e-5, overlap=0.05)
-    cylinder = hy.Cylinder(A_a=A_PISTON, A_b=A_ANNULUS, stroke=0.7, x_offset=RETRACTED,
-                           V_dead_a=1e-4, V_dead_b=1e-4, d=2e4,
-                           p_a=mb.Fixed(P_HOLD_START), p_b=mb.Fixed(1.01325e5))
+    cylinder = boom_cylinder(p_a=mb.Fixed(P_HOLD_START), p_b=mb.Fixed(1.01325e5))
     # spool: raise from 0.5 s, hold from 6 s, lower at half opening from 8 s to 8.8 s
     command = bl.TimeTable(table=[[0.0, 0.0], [0.5, 0.0], [0.6, 1.0], [6.0, 1.0],
                                   [6.1, 0.0], [8.0, 0.0], [8.1, -0.5], [8.7, -0.5],
@@ -104,16 +128,11 @@ class Excavator(mb.Model):
     rotor = rot.Inertia(J=0.05, w=mb.Fixed(0.0))
 
     def equations(self):
-        # mechanism
-        yield mb.connect(self.world.frame_b, self.joint1.frame_a, self.anchor.frame_a)
-        yield mb.connect(self.joint1.frame_b, self.boom.frame_a, self.bracket.frame_a)
+        yield from super().equations()
         yield mb.connect(self.boom.frame_b, self.joint2.frame_a)
         yield mb.connect(self.joint2.frame_b, self.stick.frame_a)
         yield mb.connect(self.joint2.axis, self.brake.flange_a)
         yield mb.connect(self.brake_on.y, self.brake.f_normalized)
-        yield mb.connect(self.anchor.frame_b, self.strut.frame_a)
-        yield mb.connect(self.bracket.frame_b, self.strut.frame_b)
-        yield mb.connect(self.strut.flange_b, self.cylinder.flange)
         # hydraulics
         yield mb.connect(self.tank.port, self.pump.port_a, self.relief.port_b,
                          self.spool.port_T)
@@ -129,6 +148,60 @@ class Excavator(mb.Model):
         yield mb.connect(self.emf.n, self.supply.n, self.ground.p)
         yield mb.connect(self.emf.flange, self.rotor.flange_a)
         yield mb.connect(self.rotor.flange_b, self.pump.flange)
+
+
+T_RAISE, PHI_END = 4.0, 0.7
+
+
+def prescribed_angle(t):
+    """Boom angle raised from PHI_START to PHI_END in T_RAISE along a cycloid (starting and
+    ending at rest with zero acceleration; smooth, as the inverse run differentiates it
+    three times through the compressible chamber)."""
+    s = t / T_RAISE
+    return PHI_START + (PHI_END - PHI_START) * (s - mb.functions.sin(2 * math.pi * s)
+                                                / (2 * math.pi))
+
+
+class BoomInverse(BoomLinkage):
+    """Inverse run: the boom follows prescribed_angle; the stick is rigid on the boom (its
+    brake locked); chamber b vents to the tank, chamber a hangs on an InverseSupply. The
+    compiler index-reduces the prescribed angle to find the cylinder force, the pressure
+    and the flow the supply (the pump) must deliver."""
+
+    vented_b = True
+    joint1 = mbl.Revolute(n=[0.0, 0.0, 1.0])
+    bend = mbl.FixedRotation(n=[0.0, 0.0, 1.0], angle=STICK_ANGLE)
+    cylinder = boom_cylinder()
+    supply = hy.InverseSupply()
+
+    def equations(self):
+        yield from super().equations()
+        yield mb.connect(self.boom.frame_b, self.bend.frame_a)
+        yield mb.connect(self.bend.frame_b, self.stick.frame_a)
+        yield mb.connect(self.supply.port, self.cylinder.port_a)
+        yield self.joint1.phi == prescribed_angle(mb.time)
+
+
+def inverse_run():
+    """Cylinder force, supply pressure and flow for the prescribed raise; prints a table."""
+    cm = mb.compile(BoomInverse())
+    res = cm.simulate(T_RAISE, n_points=401)
+    print(f"\nInverse run: the boom raised from {math.degrees(PHI_START):.1f} to "
+          f"{math.degrees(PHI_END):.1f} deg in {T_RAISE:g} s (cycloid); {len(cm.states)} "
+          f"states: the prescribed angle fixes everything")
+    rows = []
+    for t in (0.0, 1.0, 2.0, 3.0, 4.0):
+        k = int(round(t / T_RAISE * 400))
+        phi = res["joint1.phi"][k]
+        q = -res["supply.port.m_flow"][k] / hy.density(hy.DEFAULT_OIL, res["supply.p"][k])
+        rows.append((f"{t:.1f}", f"{math.degrees(phi):.2f}",
+                     f"{res['cylinder.f_fluid'][k] / 1e3:.3f}",
+                     f"{holding_force(phi) / 1e3:.3f}" if t in (0.0, T_RAISE) else "",
+                     f"{res['supply.p'][k] / 1e5:.2f}", f"{q * 6e4:.2f}",
+                     f"{q / D_PUMP * 60 / (2 * math.pi):.0f}"))
+    print(mb.format_table(("t [s]", "boom [deg]", "force [kN]", "static [kN]",
+                           "pressure [bar]", "flow [L/min]", "pump [rpm]"), rows))
+    return res
 
 
 def main(plot=True, out_dir="."):
@@ -172,7 +245,9 @@ def main(plot=True, out_dir="."):
         import matplotlib.pyplot as plt
         plt.close(fig)
         print(f"plot written to {path}")
-    return {"states": list(cm.states), "result": res, "rod_speed": rod_speed,
+    inverse = inverse_run()
+    return {"states": list(cm.states), "result": res, "inverse": inverse,
+            "rod_speed": rod_speed,
             "delivered": delivered, "hold_phi": hold_phi, "holding_force": force,
             "static_force": holding_force(hold_phi)}
 

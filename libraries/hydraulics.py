@@ -46,8 +46,9 @@ from . import rotational, translational
 from .drive_trains import ForceElementFlanges
 
 __all__ = [
-    "Port", "Fluid", "DEFAULT_OIL", "density",
-    "FixedVolume", "Tank", "Cap", "FixedPressure", "PressureSource", "MassFlowSource",
+    "Port", "Fluid", "DEFAULT_OIL", "density", "density_derivative",
+    "FixedVolume", "Tank", "Cap", "FixedPressure", "PressureSource", "InverseSupply",
+    "MassFlowSource",
     "VolumeFlowSource", "regularized_root", "Orifice", "Valve", "PipeSection", "Pipe",
     "CheckValve", "ReliefValve",
     "SpoolValve", "Accumulator", "Cylinder", "Pump", "Motor",
@@ -274,6 +275,20 @@ class PressureSource(_Hydraulic):
     def equations(self):
         yield from self.port_checks()
         yield self.port.p == self.p_in
+
+
+class InverseSupply(_Hydraulic):
+    """A supply whose pressure ``p`` is an unknown the model solves for (any flow): with a
+    prescribed motion elsewhere (an equation on a joint angle or a position) it gives the
+    pressure and flow the motion needs, the inverse of :class:`PressureSource`. Equation:
+    ``port.p = p``, with no equation for ``p`` of its own."""
+
+    p = Variable(1e5, unit="Pa", doc="pressure the supply must deliver")
+    port = Port()
+
+    def equations(self):
+        yield from self.port_checks()
+        yield self.port.p == self.p
 
 
 class MassFlowSource(_Hydraulic):
