@@ -132,26 +132,13 @@ def density_derivative(fluid, p):
 
 def _model_fluid(component):
     """The model's unique Fluid component, DEFAULT_OIL without one, an error with several."""
-    top = component
-    while top._parent is not None:
-        top = top._parent
-    cached = top.__dict__.get("_hydraulic_fluid")
-    if cached is not None:
-        return cached
-    found, stack = [], [top]
-    while stack:
-        comp = stack.pop()
-        if isinstance(comp, Fluid):
-            found.append(comp)
-        stack.extend(comp.components())
+    found = component.instances_in_model(Fluid)
     if len(found) > 1:
         raise mb.DeclarationError(
             f"'{component.path}' has no fluid= and the model has {len(found)} Fluid "
             f"components ({', '.join(sorted(f.path for f in found))}); give the components of "
             f"each circuit fluid=<its Fluid>, or declare one Fluid")
-    fluid = found[0] if found else DEFAULT_OIL
-    top.__dict__["_hydraulic_fluid"] = fluid
-    return fluid
+    return found[0] if found else DEFAULT_OIL
 
 
 class _Hydraulic(Model):

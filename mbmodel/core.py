@@ -728,6 +728,29 @@ class Model:
     def components(self) -> list["Model"]:
         return [m for m in self._members.values() if isinstance(m, Model)]
 
+    def instances_in_model(self, cls) -> list["Model"]:
+        """Every component of class ``cls`` in the whole model this one belongs to (from its
+        outermost model down), searched once per model and class: how a component finds a
+        model-wide one such as the world of a mechanism or the fluid of a network.
+
+        Example::
+
+            worlds = self.instances_in_model(World)
+        """
+        top = self
+        while top._parent is not None:
+            top = top._parent
+        cache = top.__dict__.setdefault("_instances_by_class", {})
+        if cls not in cache:
+            found, stack = [], [top]
+            while stack:
+                comp = stack.pop()
+                if isinstance(comp, cls):
+                    found.append(comp)
+                stack.extend(comp.components())
+            cache[cls] = found
+        return cache[cls]
+
     def time_event(self, at):
         """Declare a discontinuity at time ``at`` (a number or parameter expression), e.g. a
         step; the simulator stops and restarts the integration there so it is exact."""

@@ -64,25 +64,17 @@ def world_of(component):
     """The model's :class:`~.parts.World` (the unique one anywhere in the model), or the
     default world (uniform gravity 9.81 m/s² along -y) if the model declares none."""
     from .parts import World, DefaultWorld
-    top = component
-    while top._parent is not None:
-        top = top._parent
-    cached = top.__dict__.get("_multibody_world")
-    if cached is not None:
-        return cached
-    found, stack = [], [top]
-    while stack:
-        comp = stack.pop()
-        if isinstance(comp, World):
-            found.append(comp)
-        stack.extend(comp.components())
+    found = component.instances_in_model(World)
     if len(found) > 1:
         raise mb.DeclarationError(
             f"the model has {len(found)} World components ({', '.join(w.path for w in found)}); "
             f"declare exactly one (use Fixed for further ground points)")
-    world = found[0] if found else DefaultWorld()
-    top.__dict__["_multibody_world"] = world
-    return world
+    if found:
+        return found[0]
+    top = component
+    while top._parent is not None:
+        top = top._parent
+    return top.__dict__.setdefault("_multibody_default_world", DefaultWorld())
 
 
 def numeric_value(component, name):
