@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import networkx as nx
+import numpy as np
 
 UNMATCHED = -1
 
@@ -247,12 +248,16 @@ def pantelides(incidence, n_vars, var_diff, max_steps=None):
     return result
 
 
-def dummy_derivatives(red: IndexReduction, preference):
-    """Mattsson–Söderlind dummy derivatives, structurally.
+def dummy_derivatives(red: IndexReduction, preference, jacobian=None):
+    """Mattsson–Söderlind dummy derivatives.
 
     ``preference[v]`` orders candidates: variables with *lower* preference are chosen as
-    dummies first (so high preference keeps a variable a state). Returns the set of dummy
-    derivative variables.
+    dummies first (so high preference keeps a variable a state). ``jacobian(eqs, vars)``, if
+    given, returns the equations' Jacobian with respect to the variables at a generic point
+    (a numpy array): the dummies of each level are then the first candidates whose columns
+    are linearly independent (a linear matroid) rather than the first that a matching can
+    place (the transversal matroid of the structure), which would pick two derivatives that
+    two constraints fix only in their sum. Returns the set of dummy derivative variables.
     """
     incidence, var_diff, eq_diff = red.incidence, red.var_diff, red.eq_diff
     var_integral, eq_integral = red.var_integral, red.eq_integral
@@ -280,6 +285,12 @@ def dummy_derivatives(red: IndexReduction, preference):
         # try candidates in order of increasing preference and keep each one an augmenting
         # path can still place (greedy is optimal on matroids).
         order = sorted(cands, key=lambda v: (preference[v], v))
+        chosen = _independent_columns(jacobian, H, order) if jacobian is not None else None
+        if chosen is not None:
+            dummies.update(chosen)
+            current_eqs = [eq_integral[e] for e in H]
+            current_vars = [var_integral[v] for v in chosen]
+            continue
         h_index = {e: i for i, e in enumerate(H)}
         cand_inc = [[h_index[e] for e in red_eqs_of(v) if e in h_index] for v in order]
         eq_of_cand = [UNMATCHED] * len(order)
@@ -295,6 +306,28 @@ def dummy_derivatives(red: IndexReduction, preference):
         current_eqs = [eq_integral[e] for e in H]
         current_vars = [var_integral[v] for v in chosen]
     return dummies
+
+
+def _independent_columns(jacobian, rows, order):
+    """The first columns of ``jacobian(rows, order)``, in order, that are linearly
+    independent, as many as there are rows; ``None`` if the matrix is not finite or not of
+    full row rank (the structural choice then applies)."""
+    J = np.asarray(jacobian(rows, order), dtype=float)
+    if J.shape != (len(rows), len(order)) or not np.all(np.isfinite(J)):
+        return None
+    scale = max(1.0, float(np.abs(J).max())) if J.size else 1.0
+    basis = np.zeros((len(rows), 0))
+    chosen = []
+    for k, v in enumerate(order):
+        col = J[:, k]
+        residual = col - basis @ (basis.T @ col) if basis.shape[1] else col
+        norm = np.linalg.norm(residual)
+        if norm > 1e-9 * scale:
+            basis = np.column_stack([basis, residual / norm])
+            chosen.append(v)
+            if len(chosen) == len(rows):
+                return chosen
+    return None
 
 
 def blt(incidence, eq_match, n_vars):

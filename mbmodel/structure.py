@@ -359,7 +359,9 @@ class _Analysis:
             g = ids[w] if (w is not None and w < n) else None
             priority.append(self.state_preference(g, state_priority))
         try:
-            dummies = graph.dummy_derivatives(red, priority) if red.new_eqs else set()
+            dummies = (graph.dummy_derivatives(red, priority,
+                                               self.generic_jacobian(equations, symbols))
+                       if red.new_eqs else set())
         except graph.StructurallySingular as exc:
             raise self.singular_error(exc, names) from None
         states = [v for v in range(n_all)
@@ -475,6 +477,28 @@ class _Analysis:
             "replace one of the conflicting components.")
 
     # ---- block solution ---------------------------------------------------------------------
+    def generic_jacobian(self, equations, symbols):
+        """``(eqs, vars) -> d equations/d variables`` at a generic point: the parameters at
+        their values, every other symbol (variables, inputs, time) at a fixed pseudo-random
+        value in [0.5, 1.5], so that a rank found there is the rank almost everywhere."""
+        params = self.parameter_values()
+        rng = np.random.default_rng(20261124)
+        point: dict = {}
+
+        def jacobian(rows, cols):
+            J = ca.jacobian(ca.vertcat(*[equations[e] for e in rows]),
+                            ca.vertcat(*[symbols[v] for v in cols]))
+            free = ca.symvar(J)
+            for sym in free:
+                h = sym.element_hash()
+                if h not in point:
+                    point[h] = params[h] if h in params else rng.uniform(0.5, 1.5)
+            if not free:
+                return np.array(ca.evalf(J))
+            f = ca.Function("generic_jacobian", free, [J])
+            return np.array(f(*[point[s.element_hash()] for s in free]))
+        return jacobian
+
     def parameter_values(self) -> dict:
         """Numeric value of every parameter (bindings resolved), by symbol hash."""
         free = [p for p in self.flat.parameters if p.binding is None]
