@@ -254,10 +254,11 @@ def dummy_derivatives(red: IndexReduction, preference, jacobian=None):
     ``preference[v]`` orders candidates: variables with *lower* preference are chosen as
     dummies first (so high preference keeps a variable a state). ``jacobian(eqs, vars)``, if
     given, returns the equations' Jacobian with respect to the variables at a generic point
-    (a numpy array): the dummies of each level are then the first candidates whose columns
-    are linearly independent (a linear matroid) rather than the first that a matching can
-    place (the transversal matroid of the structure), which would pick two derivatives that
-    two constraints fix only in their sum. Returns the set of dummy derivative variables.
+    (a scipy sparse matrix). The structural choice (the first candidates a matching can
+    place: a transversal matroid) is checked with it; where it is numerically singular (two
+    derivatives that two constraints fix only in their sum) the dummies are the first
+    candidates whose columns are linearly independent (the linear matroid). Returns the set
+    of dummy derivative variables.
     """
     incidence, var_diff, eq_diff = red.incidence, red.var_diff, red.eq_diff
     var_integral, eq_integral = red.var_integral, red.eq_integral
@@ -285,12 +286,6 @@ def dummy_derivatives(red: IndexReduction, preference, jacobian=None):
         # try candidates in order of increasing preference and keep each one an augmenting
         # path can still place (greedy is optimal on matroids).
         order = sorted(cands, key=lambda v: (preference[v], v))
-        chosen = _independent_columns(jacobian, H, order) if jacobian is not None else None
-        if chosen is not None:
-            dummies.update(chosen)
-            current_eqs = [eq_integral[e] for e in H]
-            current_vars = [var_integral[v] for v in chosen]
-            continue
         h_index = {e: i for i, e in enumerate(H)}
         cand_inc = [[h_index[e] for e in red_eqs_of(v) if e in h_index] for v in order]
         eq_of_cand = [UNMATCHED] * len(order)
@@ -302,17 +297,33 @@ def dummy_derivatives(red: IndexReduction, preference, jacobian=None):
             raise StructurallySingular(bad, sorted(cands))
         eq_m = cand_of_eq
         chosen = [order[m] for m in eq_m]
+        if jacobian is not None and not _regular(jacobian(H, chosen)):
+            chosen = _independent_columns(jacobian, H, order) or chosen
         dummies.update(chosen)
         current_eqs = [eq_integral[e] for e in H]
         current_vars = [var_integral[v] for v in chosen]
     return dummies
 
 
+def _regular(J) -> bool:
+    """Whether the square sparse matrix ``J`` is numerically nonsingular (sparse LU)."""
+    import scipy.sparse.linalg
+    J = J.tocsc()
+    if not np.all(np.isfinite(J.data)):
+        return False
+    try:
+        lu = scipy.sparse.linalg.splu(J)
+    except RuntimeError:  # "Factor is exactly singular"
+        return False
+    pivots = np.abs(lu.U.diagonal())
+    return bool(pivots.size == 0 or pivots.min() > 1e-12 * max(1.0, np.abs(J.data).max()))
+
+
 def _independent_columns(jacobian, rows, order):
     """The first columns of ``jacobian(rows, order)``, in order, that are linearly
     independent, as many as there are rows; ``None`` if the matrix is not finite or not of
     full row rank (the structural choice then applies)."""
-    J = np.asarray(jacobian(rows, order), dtype=float)
+    J = jacobian(rows, order).toarray()
     if J.shape != (len(rows), len(order)) or not np.all(np.isfinite(J)):
         return None
     scale = max(1.0, float(np.abs(J).max())) if J.size else 1.0

@@ -478,9 +478,10 @@ class _Analysis:
 
     # ---- block solution ---------------------------------------------------------------------
     def generic_jacobian(self, equations, symbols):
-        """``(eqs, vars) -> d equations/d variables`` at a generic point: the parameters at
-        their values, every other symbol (variables, inputs, time) at a fixed pseudo-random
-        value in [0.5, 1.5], so that a rank found there is the rank almost everywhere."""
+        """``(eqs, vars) -> d equations/d variables`` (scipy sparse) at a generic point: the
+        parameters at their values, every other symbol (variables, inputs, time) at a fixed
+        pseudo-random value in [0.5, 1.5], so that a rank found there is the rank almost
+        everywhere."""
         params = self.parameter_values()
         rng = np.random.default_rng(20261124)
         point: dict = {}
@@ -493,10 +494,9 @@ class _Analysis:
                 h = sym.element_hash()
                 if h not in point:
                     point[h] = params[h] if h in params else rng.uniform(0.5, 1.5)
-            if not free:
-                return np.array(ca.evalf(J))
-            f = ca.Function("generic_jacobian", free, [J])
-            return np.array(f(*[point[s.element_hash()] for s in free]))
+            value = (ca.evalf(J) if not free else ca.Function("generic_jacobian", free, [J])(
+                *[point[s.element_hash()] for s in free]))
+            return ca.DM(value).sparse()
         return jacobian
 
     def parameter_values(self) -> dict:
