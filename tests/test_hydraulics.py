@@ -548,3 +548,28 @@ def test_single_acting_cylinder_balances_a_spring():
     assert not hasattr(Balance().cylinder, "port_b")
     res = mb.simulate(Balance(), 20.0, n_points=3, rtol=1e-10, atol=1e-10)
     assert res["cylinder.x"][-1] == pytest.approx(p_set * A / c, rel=1e-6)
+
+
+def test_relief_valve_closes_only_below_its_hysteresis():
+    class Ramp(mb.Model):
+        supply = hy.PressureSource()
+        relief = hy.ReliefValve(A=1e-5, p_crack=100e5, p_range=10e5, p_hyst=5e5)
+        tank = hy.Tank()
+        # dp rises from 90 to 110 bar over 1 s and falls back over the next
+        profile = bl.TimeTable(table=[[0, P0 + 90e5], [1, P0 + 110e5], [2, P0 + 90e5]])
+
+        def equations(self):
+            yield mb.connect(self.profile.y, self.supply.p_in)
+            yield mb.connect(self.supply.port, self.relief.port_a)
+            yield mb.connect(self.relief.port_b, self.tank.port)
+
+    res = mb.simulate(Ramp(), 2.0, n_points=401)
+    is_open = res["relief.open"] == 1
+    t_open, t_close = 0.5, 1 + 15e5 / 20e5  # up through 100 bar, down through 95 bar
+    away = (np.abs(res.t - t_open) > 1e-6) & (np.abs(res.t - t_close) > 1e-6)
+    np.testing.assert_array_equal(is_open[away], ((res.t > t_open) & (res.t < t_close))[away])
+    lift = np.clip((res["relief.dp"] - 100e5) / 10e5, 0, 1)
+    np.testing.assert_allclose(res["relief.x"], np.where(is_open, lift, 0), atol=1e-12)
+    # open below the cracking pressure on the way down, with the spring's lift zero
+    between = is_open & (res["relief.dp"] < 100e5)
+    assert between.any() and np.all(res["relief.x"][between] == 0)
