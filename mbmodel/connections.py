@@ -15,10 +15,11 @@ from __future__ import annotations
 import casadi as ca
 import networkx as nx
 
-from .core import Connector, _where
-from .errors import InvalidConnectionError
+from .core import Connector, LoopCut, _where
+from .errors import DeclarationError, InvalidConnectionError, KinematicLoopError
+from .flat import describe
 
-__all__ = ["build_connection_graph", "connection_equations", "unconnected",
+__all__ = ["build_connection_graph", "overdetermined_edges", "connection_equations", "unconnected",
            "connection_sets_of"]
 
 
@@ -85,33 +86,54 @@ def _check_compatible(fl, comp, stmt, a, b):
                                      f"{ia.shape} and '{ib.path}' {ib.shape} differ in size")
 
 
-def connection_equations(fl, graph: nx.Graph):
-    """Potentials equal, flows summed, per connection set; returns optional edges of the
-    overdetermined graph as (node_a, node_b, owner)."""
-    optional_edges = []
+def overdetermined_edges(fl, graph: nx.Graph):
+    """Optional edges of the orientation graph: per connection set, the pairs of a spanning
+    tree of the set, for each overdetermined variable, as ``(var_a, var_b, owner, node_a,
+    node_b)``."""
+    edges = []
+    for nodes in _connected_sets(graph):
+        first_item = nodes[0][0]
+        if not isinstance(first_item, Connector):
+            continue
+        keys = [key for key, var in first_item._variables.items()
+                if var.kind == "overdetermined" and fl.active(var)]
+        if not keys:
+            continue
+        owner = graph.edges[next(iter(graph.edges(nodes[0])))]["owner"]
+        for node_a, node_b in _tree_pairs(graph, nodes):
+            for key in keys:
+                edges.append((node_a[0]._variables[key], node_b[0]._variables[key], owner,
+                              node_a, node_b))
+    return edges
+
+
+def connection_equations(fl, graph: nx.Graph, cuts=()):
+    """Potentials equal, flows summed, per connection set. A connection set that a loop cut
+    (``(node_a, node_b, owner, path)`` from :func:`mbmodel.orientation.spanning_tree`)
+    divides is connected part by part, and the cut gives the equations of its connector
+    type's :meth:`~mbmodel.Connector.loop_closure`."""
+    cuts_at: dict = {}
+    for cut in cuts:
+        cuts_at.setdefault(cut[0], []).append(cut)
     for nodes in _connected_sets(graph):
         owner = graph.edges[next(iter(graph.edges(nodes[0])))]["owner"]
         first_item = nodes[0][0]
         if isinstance(first_item, Connector):
-            for key, var in first_item._variables.items():
-                if not fl.active(var):
-                    continue
-                if var.kind == "flow":
-                    terms = [_symbol_of(item, key) * (1 if side == "inside" else -1)
-                             for item, side in nodes]
-                    total = _sum_columns(terms)
-                    names = ", ".join(f"{'+' if side == 'inside' else '-'}{item.path}.{key}"
-                                      for item, side in nodes)
-                    fl.emit(total, owner, f"flow sum: {names} = 0", "connection")
-                elif var.kind == "overdetermined":
-                    for (ia, _), (ib, _) in _tree_pairs(graph, nodes):
-                        optional_edges.append((ia._variables[key], ib._variables[key], owner))
-                else:
-                    base = _symbol_of(nodes[0][0], key)
-                    for item, _side in nodes[1:]:
-                        fl.emit(base - _symbol_of(item, key), owner,
-                                   f"{nodes[0][0].path}.{key} = {item.path}.{key}",
-                                   "connection")
+            set_cuts = [cut for node in nodes for cut in cuts_at.get(node, ())]
+            parts = _parts(graph, nodes, set_cuts) if set_cuts else [nodes]
+            cut_nodes = {node for cut in set_cuts for node in cut[:2]}
+            for part in parts:
+                touching = [node for node in part if node in cut_nodes]
+                if len(touching) > 1:
+                    raise KinematicLoopError(
+                        f"{_where(owner)}: two loops close at one connection point "
+                        f"({', '.join(node[0].path for node in touching)}); close each loop "
+                        f"at a frame of its own")
+                _connect_part(fl, part, owner, with_flows=not touching)
+            for node_a, node_b, cut_owner, path in set_cuts:
+                part_a = next(p for p in parts if node_a in p)
+                part_b = next(p for p in parts if node_b in p)
+                _close_loop(fl, node_a[0], node_b[0], part_a, part_b, cut_owner, path)
         else:
             sources = [(d, s) for d, s in nodes
                        if (d.kind == "output" and s == "inside")
@@ -128,7 +150,66 @@ def connection_equations(fl, graph: nx.Graph):
                 if d is not src:
                     fl.emit(d.symbol - src.symbol, owner, f"{d.path} = {src.path}",
                                "connection")
-    return optional_edges
+
+
+def _connect_part(fl, nodes, owner, with_flows=True):
+    """Potentials equal and (unless a loop cut touches the part) flows summed; the
+    overdetermined variables are left to the spanning tree."""
+    for key, var in nodes[0][0]._variables.items():
+        if not fl.active(var) or var.kind == "overdetermined":
+            continue
+        if var.kind == "flow":
+            if with_flows:
+                names = ", ".join(f"{'+' if side == 'inside' else '-'}{item.path}.{key}"
+                                  for item, side in nodes)
+                fl.emit(_flow_sum(nodes, key), owner, f"flow sum: {names} = 0", "connection")
+        else:
+            base = _symbol_of(nodes[0][0], key)
+            for item, _side in nodes[1:]:
+                fl.emit(base - _symbol_of(item, key), owner,
+                        f"{nodes[0][0].path}.{key} = {item.path}.{key}", "connection")
+
+
+def _flow_sum(nodes, key):
+    return _sum_columns([_symbol_of(item, key) * (1 if side == "inside" else -1)
+                         for item, side in nodes])
+
+
+def _parts(graph, nodes, set_cuts):
+    """The connection set split at its loop cuts (each cut is a pair of its spanning tree)."""
+    tree = nx.Graph()
+    tree.add_nodes_from(nodes)
+    tree.add_edges_from(_tree_pairs(graph, nodes))
+    for node_a, node_b, _, _ in set_cuts:
+        tree.remove_edge(node_a, node_b)
+    order = {n: i for i, n in enumerate(nodes)}
+    return [sorted(part, key=order.__getitem__) for part in nx.connected_components(tree)]
+
+
+def _close_loop(fl, a, b, part_a, part_b, owner, path):
+    """The equations of a loop cut between connectors a and b, from their type's
+    ``loop_closure``."""
+    flows = [key for key, var in a._variables.items() if var.kind == "flow" and fl.active(var)]
+    cut = LoopCut(a, b, {key: _flow_sum(part_a, key) for key in flows},
+                  {key: _flow_sum(part_b, key) for key in flows}, path, owner,
+                  [item for item, _ in part_a], [item for item, _ in part_b])
+    items = a.loop_closure(b, cut)
+    if items is None:
+        raise KinematicLoopError(f"{_where(owner)}: {cut.describe()} cannot be closed by "
+                                 f"{type(a).__name__} connectors")
+    for item in items:
+        equation, description = item if isinstance(item, tuple) else (item, None)
+        expr = ca.SX(equation)
+        for k in range(expr.numel()):
+            e = expr[k]
+            if not e.is_op(ca.OP_EQ):
+                raise DeclarationError(
+                    f"{type(a).__name__}.loop_closure for {cut.describe()} yielded "
+                    f"'{describe(e)}', which is not an equation; yield lhs == rhs")
+            text = description or f"loop closure {a.path} ~ {b.path}: {describe(e)}"
+            fl.emit(e.dep(0) - e.dep(1), owner,
+                    text if expr.numel() == 1 or description is None else f"{text} [{k}]",
+                    "loop closure")
 
 
 def unconnected(fl, graph: nx.Graph):

@@ -41,7 +41,7 @@ from .errors import DeclarationError, ParameterError
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
     "Start", "Fixed", "Guess", "der", "connect", "time", "Connect", "Overdetermined", "Root",
-    "PotentialRoot", "Branch", "Derivative", "ANALYSES",
+    "PotentialRoot", "Branch", "Derivative", "ANALYSES", "LoopCut",
 ]
 
 _declaration_counter = itertools.count()
@@ -388,8 +388,73 @@ class Connector:
         """What makes two connectors connectable: names, kinds and shapes of variables."""
         return tuple((k, v.kind, v.shape) for k, v in self._variables.items())
 
+    def loop_closure(self, other: "Connector", cut: "LoopCut"):
+        """Equations of a connection between this connector and ``other`` that closes a loop
+        of the orientation graph (a cut of the loop), or ``None``.
+
+        ``None`` (the default) connects them as usual except that each overdetermined
+        variable contributes its ``residue`` instead of equal entries. Connector types
+        whose other potentials are derived from the overdetermined ones (velocities and
+        accelerations of a frame), or whose flows are not plain forces, override this and
+        yield ``lhs == rhs`` equations, or ``(equation, description)`` pairs, in place of
+        all of the connection's equations: as many as the flows of both sides need
+        (``cut.flows_a``, ``cut.flows_b``: the flow sums of everything connected on each
+        side) plus the independent closure constraints.
+
+        Example (a 1-D position connector whose "loop" is a rigid cut)::
+
+            def loop_closure(self, other, cut):
+                yield self.s == other.s
+                yield cut.flows_a["f"] + cut.flows_b["f"] == 0
+        """
+        return None
+
     def __repr__(self):
         return f"<{type(self).__name__} {self.path}>"
+
+
+#: In :attr:`LoopCut.path`: the step from one definite root of the orientation graph to
+#: another (both oriented by their own components, e.g. two frames fixed in the world).
+ROOTS = "roots"
+
+
+@dataclass
+class LoopCut:
+    """A connection that closes a loop of the orientation graph, as
+    :meth:`Connector.loop_closure` sees it.
+
+    ``a`` and ``b`` are the connectors it joins, ``flows_a``/``flows_b`` the sums (by flow
+    name, positive into the components) of every flow connected to each side
+    (``members_a``/``members_b``: those connectors), ``path`` the
+    connectors from ``a`` to ``b`` along the spanning tree, each with the component whose
+    branch leads to the next one (``None`` for a connection, :data:`ROOTS` from one root to
+    another), and ``owner`` the model whose connect statement closes the loop.
+    """
+
+    a: "Connector"
+    b: "Connector"
+    flows_a: dict
+    flows_b: dict
+    path: list
+    owner: Any
+    #: every connector connected on each side (``a`` and ``b`` included)
+    members_a: list = None
+    members_b: list = None
+
+    @property
+    def components(self) -> list:
+        """The components on the loop, in order from ``a`` to ``b``."""
+        seen, found = set(), []
+        for _, comp in self.path:
+            if comp is not None and comp is not ROOTS and id(comp) not in seen:
+                seen.add(id(comp))
+                found.append(comp)
+        return found
+
+    def describe(self) -> str:
+        """``connect(a, b)`` and the components on the loop, for messages."""
+        names = " -> ".join(c.path for c in self.components) or "(no components)"
+        return f"the loop closed by connect({self.a.path}, {self.b.path}) through {names}"
 
 
 # --------------------------------------------------------------------------------------

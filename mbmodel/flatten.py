@@ -20,14 +20,14 @@ import numpy as np
 from . import core
 from .balance import check_balance
 from .connections import (build_connection_graph, connection_equations, connection_sets_of,
-                          unconnected)
+                          overdetermined_edges, unconnected)
 from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContext, _iterate, _where
 from .errors import DeclarationError, ModelError
 from .discrete import RelationsSwitchAtEvents, When
 from .flat import FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable, describe
 from .hybrid import HybridCollector
-from .orientation import (choose_roots_early, collect_roles, overdetermined_variable,
-                          spanning_tree)
+from .orientation import (choose_roots_early, collect_roles, emit_tree_equations,
+                          overdetermined_variable, spanning_tree)
 
 __all__ = ["flatten", "FlatModel", "FlatVariable", "FlatParameter", "FlatEquation",
            "FlatAssert", "describe"]
@@ -468,11 +468,14 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     fl.time_events += _new_time_events(fl, fl.hybrid.time_events)
     time_scales = [period for comp in fl.components for period in comp._time_scales]
     graph = build_connection_graph(fl)
-    optional = connection_equations(fl, graph)
+    decisions, cuts = [], []
     if fl.overdetermined:
-        chosen = spanning_tree(fl, roots, potential, branches, optional)
+        chosen, decisions, cuts = spanning_tree(fl, roots, potential, branches,
+                                                overdetermined_edges(fl, graph))
         if early_choice is not None and chosen != early_choice:
             raise DeclarationError("internal: potential-root choice changed after equations ran")
+    connection_equations(fl, graph, cuts)
+    emit_tree_equations(fl, decisions)
     unconnected(fl, graph)
     check_balance(fl)
     flat = FlatModel(type(model).__name__, fl.variables, fl.parameters, fl.equations,

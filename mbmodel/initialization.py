@@ -76,9 +76,13 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
         detail = "; ".join(f"{_label(cm, labels_all[k], x_start)} (residual {res[k]:.3g} "
                            f"at the start guess)"
                            for k in worst)
+        loop = ("" if "the loop closed by connect(" not in detail else
+                " A kinematic loop does not close: check that its geometry can close (link "
+                "lengths, positions of its anchors) and give the loop's dependent "
+                "coordinates guesses near a closed configuration.")
         raise InitializationError(
             "initialization failed: no consistent initial state satisfies the initial "
-            f"conditions. Largest residuals: {detail}. Check the fixed start values for "
+            f"conditions. Largest residuals: {detail}.{loop} Check the fixed start values for "
             f"conflicts, or give better guesses (Guess(...)) for the variables involved — a "
             f"guess where an equation has zero slope (e.g. y = 0 for x**2 + y**2 = L**2) "
             f"stops Newton's method."

@@ -12,10 +12,10 @@ from __future__ import annotations
 import casadi as ca
 import networkx as nx
 
-from .core import Branch, Connector, PotentialRoot, Root, _iterate, _where
+from .core import ROOTS, Branch, Connector, PotentialRoot, Root, _iterate, _where
 from .errors import BalanceError, DeclarationError, KinematicLoopError
 
-__all__ = ["collect_roles", "spanning_tree", "choose_roots_early", "overdetermined_variable"]
+__all__ = ["collect_roles", "spanning_tree", "emit_tree_equations", "choose_roots_early", "overdetermined_variable"]
 
 
 def collect_roles(fl):
@@ -51,7 +51,12 @@ def overdetermined_variable(fl, comp, symbol, var_of):
 
 
 def spanning_tree(fl, roots, potential, branches, optional_edges):
-    """Decide which overdetermined connections equate entries and which give residues."""
+    """Decide which overdetermined connections equate entries and which close a loop.
+
+    Returns the chosen potential roots (ids), the decisions to emit after the connection
+    equations (:func:`emit_tree_equations`) and the loop cuts: connections that close a loop
+    between connectors whose type defines :meth:`~mbmodel.Connector.loop_closure`, as
+    ``(node_a, node_b, owner, path)`` (``path``: see :class:`~mbmodel.LoopCut`)."""
     graph = nx.MultiGraph()
     for _, _, var in fl.overdetermined:
         graph.add_node(var)
@@ -59,19 +64,26 @@ def spanning_tree(fl, roots, potential, branches, optional_edges):
     graph.add_node(super_root)
     for a, b, comp in branches:
         graph.add_edge(a, b, weight=0, kind="branch", owner=comp)
-    for a, b, comp in optional_edges:
-        graph.add_edge(a, b, weight=1, kind="connection", owner=comp)
+    connections = []
+    for a, b, comp, node_a, node_b in optional_edges:
+        key = graph.add_edge(a, b, weight=1, kind="connection", owner=comp,
+                             nodes=(node_a, node_b))
+        connections.append((a, b, key))
     for r in roots:
         graph.add_edge(super_root, r, weight=-2, kind="root", owner=None)
     chosen = _choose_potential_roots(graph.subgraph([n for n in graph if n != super_root]),
                                      roots, potential)
     for var in chosen:
         graph.add_edge(super_root, var, weight=-1, kind="root", owner=None)
+    for a, b, key in _along_branches(roots + chosen, branches, connections):
+        graph.edges[a, b, key]["weight"] = 0.5
     tree_edges = set()
     for u, v, key, data in nx.minimum_spanning_edges(graph, algorithm="kruskal", keys=True,
                                                       data=True):
         tree_edges.add((id(data["owner"]), id(u), id(v), key))
         tree_edges.add((id(data["owner"]), id(v), id(u), key))
+    decisions, cuts, cut_pairs = [], [], set()
+    tree = None
     for u, v, key, data in graph.edges(keys=True, data=True):
         in_tree = (id(data["owner"]), id(u), id(v), key) in tree_edges
         # Root edges (weight < 0) always enter the tree first; a connection that joins
@@ -81,17 +93,104 @@ def spanning_tree(fl, roots, potential, branches, optional_edges):
                 f"{_where(data['owner'])}: the rigid branch '{u.path}' -> '{v.path}' closes "
                 f"a loop of rigid connections (or joins two roots); cut the loop with a "
                 f"joint that has no branch, or remove a root")
-        if data["kind"] == "connection":
-            if in_tree:
-                fl.emit(u.symbol - v.symbol, data["owner"], f"{u.path} = {v.path}",
-                           "connection")
-            elif u.residue is None:
+        if data["kind"] != "connection":
+            continue
+        if in_tree:
+            decisions.append((u, v, data["owner"], "equal"))
+        elif _closes_loops(u.owner):
+            pair = frozenset((id(u.owner), id(v.owner)))
+            if pair in cut_pairs:
+                continue  # another overdetermined variable of the same two connectors
+            cut_pairs.add(pair)
+            if tree is None:
+                tree = _tree_graph(graph, tree_edges)
+            path = _tree_path(tree, u, v)
+            if path is None:
                 raise KinematicLoopError(_loop_message(graph, tree_edges, u, v, data["owner"],
                                                        roots + chosen))
-            else:
-                fl.emit(u.residue(u.symbol, v.symbol), data["owner"],
-                           f"loop residue {u.path} ~ {v.path}", "residue")
-    return {id(var) for var in chosen}
+            cuts.append((*data["nodes"], data["owner"], path))
+        elif u.residue is None:
+            raise KinematicLoopError(_loop_message(graph, tree_edges, u, v, data["owner"],
+                                                   roots + chosen))
+        else:
+            decisions.append((u, v, data["owner"], "residue"))
+    return {id(var) for var in chosen}, decisions, cuts
+
+
+def _along_branches(roots, branches, connections):
+    """The connections of a tree that enters every branch at its first end (``Branch(a, b)``
+    from ``a`` to ``b``), found breadth-first from the roots: the tree to prefer, so that a
+    loop is cut where following the branches closes it. (Components may write their
+    equations for that direction: e.g. a joint's articulated-body step passes the subtree
+    at its frame_b to its frame_a.) Nodes it cannot reach are left to the spanning tree."""
+    second_ends = {id(b) for _, b, _ in branches}
+    out: dict[int, list] = {}
+    for a, b, _ in branches:
+        out.setdefault(id(a), []).append((b, None))
+    for a, b, key in connections:
+        out.setdefault(id(a), []).append((b, (a, b, key)))
+        out.setdefault(id(b), []).append((a, (a, b, key)))
+    seen = {id(r) for r in roots}
+    queue = list(roots)
+    used = []
+    while queue:
+        node = queue.pop(0)
+        for nxt, connection in out.get(id(node), ()):
+            if id(nxt) in seen or (connection is not None and id(nxt) in second_ends):
+                continue
+            seen.add(id(nxt))
+            queue.append(nxt)
+            if connection is not None:
+                used.append(connection)
+    return used
+
+
+def emit_tree_equations(fl, decisions):
+    """Equal entries along the spanning tree, residues where a connection closes a loop of a
+    connector type without :meth:`~mbmodel.Connector.loop_closure`."""
+    for u, v, owner, kind in decisions:
+        if kind == "equal":
+            fl.emit(u.symbol - v.symbol, owner, f"{u.path} = {v.path}", "connection")
+        else:
+            fl.emit(u.residue(u.symbol, v.symbol), owner, f"loop residue {u.path} ~ {v.path}",
+                    "residue")
+
+
+def _closes_loops(connector) -> bool:
+    return type(connector).loop_closure is not Connector.loop_closure
+
+
+def _tree_graph(graph, tree_edges):
+    """The spanning tree, each edge with the component of its branch (``None`` for a
+    connection, :data:`~mbmodel.core.ROOTS` from a definite root to the super root)."""
+    tree = nx.Graph()
+    for a, b, key, data in graph.edges(keys=True, data=True):
+        if (id(data["owner"]), id(a), id(b), key) not in tree_edges:
+            continue
+        if data["kind"] == "root":
+            if data["weight"] == -2:  # definite roots are fixed in the world; chosen
+                tree.add_edge(a, b, branch=ROOTS)  # potential roots start their own tree
+        else:
+            tree.add_edge(a, b, branch=data["owner"] if data["kind"] == "branch" else None)
+    return tree
+
+
+def _tree_path(tree, u, v):
+    """Connectors from u's to v's along the tree, each with the branch component leading to
+    the next (``None``: a connection, ``ROOTS``: from one definite root to another), or
+    ``None`` if there is no such path."""
+    if u not in tree or v not in tree:
+        return None
+    try:
+        nodes = [n for n in nx.shortest_path(tree, u, v) if n != "<root>"]
+    except nx.NetworkXNoPath:
+        return None
+    path = []
+    for x, y in zip(nodes, nodes[1:] + [None]):
+        step = None if y is None else (tree.edges[x, y]["branch"] if tree.has_edge(x, y)
+                                       else ROOTS)
+        path.append((x.owner, step))
+    return path
 
 
 def _loop_message(graph, tree_edges, u, v, owner, roots) -> str:

@@ -236,6 +236,7 @@ class _Analysis:
                                       ca.vertcat(*[self.alias_expression(i) for i in alias_ids]))
         self.equations = _sx_list(residuals)
         self.origins = [flat.equations[k].origin for k in kept]
+        self.kinds = [flat.equations[k].kind for k in kept]
         self.descriptions = _Texts(flat.equations[k] for k in kept)
         for i, e in enumerate(self.equations):
             if e.is_constant():
@@ -469,6 +470,17 @@ class _Analysis:
         lines = [f"  '{self.descriptions[e]}' (from {self.origins[e] or 'the model'})"
                  for e in eqs[:10]]
         vars_ = [names[v] for v in exc.variables if v < len(names)][:10]
+        loops = sorted({self.descriptions[e].split(":")[0] for e in eqs
+                        if self.kinds[e] == "loop closure"})
+        if loops:
+            return StructuralSingularityError(
+                f"the model is structurally singular: the closure of {'; '.join(loops[:3])} "
+                f"over-determines the variables "
+                f"{', '.join(vars_)}: the loop's coordinates are already known (prescribed "
+                f"inputs of the inverse analysis, or fixed by other equations), so the loop "
+                f"cannot close. Prescribe only the loop's independent coordinates and leave "
+                f"the others free (a multibody joint with prescribed=False); equations "
+                f"involved:\n" + "\n".join(lines))
         return StructuralSingularityError(
             "the model is structurally singular: these equations over-determine the variables "
             f"{', '.join(vars_)} (and leave others undetermined):\n" + "\n".join(lines) +

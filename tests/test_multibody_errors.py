@@ -118,15 +118,22 @@ class FourBar(mb.Model):
         yield mb.connect(self.j3.frame_b, self.world.frame_b)
 
 
-@pytest.mark.parametrize("analysis", ANALYSES)
-def test_closed_kinematic_loop_names_the_loop(analysis):
-    with pytest.raises(mb.KinematicLoopError) as info:
-        mb.compile(FourBar(), analysis=analysis)
-    assert isinstance(info.value, mb.BalanceError)
+def test_loop_of_three_joints_is_a_structure_without_states():
+    """Three revolute joints in one planar loop: three closure constraints, no freedom."""
+    cm = mb.compile(FourBar())
+    assert cm.states == []
+
+
+def test_loop_with_every_joint_prescribed_names_the_loop():
+    """In the inverse analysis every joint's motion is an input by default: the loop
+    cannot close, and the message says which loop and what to change."""
+    with pytest.raises(mb.StructuralSingularityError) as info:
+        mb.compile(FourBar(), analysis="inverse")
     msg = str(info.value)
-    assert "kinematic loop" in msg
-    for part in ("world", "j1", "crank", "j2", "coupler", "j3"):
+    assert "the loop closed by connect(world.frame_b, j3.frame_b)" in msg
+    for part in ("j1", "crank", "j2", "coupler", "j3"):
         assert part in msg, part
+    assert "prescribed=False" in msg
 
 
 # --- parameters -------------------------------------------------------------------------

@@ -54,6 +54,12 @@ class Frame(Connector):
              doc="Articulated inertia of the affine cut force law (21 packed entries)")
     b = Flow(shape=6, analysis="forward", doc="Bias of the affine cut force law [t; f]")
 
+    def loop_closure(self, other, cut):
+        """A connection that closes a kinematic loop: the frames coincide and a constraint
+        force keeps them together (:mod:`~mbmodel.libraries.multibody.loops`)."""
+        from .loops import closure_equations
+        return closure_equations(self, other, cut)
+
 
 def cut_force(frame) -> ca.SX:
     """``[t; f]`` of a frame (inverse analysis)."""

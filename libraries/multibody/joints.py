@@ -20,12 +20,15 @@ Joint coordinates are the states by default (``state_select="prefer"``). In the 
 analysis the coordinates of joints without a driving flange are external inputs of the
 compiled model (named ``<joint>.phi``, ``<joint>.w``, ``<joint>.a`` ...): prescribed motion
 in, joint forces out. Joints with ``use_axis_flange=True`` take their motion from what
-drives the flange (e.g. a rotational Position source).
+drives the flange (e.g. a rotational Position source). In a kinematic loop only the
+independent coordinates can be prescribed: give the other joints of the loop
+``prescribed=False`` (passive: their motion follows from the loop in both analyses).
 """
 
 from __future__ import annotations
 
 import casadi as ca
+import numpy as np
 
 import mbmodel as mb
 from mbmodel import Branch, Model, Parameter, Variable, der
@@ -33,7 +36,7 @@ from mbmodel.libraries import rotational, translational
 from mbmodel.libraries.drive_trains import drive_load
 
 from . import spatial as sp
-from .frames import Frame, axis_check, cut_force, unit_axis
+from .frames import Frame, axis_check, cut_force, numeric_value, unit_axis
 
 
 def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
@@ -90,31 +93,46 @@ class _AxisJoint(_Joint):
     flange_library = None
     flange_names: tuple[str, str]
 
-    def __init__(self, use_axis_flange: bool = False, **modifiers):
+    def __init__(self, use_axis_flange: bool = False, prescribed: bool = True, **modifiers):
         super().__init__(**modifiers)
         self.use_axis_flange = bool(use_axis_flange)
-        if self.use_axis_flange:
-            # The flange drives the motion, so it is not an input of the inverse analysis.
+        self.prescribed = bool(prescribed)
+        if self.use_axis_flange or not self.prescribed:
+            # The flange drives the motion, or the joint is a passive joint of a kinematic
+            # loop whose motion the loop determines: not an input of the inverse analysis.
             for name in self.coordinates[:3]:
                 self.declaration(name).input_in = None
+        if self.use_axis_flange:
             self.axis = self.flange_library.Flange(doc="Drives the joint")
             self.support = self.flange_library.Flange(doc="Support of the drive, fixed")
+
+    #: How frame_b moves relative to frame_a for :func:`.loops.loop_plane`: "axis"
+    #: (rotation about n) or "slide" (translation along n).
+    relative_motion: str
 
     def motion(self, e, q):
         """(E, r, Phi) of the joint for the unit axis e and coordinate q."""
         raise NotImplementedError
+
+    def relative_rotation(self):
+        """``(relative_motion, unit n)`` at the declared axis (see :func:`.loops.loop_plane`)."""
+        n = numeric_value(self, "n")
+        if n is None or not np.linalg.norm(n) > 0:
+            return None
+        return self.relative_motion, n.ravel() / np.linalg.norm(n)
 
     def equations(self):
         q, qd, qdd, force = (getattr(self, name) for name in self.coordinates)
         across, through = self.flange_names
         e = unit_axis(self)
         yield axis_check(self)
-        yield from _coordinate_equations(self, q, qd, qdd, self.use_axis_flange)
+        yield from _coordinate_equations(self, q, qd, qdd,
+                                         self.use_axis_flange or not self.prescribed)
         if self.use_axis_flange:
             yield getattr(self.axis, across) == q
             yield getattr(self.support, across) == 0
             yield force == getattr(self.axis, through)
-        elif self.analysis == "forward":
+        elif self.analysis == "forward" or not self.prescribed:
             yield force == 0
         E, r, Phi = self.motion(e, q)
         drive = self.drive()
@@ -166,6 +184,7 @@ class Revolute(_AxisJoint):
     tau = Variable(0.0, unit="N.m", doc="Driving torque in direction of the axis")
 
     coordinates = ("phi", "w", "a", "tau")
+    relative_motion = "axis"
     flange_library = rotational
     flange_names = ("phi", "tau")
 
@@ -188,6 +207,7 @@ class Prismatic(_AxisJoint):
     f = Variable(0.0, unit="N", doc="Driving force in direction of the axis")
 
     coordinates = ("s", "v", "a", "f")
+    relative_motion = "slide"
     flange_library = translational
     flange_names = ("s", "f")
 
@@ -196,10 +216,15 @@ class Prismatic(_AxisJoint):
 
 
 def _coordinate_equations(joint, q, qd, qdd, driven):
-    """``der(q) = qd``, ``der(qd) = qdd`` unless the inverse analysis prescribes them."""
+    """``der(q) = qd``, ``der(qd) = qdd`` unless the inverse analysis prescribes them; then
+    they are declared derivatives of each other (index reduction of a loop differentiates
+    the prescribed motion)."""
     if joint.analysis == "forward" or driven:
         yield der(q) == qd
         yield der(qd) == qdd
+    else:
+        yield mb.Derivative(q, qd)
+        yield mb.Derivative(qd, qdd)
 
 
 class Spherical(_Joint):

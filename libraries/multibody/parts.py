@@ -131,6 +131,10 @@ class FixedTranslation(Model):
     def connection_roles(self):
         yield Branch(self.frame_a.R, self.frame_b.R)
 
+    def relative_rotation(self):
+        """frame_b is not rotated (see :func:`.loops.loop_plane`)."""
+        return "fixed", np.eye(3)
+
     def equations(self):
         r = sp.vec(self.r)
         yield from rigid_kinematics(self.frame_a, self.frame_b, None, r)
@@ -151,6 +155,14 @@ class FixedRotation(Model):
 
     def connection_roles(self):
         yield Branch(self.frame_a.R, self.frame_b.R)
+
+    def relative_rotation(self):
+        """The constant rotation at the declared values (see :func:`.loops.loop_plane`)."""
+        n, angle = numeric_value(self, "n"), numeric_value(self, "angle")
+        if n is None or angle is None or not np.linalg.norm(n) > 0:
+            return None
+        E = sp.planar_rotation(n.ravel() / np.linalg.norm(n), float(angle))
+        return "fixed", np.array(ca.evalf(E))
 
     def equations(self):
         E = sp.planar_rotation(unit_axis(self), self.angle)
@@ -322,6 +334,10 @@ class _Shape:
 
     def connection_roles(self):
         yield Branch(self.frame_a.R, self.frame_b.R)
+
+    def relative_rotation(self):
+        """frame_b is not rotated (see :func:`.loops.loop_plane`)."""
+        return "fixed", np.eye(3)
 
     def equations(self):
         r = sp.vec(self.r)

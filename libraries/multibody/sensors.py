@@ -4,6 +4,7 @@ no force; the cut sensor is a rigid, zero-length connection that reports what it
 from __future__ import annotations
 
 import casadi as ca
+import numpy as np
 
 from mbmodel import Branch, Model, Output
 
@@ -75,6 +76,10 @@ class CutForceAndTorque(Model):
 
     def connection_roles(self):
         yield Branch(self.frame_a.R, self.frame_b.R)
+
+    def relative_rotation(self):
+        """frame_b is not rotated (see :func:`.loops.loop_plane`)."""
+        return "fixed", np.eye(3)
 
     def equations(self):
         fa = self.frame_a

@@ -1,0 +1,148 @@
+"""Closed-loop mechanisms for the loop tests, and their closed-form kinematics.
+
+Every formula here is written from the geometry alone (complex-number loop equations of
+planar linkages), independent of mbmodel: the references the tests compare against.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import mbmodel as mb
+from mbmodel.libraries import multibody as mbl
+
+G = 9.81
+# Grashof crank-rocker: crank A, coupler B, rocker C, ground D (A + D < B + C)
+A, B, C, D = 0.1, 0.35, 0.3, 0.4
+MASSES = (1.0, 2.0, 1.5)                 # crank, coupler, rocker (kg)
+INERTIAS = (0.002, 0.025, 0.012)         # about the centre of mass, normal to the plane
+
+
+def fourbar_angles(theta, a=A, b=B, c=C, d=D):
+    """Absolute angles (coupler, rocker) of the four-bar O2-P-Q-O4 for crank angle
+    ``theta``, O2 at the origin and O4 at (d, 0); the rocker angle is that of O4 -> Q, on the
+    branch with Q above the line P-O4."""
+    p = a * np.exp(1j * theta)
+    to_o4 = d - p
+    length = abs(to_o4)
+    beta = math.acos((b * b + length * length - c * c) / (2 * b * length))
+    phi = np.angle(to_o4) + beta
+    q = p + b * np.exp(1j * phi)
+    psi = np.angle(q - d)
+    return phi, psi
+
+
+def fourbar_rates(theta, theta_d, theta_dd, a=A, b=B, c=C, d=D):
+    """Angles, angular velocities and accelerations of coupler and rocker from the loop
+    equation ``a e^{i theta} + b e^{i phi} = d + c e^{i psi}`` and its two time derivatives
+    (each a 2x2 linear system)."""
+    phi, psi = fourbar_angles(theta, a, b, c, d)
+    ea, eb, ec = np.exp(1j * theta), np.exp(1j * phi), np.exp(1j * psi)
+
+    def solve(rhs):
+        # unknowns x = (phi', psi') [or second derivatives]: i b eb x0 - i c ec x1 = rhs
+        M = np.array([[(1j * b * eb).real, (-1j * c * ec).real],
+                      [(1j * b * eb).imag, (-1j * c * ec).imag]])
+        return np.linalg.solve(M, [rhs.real, rhs.imag])
+
+    phi_d, psi_d = solve(-1j * a * ea * theta_d)
+    rhs = (-(1j * theta_dd - theta_d ** 2) * a * ea + b * phi_d ** 2 * eb
+           - c * psi_d ** 2 * ec)
+    phi_dd, psi_dd = solve(rhs)
+    return (phi, psi), (phi_d, psi_d), (phi_dd, psi_dd)
+
+
+def fourbar_torque(theta, theta_d, theta_dd, masses=MASSES, inertias=INERTIAS, g=G):
+    """Crank torque that produces the crank motion (theta, theta', theta'') of the gravity-
+    loaded four-bar, by virtual work: each link's centre of mass (half way along it) and
+    angle, their velocities per unit crank speed, and Newton–Euler inertia forces."""
+    (phi, psi), (phi_d, psi_d), (phi_dd, psi_dd) = fourbar_rates(theta, theta_d, theta_dd)
+    torque = 0.0
+    # link k: centre of mass position z_k(angles) as complex numbers, with derivatives
+    pa = A * np.exp(1j * theta)
+    links = [
+        # (centre of mass, velocity, acceleration, angular velocity, angular acceleration)
+        (0.5 * pa, 0.5 * 1j * theta_d * pa, 0.5 * (1j * theta_dd - theta_d ** 2) * pa,
+         theta_d, theta_dd),
+    ]
+    vp = 1j * theta_d * pa
+    ap = (1j * theta_dd - theta_d ** 2) * pa
+    eb = np.exp(1j * phi)
+    links.append((pa + 0.5 * B * eb, vp + 0.5 * B * 1j * phi_d * eb,
+                  ap + 0.5 * B * (1j * phi_dd - phi_d ** 2) * eb, phi_d, phi_dd))
+    ec = np.exp(1j * psi)
+    links.append((D + 0.5 * C * ec, 0.5 * C * 1j * psi_d * ec,
+                  0.5 * C * (1j * psi_dd - psi_d ** 2) * ec, psi_d, psi_dd))
+    for (z, v, acc, w, alpha), m, inertia in zip(links, masses, inertias):
+        # virtual power of inertia and gravity forces per unit crank speed
+        force = m * acc + 1j * m * g
+        torque += (force.real * v.real + force.imag * v.imag + inertia * alpha * w) / theta_d
+    return torque
+
+
+class Fourbar(mb.Model):
+    """The crank-rocker four-bar in the x-y plane, gravity along -y, modelled as a chain
+    around the loop (world -> crank -> coupler -> rocker -> anchor at O4): the last
+    connection closes the loop. The crank angle is the state (fixed start); the other
+    joints start from guesses and are passive (``prescribed=False``: in the inverse analysis
+    only the crank's motion is an input). ``d``: the distance of the anchor."""
+
+    def __init__(self, theta0=0.3, w0=2.0, g=G, guess_error=0.05, d=D, **modifiers):
+        super().__init__(**modifiers)
+        phi, psi = fourbar_angles(theta0)
+        self.world = mbl.World(g=g)
+        self.j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(theta0), w=mb.Fixed(w0))
+        self.crank = _link(A, MASSES[0], INERTIAS[0])
+        self.j2 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(phi - theta0 + guess_error),
+                               prescribed=False)
+        self.coupler = _link(B, MASSES[1], INERTIAS[1])
+        # rocker body from Q towards O4: absolute angle psi + pi
+        self.j3 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(psi + math.pi - phi - guess_error),
+                               prescribed=False)
+        self.rocker = _link(C, MASSES[2], INERTIAS[2])
+        self.j4 = mbl.Revolute(n=[0, 0, 1], prescribed=False)
+        self.anchor = mbl.Fixed(r=[d, 0, 0])
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.j1.frame_a)
+        yield mb.connect(self.j1.frame_b, self.crank.frame_a)
+        yield mb.connect(self.crank.frame_b, self.j2.frame_a)
+        yield mb.connect(self.j2.frame_b, self.coupler.frame_a)
+        yield mb.connect(self.coupler.frame_b, self.j3.frame_a)
+        yield mb.connect(self.j3.frame_b, self.rocker.frame_a)
+        yield mb.connect(self.rocker.frame_b, self.j4.frame_a)
+        yield mb.connect(self.j4.frame_b, self.anchor.frame_b)
+
+
+def _link(length, m, inertia):
+    """A slender planar link along its x axis, centre of mass half way."""
+    return mbl.BodyShape(r=[length, 0, 0], r_CM=[length / 2, 0, 0], m=m,
+                         I_11=inertia / 100, I_22=inertia, I_33=inertia)
+
+
+def body_energy(res, name, m, r_cm, inertia_diag, g=G):
+    """Kinetic and potential energy of a body along a result, from its frame_a's position,
+    orientation and spatial velocity (gravity along -y)."""
+    v = np.array([res[f"{name}.frame_a.v[{k}]"] for k in range(6)])
+    R = np.array([[res[f"{name}.frame_a.R[{i},{j}]"] for j in range(3)] for i in range(3)])
+    r0 = np.array([res[f"{name}.frame_a.r_0[{k}]"] for k in range(3)])
+    r_cm = np.asarray(r_cm, dtype=float)
+    w, v_o = v[0:3], v[3:6]
+    v_cm = v_o + np.cross(w.T, r_cm).T
+    kinetic = 0.5 * m * (v_cm ** 2).sum(axis=0) + 0.5 * (np.asarray(inertia_diag)[:, None]
+                                                          * w ** 2).sum(axis=0)
+    y_cm = r0[1] + (R[:, 1, :] * r_cm[:, None]).sum(axis=0)  # world y of r0 + R' r_cm
+    return kinetic, m * g * y_cm
+
+
+def fourbar_energy(res, g=G):
+    """Total mechanical energy of :class:`Fourbar` along a result (gravity ``g``)."""
+    total = 0.0
+    for name, length, m, inertia in zip(("crank", "coupler", "rocker"), (A, B, C), MASSES,
+                                        INERTIAS):
+        kinetic, potential = body_energy(res, name, m, [length / 2, 0, 0],
+                                         [inertia / 100, inertia, inertia], g)
+        total = total + kinetic + potential
+    return total
