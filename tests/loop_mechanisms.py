@@ -146,3 +146,155 @@ def fourbar_energy(res, g=G):
                                          [inertia / 100, inertia, inertia], g)
         total = total + kinetic + potential
     return total
+
+
+# -- slider-crank -------------------------------------------------------------------------
+CRANK, ROD = 0.05, 0.18                  # crank radius and connecting-rod length (m)
+SC_MASSES = (0.8, 0.6, 0.5)              # crank, rod, piston (kg)
+SC_INERTIAS = (4e-4, 2e-3)               # crank and rod about their centres of mass
+
+
+def piston_position(theta, r=CRANK, length=ROD):
+    """Distance of the piston pin from the crank axis (in-line slider-crank)."""
+    return r * np.cos(theta) + np.sqrt(length ** 2 - (r * np.sin(theta)) ** 2)
+
+
+def rod_angle(theta, r=CRANK, length=ROD):
+    """Absolute angle of the rod (crank pin -> piston pin)."""
+    return np.arcsin(-r * np.sin(theta) / length)
+
+
+class SliderCrank(mb.Model):
+    """world -> crank -> rod -> piston pin; the piston slides along x on a prismatic joint
+    from the world. ``gas_force``: a force on the piston along -x (N), as a function of
+    the crank angle given to a block (none by default)."""
+
+    def __init__(self, theta0=0.4, w0=3.0, g=G, **modifiers):
+        super().__init__(**modifiers)
+        beta = float(rod_angle(theta0))
+        self.world = mbl.World(g=g)
+        self.j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(theta0), w=mb.Fixed(w0))
+        self.crank = mbl.BodyShape(r=[CRANK, 0, 0], r_CM=[CRANK / 2, 0, 0], m=SC_MASSES[0],
+                                   I_11=SC_INERTIAS[0] / 100, I_22=SC_INERTIAS[0],
+                                   I_33=SC_INERTIAS[0])
+        self.j2 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(beta - theta0 + 0.02),
+                               prescribed=False)
+        self.rod = mbl.BodyShape(r=[ROD, 0, 0], r_CM=[ROD / 2, 0, 0], m=SC_MASSES[1],
+                                 I_11=SC_INERTIAS[1] / 100, I_22=SC_INERTIAS[1],
+                                 I_33=SC_INERTIAS[1])
+        self.j3 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(-beta - 0.02), prescribed=False)
+        self.slider = mbl.Prismatic(n=[1, 0, 0], prescribed=False,
+                                    s=mb.Guess(float(piston_position(theta0)) + 0.01))
+        self.piston = mbl.Body(m=SC_MASSES[2], I_11=1e-5, I_22=1e-5, I_33=1e-5)
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.j1.frame_a, self.slider.frame_a)
+        yield mb.connect(self.j1.frame_b, self.crank.frame_a)
+        yield mb.connect(self.crank.frame_b, self.j2.frame_a)
+        yield mb.connect(self.j2.frame_b, self.rod.frame_a)
+        yield mb.connect(self.rod.frame_b, self.j3.frame_a)
+        yield mb.connect(self.j3.frame_b, self.piston.frame_a)
+        yield mb.connect(self.slider.frame_b, self.piston.frame_a)
+
+
+def slider_crank_reference(theta0, w0, t_eval, g=G):
+    """Crank angle of the slider-crank along ``t_eval`` from a hand-written index-1
+    Lagrange-multiplier DAE in absolute coordinates ``q = (x1, y1, phi1, x2, y2, phi2, x3)``
+    (centres of mass and angles of crank and rod, piston position):
+    ``M q'' = Q + Phi_q' lambda``, ``Phi_q q'' = gamma`` with Baumgarte stabilisation,
+    integrated by scipy's DOP853."""
+    from scipy.integrate import solve_ivp
+    r, length = CRANK, ROD
+    m1, m2, m3 = SC_MASSES
+    J1, J2 = SC_INERTIAS
+    M = np.diag([m1, m1, J1, m2, m2, J2, m3])
+    Q = np.array([0.0, -m1 * g, 0.0, 0.0, -m2 * g, 0.0, 0.0])
+
+    def constraints(q, qd):
+        x1, y1, p1, x2, y2, p2, x3 = q
+        c1, s1, c2, s2 = np.cos(p1), np.sin(p1), np.cos(p2), np.sin(p2)
+        h1, h2 = r / 2, length / 2
+        phi = np.array([x1 - h1 * c1, y1 - h1 * s1,
+                        x1 + h1 * c1 - x2 + h2 * c2, y1 + h1 * s1 - y2 + h2 * s2,
+                        x2 + h2 * c2 - x3, y2 + h2 * s2])
+        jac = np.zeros((6, 7))
+        jac[0, [0, 2]] = 1, h1 * s1
+        jac[1, [1, 2]] = 1, -h1 * c1
+        jac[2, [0, 2, 3, 5]] = 1, -h1 * s1, -1, -h2 * s2
+        jac[3, [1, 2, 4, 5]] = 1, h1 * c1, -1, h2 * c2
+        jac[4, [3, 5, 6]] = 1, -h2 * s2, -1
+        jac[5, [4, 5]] = 1, h2 * c2
+        w1, w2 = qd[2] ** 2, qd[5] ** 2
+        # gamma = -(d/dt Phi_q) q': from a*cos(phi) -> a*cos(phi)*phi'^2, a*sin -> a*sin*phi'^2
+        gamma = np.array([-h1 * c1 * w1, -h1 * s1 * w1,
+                          h1 * c1 * w1 + h2 * c2 * w2, h1 * s1 * w1 + h2 * s2 * w2,
+                          h2 * c2 * w2, h2 * s2 * w2])
+        return phi, jac, gamma
+
+    def rhs(_t, y):
+        q, qd = y[:7], y[7:]
+        phi, jac, gamma = constraints(q, qd)
+        alpha = 20.0
+        gamma = gamma - 2 * alpha * (jac @ qd) - alpha ** 2 * phi
+        kkt = np.block([[M, jac.T], [jac, np.zeros((6, 6))]])
+        sol = np.linalg.solve(kkt, np.concatenate([Q, gamma]))
+        return np.concatenate([qd, sol[:7]])
+
+    beta = float(rod_angle(theta0))
+    beta_d = -r * np.cos(theta0) * w0 / (length * np.cos(beta))
+    h1, h2 = r / 2, length / 2
+    q0 = np.array([h1 * np.cos(theta0), h1 * np.sin(theta0), theta0,
+                   r * np.cos(theta0) + h2 * np.cos(beta), r * np.sin(theta0) + h2 * np.sin(beta),
+                   beta, float(piston_position(theta0))])
+    qd0 = np.array([-h1 * np.sin(theta0) * w0, h1 * np.cos(theta0) * w0, w0,
+                    -r * np.sin(theta0) * w0 - h2 * np.sin(beta) * beta_d,
+                    r * np.cos(theta0) * w0 + h2 * np.cos(beta) * beta_d, beta_d,
+                    -r * np.sin(theta0) * w0 - 2 * h2 * np.sin(beta) * beta_d])
+    sol = solve_ivp(rhs, (t_eval[0], t_eval[-1]), np.concatenate([q0, qd0]), method="DOP853",
+                    t_eval=t_eval, rtol=1e-12, atol=1e-12)
+    return sol.y[2]
+
+
+# -- two loops sharing the crank ------------------------------------------------------------
+B2, C2, D2 = 0.3, 0.28, -0.35            # second coupler, rocker, anchor at (D2, 0)
+
+
+class DoubleFourbar(Fourbar):
+    """:class:`Fourbar` plus a second coupler and rocker on the same crank pin, to an anchor
+    at (D2, 0): two loops, one degree of freedom."""
+
+    def __init__(self, theta0=0.3, w0=2.0, g=G, guess_error=0.05, **modifiers):
+        super().__init__(theta0=theta0, w0=w0, g=g, guess_error=guess_error, **modifiers)
+        phi, psi = fourbar_angles(theta0, A, B2, C2, D2)
+        self.j5 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(phi - theta0 - guess_error),
+                               prescribed=False)
+        self.coupler2 = _link(B2, MASSES[1], INERTIAS[1])
+        self.j6 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(psi + math.pi - phi + guess_error),
+                               prescribed=False)
+        self.rocker2 = _link(C2, MASSES[2], INERTIAS[2])
+        self.j7 = mbl.Revolute(n=[0, 0, 1], prescribed=False)
+        self.anchor2 = mbl.Fixed(r=[D2, 0, 0])
+
+    def equations(self):
+        yield from super().equations()
+        yield mb.connect(self.crank.frame_b, self.j5.frame_a)
+        yield mb.connect(self.j5.frame_b, self.coupler2.frame_a)
+        yield mb.connect(self.coupler2.frame_b, self.j6.frame_a)
+        yield mb.connect(self.j6.frame_b, self.rocker2.frame_a)
+        yield mb.connect(self.rocker2.frame_b, self.j7.frame_a)
+        yield mb.connect(self.j7.frame_b, self.anchor2.frame_b)
+
+
+def links_energy(res, links, g=G):
+    """Total energy of slender links ``(name, length, mass, inertia)`` along a result."""
+    total = 0.0
+    for name, length, m, inertia in links:
+        kinetic, potential = body_energy(res, name, m, [length / 2, 0, 0],
+                                         [inertia / 100, inertia, inertia], g)
+        total = total + kinetic + potential
+    return total
+
+
+DOUBLE_LINKS = [("crank", A, MASSES[0], INERTIAS[0]), ("coupler", B, MASSES[1], INERTIAS[1]),
+                ("rocker", C, MASSES[2], INERTIAS[2]), ("coupler2", B2, MASSES[1], INERTIAS[1]),
+                ("rocker2", C2, MASSES[2], INERTIAS[2])]
