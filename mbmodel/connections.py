@@ -19,7 +19,8 @@ from .core import Connector, LoopCut, _where
 from .errors import DeclarationError, InvalidConnectionError, KinematicLoopError
 from .flat import describe
 
-__all__ = ["build_connection_graph", "overdetermined_edges", "connection_equations", "unconnected",
+__all__ = ["build_connection_graph", "overdetermined_edges", "connection_equations", "cut_sides",
+           "unconnected",
            "connection_sets_of"]
 
 
@@ -152,6 +153,27 @@ def connection_equations(fl, graph: nx.Graph, cuts=()):
                                "connection")
 
 
+def cut_sides(graph, cuts) -> dict:
+    """For each connector at a loop cut: the connectors on its side of the cut (itself
+    included, ports of composite models left out), by connector id."""
+    sides = {}
+    cuts_at: dict = {}
+    for cut in cuts:
+        cuts_at.setdefault(cut[0], []).append(cut)
+    for nodes in _connected_sets(graph):
+        set_cuts = [cut for node in nodes for cut in cuts_at.get(node, ())]
+        if not set_cuts:
+            continue
+        for part in _parts(graph, nodes, set_cuts):
+            members = list(dict.fromkeys(item for item, _ in part
+                                         if not item.owner.components()))
+            for node_a, node_b, _, _ in set_cuts:
+                for node in (node_a, node_b):
+                    if node in part:
+                        sides[id(node[0])] = members
+    return sides
+
+
 def _connect_part(fl, nodes, owner, with_flows=True):
     """Potentials equal and (unless a loop cut touches the part) flows summed; the
     overdetermined variables are left to the spanning tree."""
@@ -193,6 +215,14 @@ def _close_loop(fl, a, b, part_a, part_b, owner, path):
     cut = LoopCut(a, b, {key: _flow_sum(part_a, key) for key in flows},
                   {key: _flow_sum(part_b, key) for key in flows}, path, owner,
                   [item for item, _ in part_a], [item for item, _ in part_b])
+    fl.loop_components.update(c.path for c in cut.components)
+    for item, _ in part_a:
+        for key in flows:
+            symbol = item._variables[key].symbol
+            for k in range(symbol.numel()):
+                record = fl.symbols.get(symbol[k].element_hash())
+                if record is not None:
+                    fl.tear_hints.add(fl.variables[record.position].name)
     items = a.loop_closure(b, cut)
     if items is None:
         raise KinematicLoopError(f"{_where(owner)}: {cut.describe()} cannot be closed by "

@@ -564,12 +564,13 @@ class _FlattenContext:
     _active = threading.local()
 
     def __init__(self, symbol_to_variable: dict, make_derivative, is_root=None,
-                 analysis: str = "forward", connected=None):
+                 analysis: str = "forward", connected=None, loop_cut_side=None):
         self.symbol_to_variable = symbol_to_variable
         self.make_derivative = make_derivative
         self.is_root = is_root
         self.analysis = analysis
         self.connected = connected
+        self.loop_cut_side = loop_cut_side
 
     @classmethod
     def current(cls):
@@ -858,6 +859,24 @@ class Model:
         if ctx is None or ctx.connected is None:
             raise DeclarationError("connected() can only be used inside equations()")
         return ctx.connected(connector)
+
+    def loop_cut_side(self, connector) -> list | None:
+        """Inside ``equations()``: if a connection of ``connector`` closes a loop of the
+        orientation graph (a cut, see :meth:`Connector.loop_closure`), the connectors on its
+        side of the cut (itself included; ports of composite models looked through), else
+        ``None``. Lets a component adapt to a cut at its connector (e.g. a joint with nothing
+        behind it but the cut). Answered like :meth:`connected`, with the same rules.
+
+        Example::
+
+            def equations(self):
+                side = self.loop_cut_side(self.frame_b)
+                alone = side is not None and side == [self.frame_b]
+        """
+        ctx = _FlattenContext.current()
+        if ctx is None or ctx.loop_cut_side is None:
+            raise DeclarationError("loop_cut_side() can only be used inside equations()")
+        return ctx.loop_cut_side(connector)
 
     @property
     def analysis(self) -> str:

@@ -187,6 +187,10 @@ class FlatModel:
     time_scales: list = field(default_factory=list)
     #: Relations, discrete equations and when clauses (see HybridPart).
     hybrid: HybridPart = field(default_factory=HybridPart)
+    #: paths of the components on kinematic loops (their coordinates give way as states)
+    loop_components: set = field(default_factory=set)
+    #: names of the flow variables at loop cuts (tearing takes them first)
+    tear_hints: set = field(default_factory=set)
 
     def variable(self, name: str) -> FlatVariable:
         return self.variables[self.index[name]]

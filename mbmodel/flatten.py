@@ -20,7 +20,7 @@ import numpy as np
 from . import core
 from .balance import check_balance
 from .connections import (build_connection_graph, connection_equations, connection_sets_of,
-                          overdetermined_edges, unconnected)
+                          cut_sides, overdetermined_edges, unconnected)
 from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContext, _iterate, _where
 from .errors import DeclarationError, ModelError
 from .discrete import RelationsSwitchAtEvents, When
@@ -68,6 +68,10 @@ class _Flattener:
         self.connectors: list[tuple[Model, Connector]] = []
         self.signals: list[tuple[Model, Variable]] = []
         self.overdetermined: list[tuple[Model, Connector, Variable]] = []
+        self.loop_components: set[str] = set()  # paths of components on kinematic loops
+        self.tear_hints: set[str] = set()  # flows at loop cuts
+        self.roles = ([], [], [])  # roots, potential roots, branches (collect_roles)
+        self.early_cuts = None  # connector id -> its side of a loop cut (loop_cut_side)
         self.time_events: list = []
         # Per-component bookkeeping for balance diagnostics.
         self.local_equations: dict[int, int] = {}
@@ -217,7 +221,7 @@ class _Flattener:
         ``is_root()`` and ``connected()`` answer from the real connection structure. The
         flat equations keep the instance tree's order whatever the order of the calls."""
         ctx = _FlattenContext(self.symbols, self.make_derivative, is_root, self.analysis,
-                              self.connected)
+                              self.connected, self.loop_cut_side)
         ctx.hybrid = self.hybrid
         self.context = ctx
         composites = [c for c in self.components if c.components()]
@@ -304,6 +308,18 @@ class _Flattener:
             self._connected_sets = connection_sets_of(pairs)
         group = self._connected_sets.get(id(connector), ())
         return [c for c in group if c is not connector]
+
+    def loop_cut_side(self, connector):
+        """Answer to :meth:`Model.loop_cut_side`: the loop cuts decided from the composite
+        models' connections (the same decision the spanning tree takes later)."""
+        self._ask("loop_cut_side")
+        if self.early_cuts is None:
+            roots, potential, branches = self.roles
+            graph = build_connection_graph(self)
+            _, _, cuts = spanning_tree(self, roots, potential, branches,
+                                       overdetermined_edges(self, graph))
+            self.early_cuts = cut_sides(graph, cuts)
+        return self.early_cuts.get(id(connector))
 
     def check_questions(self):
         """Connections that is_root()/connected() could not see are refused."""
@@ -443,6 +459,7 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     fl = _Flattener(model, analysis)
     fl.collect()
     roots, potential, branches = collect_roles(fl)
+    fl.roles = (roots, potential, branches)
     # Roots must be known before equations run (components may ask is_root()); the tree
     # itself needs the connect statements, which equations() yields. Potential-root choice
     # depends only on roles and the connection structure, so it is decided in two steps.
@@ -474,6 +491,8 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
                                                 overdetermined_edges(fl, graph))
         if early_choice is not None and chosen != early_choice:
             raise DeclarationError("internal: potential-root choice changed after equations ran")
+        if fl.early_cuts is not None and cut_sides(graph, cuts) != fl.early_cuts:
+            raise DeclarationError("internal: loop cuts changed after equations ran")
     connection_equations(fl, graph, cuts)
     emit_tree_equations(fl, decisions)
     unconnected(fl, graph)
@@ -484,6 +503,8 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     flat.asserts = fl.asserts
     flat.time_scales = time_scales
     flat.hybrid = fl.hybrid.part
+    flat.loop_components = fl.loop_components
+    flat.tear_hints = fl.tear_hints
     return flat
 
 

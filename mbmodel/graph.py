@@ -372,10 +372,11 @@ class Tearing:
     assignments: list[tuple[int, int]]
 
 
-def tear(block_eqs, block_vars, incidence, solvable):
+def tear(block_eqs, block_vars, incidence, solvable, preferred=frozenset()):
     """Greedy tearing (Cellier's heuristics, simplified): repeatedly solve an equation with a
     single unknown left for which it is ``solvable(eq, var)``; when none exists, tear the
-    variable that occurs in most remaining equations. Deterministic."""
+    variable that occurs in most remaining equations, taking the ``preferred`` ones (e.g.
+    constraint forces of kinematic loops) first. Deterministic."""
     bvars = set(block_vars)
     remaining = {e: [v for v in incidence[e] if v in bvars] for e in block_eqs}
     unknown_count = {e: len(set(vs)) for e, vs in remaining.items()}
@@ -409,7 +410,8 @@ def tear(block_eqs, block_vars, incidence, solvable):
             break
         # Tear: the unknown variable in most open equations (ties: lowest index).
         best = max((v for v in block_vars if v not in known),
-                   key=lambda v: (sum(1 for e in occurs[v] if e not in done_eqs), -v))
+                   key=lambda v: (v in preferred,
+                                  sum(1 for e in occurs[v] if e not in done_eqs), -v))
         tear_vars.append(best)
         mark_known(best)
     residuals = [e for e in block_eqs if e not in done_eqs]

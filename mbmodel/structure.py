@@ -236,7 +236,7 @@ class _Analysis:
                                       ca.vertcat(*[self.alias_expression(i) for i in alias_ids]))
         self.equations = _sx_list(residuals)
         self.origins = [flat.equations[k].origin for k in kept]
-        self.kinds = [flat.equations[k].kind for k in kept]
+        self.equation_kinds = [flat.equations[k].kind for k in kept]
         self.descriptions = _Texts(flat.equations[k] for k in kept)
         for i, e in enumerate(self.equations):
             if e.is_constant():
@@ -250,6 +250,10 @@ class _Analysis:
                     f"reference, whose potentials are then undetermined); remove one of the "
                     f"conflicting elements or add the missing reference")
 
+    @property
+    def loop_components(self) -> set:
+        return self.flat.loop_components
+
     def state_preference(self, g, state_priority):
         """How much flat variable ``g`` deserves to stay a state (None: a variable the
         compiler created): user-declared state_select first, a fixed start next."""
@@ -257,7 +261,12 @@ class _Analysis:
         if var is not None and var.kind == "unknown":
             if state_priority is not None and var.name in state_priority:
                 return state_priority[var.name]
-            return STATE_PRIORITY[var.state_select] + (0.5 if var.fixed else 0.0)
+            # Coordinates of components on a kinematic loop give way to others of the same
+            # rank: the loop constrains them, while a coordinate off the loop moves the
+            # whole loop rigidly (the generic-point check of dummy_derivatives cannot tell).
+            on_loop = var.origin in self.loop_components
+            return (STATE_PRIORITY[var.state_select] + (0.5 if var.fixed else 0.0)
+                    - (0.25 if on_loop else 0.0))
         return 1.5
 
     def expose_hidden_constraints(self, ids, inc, local, state_priority):
@@ -471,7 +480,7 @@ class _Analysis:
                  for e in eqs[:10]]
         vars_ = [names[v] for v in exc.variables if v < len(names)][:10]
         loops = sorted({self.descriptions[e].split(":")[0] for e in eqs
-                        if self.kinds[e] == "loop closure"})
+                        if self.equation_kinds[e] == "loop closure"})
         if loops:
             return StructuralSingularityError(
                 f"the model is structurally singular: the closure of {'; '.join(loops[:3])} "
@@ -620,6 +629,23 @@ class _Analysis:
                 solved[e] = -rest if c == 1.0 else (rest if c == -1.0 else -rest / coef)
         return solved
 
+    @property
+    def tear_preferred(self) -> set:
+        """Unknowns to tear first (the flows at kinematic loop cuts: the constraint forces,
+        few, and everything else in the loop's block follows from them), through aliases."""
+        if not hasattr(self, "_tear_preferred"):
+            index = {name: i for i, name in enumerate(self.names)}
+            preferred = set()
+            for name in self.flat.tear_hints:
+                i = index.get(name)
+                while i is not None and i in self.alias:
+                    i = self.alias[i][0]
+                if i is not None:
+                    preferred.add(i)
+            local = {g: i for i, g in enumerate(self.unknown_ids)}
+            self._tear_preferred = {local[g] for g in preferred if g in local}
+        return self._tear_preferred
+
     def solve_blocks(self, blocks_eqs, eq_match, descriptions, origins, names):
         symbols, equations = self.symbols_all, self.equations_all
         self.param_values = self.parameter_values()
@@ -683,7 +709,7 @@ class _Analysis:
                 return self.safe_pivot(coef, lambda: f"'{descriptions[e]}' ({where}) solved "
                                                      f"for '{names[v]}'")
 
-            tear = graph.tear(beqs, bvars, self.inc_all, solvable)
+            tear = graph.tear(beqs, bvars, self.inc_all, solvable, self.tear_preferred)
             defs = []
             for e, v in tear.assignments:
                 coef = coefficients[e, v]

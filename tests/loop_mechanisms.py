@@ -13,6 +13,8 @@ import numpy as np
 import mbmodel as mb
 from mbmodel.libraries import multibody as mbl
 
+from mb_trees import RevoluteChain
+
 G = 9.81
 # Grashof crank-rocker: crank A, coupler B, rocker C, ground D (A + D < B + C)
 A, B, C, D = 0.1, 0.35, 0.3, 0.4
@@ -298,3 +300,35 @@ def links_energy(res, links, g=G):
 DOUBLE_LINKS = [("crank", A, MASSES[0], INERTIAS[0]), ("coupler", B, MASSES[1], INERTIAS[1]),
                 ("rocker", C, MASSES[2], INERTIAS[2]), ("coupler2", B2, MASSES[1], INERTIAS[1]),
                 ("rocker2", C2, MASSES[2], INERTIAS[2])]
+
+
+# -- a four-bar at the tip of a chain ---------------------------------------------------------
+class FourbarOnChain(RevoluteChain):
+    """:class:`mb_trees.RevoluteChain` of ``n`` links with the crank-rocker four-bar mounted at
+    its tip (ground pivots on the last link's frame_b and a FixedTranslation of D from it):
+    one loop at the end of a long chain."""
+
+    def __init__(self, n, theta0=0.3, w0=1.0, **modifiers):
+        super().__init__(n, **modifiers)
+        phi, psi = fourbar_angles(theta0)
+        self.j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(theta0), w=mb.Fixed(w0))
+        self.crank = _link(A, MASSES[0], INERTIAS[0])
+        self.j2 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(phi - theta0), prescribed=False)
+        self.coupler = _link(B, MASSES[1], INERTIAS[1])
+        self.j3 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(psi + math.pi - phi),
+                               prescribed=False)
+        self.rocker = _link(C, MASSES[2], INERTIAS[2])
+        self.j4 = mbl.Revolute(n=[0, 0, 1], prescribed=False)
+        self.ground = mbl.FixedTranslation(r=[D, 0, 0])
+
+    def equations(self):
+        yield from super().equations()
+        tip = getattr(self, f"link{self.n - 1}").frame_b
+        yield mb.connect(tip, self.j1.frame_a, self.ground.frame_a)
+        yield mb.connect(self.j1.frame_b, self.crank.frame_a)
+        yield mb.connect(self.crank.frame_b, self.j2.frame_a)
+        yield mb.connect(self.j2.frame_b, self.coupler.frame_a)
+        yield mb.connect(self.coupler.frame_b, self.j3.frame_a)
+        yield mb.connect(self.j3.frame_b, self.rocker.frame_a)
+        yield mb.connect(self.rocker.frame_b, self.j4.frame_a)
+        yield mb.connect(self.j4.frame_b, self.ground.frame_b)

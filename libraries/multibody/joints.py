@@ -60,6 +60,13 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
     yield fb.a == c + Phi @ qdd + psi
     if joint.analysis == "forward":
         locked = None if lock is None else lock[0].locked
+        if armature is None and lock is None and _ends_at_loop_cut(joint):
+            # Nothing behind frame_b but a loop cut: no inertia to accelerate, the cut force
+            # passes on whole, the axis carries none of it beyond tau, and the loop sets qdd.
+            yield fa.I == ca.SX.zeros(21, 1)
+            yield fa.b == sp.force_to_parent(-fb.b, E, r)
+            yield tau + Phi.T @ fb.b == 0
+            return
         N, bias, qdd_expr, hold = sp.articulated_step(-sp.unpack(fb.I), -fb.b, Phi, tau, psi,
                                                       c, armature, locked)
         yield qdd == qdd_expr
@@ -74,6 +81,12 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
         F_b = cut_force(fb)
         yield cut_force(fa) == -sp.force_to_parent(F_b, E, r)
         yield tau == -(Phi.T @ F_b)
+
+
+def _ends_at_loop_cut(joint) -> bool:
+    """Whether frame_b of the joint meets nothing but a loop cut (forward analysis)."""
+    side = joint.loop_cut_side(joint.frame_b)
+    return side is not None and all(c is joint.frame_b for c in side)
 
 
 class _Joint(Model):

@@ -13,9 +13,9 @@ frames must coincide, and a constraint force keeps them together:
   side of ``a`` and ``-lambda`` on the side of ``b``. In the forward analysis the flows are
   the articulated-body pair ``(I, b)``: a cut passes no inertia (``I = 0`` on both sides)
   and ``b`` carries ``+/- lambda``, so the tree's articulated-body sweep stays O(n) and only
-  the few ``lambda`` are solved together with the loop's accelerations (a side where a
-  joint ends at the cut, with no body beyond it, is given a unit inertia and the bias that
-  cancels it, :func:`_split_inertia`). In the inverse
+  the few ``lambda`` are solved together with the loop's accelerations (a joint that ends
+  at the cut, with no body beyond it, passes the cut force on and takes its acceleration
+  from the loop: :func:`.spatial.articulated_step`). In the inverse
   analysis the cut forces and torques sum to zero.
 
 **Planar loops** (every revolute axis on the loop parallel to one direction ``n``, every
@@ -109,17 +109,6 @@ def _check_movable(cut):
         f"connection, or put a joint into the loop")
 
 
-def _split_inertia(members):
-    """``K`` of the affine split ``lambda = K a + (lambda - K a)`` of a side's constraint
-    force. Zero where a body sits at the cut; elsewhere (a joint whose frame_b ends at the
-    cut) the unit inertia, so that the joint's articulated step does not divide by a zero
-    inertia: its motion is then set by the loop, as it must be. Exact for any ``K``."""
-    from .parts import _RigidBody
-    if any(isinstance(getattr(m, "owner", None), _RigidBody) for m in members or ()):
-        return ca.SX.zeros(6, 6)
-    return ca.SX.eye(6)
-
-
 def closure_equations(a, b, cut):
     """The equations of the cut between frames ``a`` and ``b`` (see the module docs)."""
     where = cut.describe()
@@ -127,14 +116,10 @@ def closure_equations(a, b, cut):
     n = loop_plane(cut)
     forward = "I" in cut.flows_a
     if forward:
-        forces = []
-        for frame, flows, members in ((a, cut.flows_a, cut.members_a),
-                                      (b, cut.flows_b, cut.members_b)):
-            K = _split_inertia(members)
-            yield flows["I"] == sp.pack(K), f"{where}: inertia split at the cut"
-            forces.append(flows["b"] + K @ frame.a)
-        force_a = forces[0]
-        yield force_a + forces[1] == ca.SX.zeros(6, 1), f"{where}: constraint force"
+        yield cut.flows_a["I"] == ca.SX.zeros(21, 1), f"{where}: no inertia through the cut"
+        yield cut.flows_b["I"] == ca.SX.zeros(21, 1), f"{where}: no inertia through the cut"
+        force_a = cut.flows_a["b"]
+        yield force_a + cut.flows_b["b"] == ca.SX.zeros(6, 1), f"{where}: constraint force"
     else:
         force_a = ca.vertcat(cut.flows_a["t"], cut.flows_a["f"])
         yield (force_a + ca.vertcat(cut.flows_b["t"], cut.flows_b["f"]) == ca.SX.zeros(6, 1),
