@@ -332,3 +332,76 @@ class FourbarOnChain(RevoluteChain):
         yield mb.connect(self.j3.frame_b, self.rocker.frame_a)
         yield mb.connect(self.rocker.frame_b, self.j4.frame_a)
         yield mb.connect(self.j4.frame_b, self.ground.frame_b)
+
+
+# -- a spatial four-bar: crank (z) - universal - coupler - ball - rocker (y) ------------------
+RUSR_CRANK, RUSR_COUPLER, RUSR_ROCKER = 0.1, 0.351, 0.2
+RUSR_PIVOT = np.array([0.3, 0.15, 0.0])   # rocker pivot, axis along y
+
+
+def rusr_points(theta, psi):
+    """Crank tip U and rocker tip S (world) for crank angle theta (about z at the origin)
+    and rocker angle psi (about y at RUSR_PIVOT), from the rotation formulas alone."""
+    u = RUSR_CRANK * np.array([np.cos(theta), np.sin(theta), 0.0])
+    s = RUSR_PIVOT + RUSR_ROCKER * np.array([np.cos(psi), 0.0, -np.sin(psi)])
+    return u, s
+
+
+def rusr_rocker_angle(theta, near):
+    """The rocker angle closing the loop (|S - U| = coupler length) next to ``near``."""
+    from scipy.optimize import brentq
+
+    def gap(psi):
+        u, s = rusr_points(theta, psi)
+        return np.linalg.norm(s - u) - RUSR_COUPLER
+    return brentq(gap, near - 0.2, near + 0.2, xtol=1e-14)
+
+
+def rusr_start_angle(theta):
+    """The rocker angle closing the loop on the branch with psi in (0, pi)."""
+    grid = np.linspace(1e-3, math.pi - 1e-3, 400)
+    gaps = [np.linalg.norm(np.subtract(*rusr_points(theta, p)[::-1])) - RUSR_COUPLER
+            for p in grid]
+    k = next(i for i in range(len(grid) - 1) if gaps[i] * gaps[i + 1] <= 0)
+    return rusr_rocker_angle(theta, 0.5 * (grid[k] + grid[k + 1]))
+
+
+class SpatialFourbar(mb.Model):
+    """RUSR linkage: crank about z, a universal joint (z then y) at its tip, the coupler, a
+    ball joint (:class:`~mbmodel.libraries.multibody.SphericalConstraint`) to the rocker,
+    which turns about y at RUSR_PIVOT: non-parallel axes, a spatial loop, one degree of
+    freedom (three position constraints on four joint angles)."""
+
+    def __init__(self, theta0=0.2, w0=3.0, g=G, **modifiers):
+        super().__init__(**modifiers)
+        psi0 = rusr_start_angle(theta0)
+        u, s = rusr_points(theta0, psi0)
+        d = (s - u) / RUSR_COUPLER  # coupler direction: (cos(az) cos(el), sin(az) cos(el), -sin(el))
+        azimuth, elevation = math.atan2(d[1], d[0]), -math.asin(d[2])
+        self.world = mbl.World(g=g)
+        self.j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(theta0), w=mb.Fixed(w0))
+        self.crank = _link(RUSR_CRANK, MASSES[0], INERTIAS[0])
+        self.ua = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(azimuth - theta0 + 0.02),
+                               prescribed=False)
+        self.ub = mbl.Revolute(n=[0, 1, 0], phi=mb.Guess(elevation - 0.02), prescribed=False)
+        self.coupler = _link(RUSR_COUPLER, MASSES[1], INERTIAS[1])
+        self.ball = mbl.SphericalConstraint()
+        self.pivot = mbl.Fixed(r=list(RUSR_PIVOT))
+        self.j4 = mbl.Revolute(n=[0, 1, 0], phi=mb.Guess(psi0 + 0.02), prescribed=False)
+        self.rocker = _link(RUSR_ROCKER, MASSES[2], INERTIAS[2])
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.j1.frame_a)
+        yield mb.connect(self.j1.frame_b, self.crank.frame_a)
+        yield mb.connect(self.crank.frame_b, self.ua.frame_a)
+        yield mb.connect(self.ua.frame_b, self.ub.frame_a)
+        yield mb.connect(self.ub.frame_b, self.coupler.frame_a)
+        yield mb.connect(self.coupler.frame_b, self.ball.frame_a)
+        yield mb.connect(self.pivot.frame_b, self.j4.frame_a)
+        yield mb.connect(self.j4.frame_b, self.rocker.frame_a)
+        yield mb.connect(self.rocker.frame_b, self.ball.frame_b)
+
+
+RUSR_LINKS = [("crank", RUSR_CRANK, MASSES[0], INERTIAS[0]),
+              ("coupler", RUSR_COUPLER, MASSES[1], INERTIAS[1]),
+              ("rocker", RUSR_ROCKER, MASSES[2], INERTIAS[2])]

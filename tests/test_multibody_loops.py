@@ -17,7 +17,7 @@ import mbmodel as mb
 from mbmodel.libraries import multibody as mbl
 
 from loop_mechanisms import (A, B, B2, C, C2, D, D2, DOUBLE_LINKS, DoubleFourbar, Fourbar,
-                             FourbarOnChain,
+                             FourbarOnChain, RUSR_LINKS, SpatialFourbar, rusr_rocker_angle,
                              SliderCrank, links_energy, fourbar_angles, fourbar_energy,
                              fourbar_torque, piston_position, slider_crank_reference)
 
@@ -158,3 +158,20 @@ def test_fourbar_on_a_chain_keeps_chain_states_and_a_loop_block_of_fixed_size():
     expected = np.array([fourbar_angles(t)[0] for t in theta])
     assert np.abs(theta + res["j2.phi"] - expected).max() < 1e-8
     assert np.ptp(res["joint0.phi"]) > 0.05  # the chain really moves the loop's base
+
+
+def test_spatial_fourbar_with_a_ball_joint():
+    """RUSR linkage (crank about z, rocker about y, a ball joint closing the loop): the rocker
+    angle solves the coupler-length equation of the closed-form geometry, the ball's two
+    frames coincide and the energy is conserved."""
+    cm = mb.compile(SpatialFourbar())
+    assert cm.states == ["j1.phi", "j1.w"]
+    res = mb.simulate(cm, t_end=3.0, rtol=1e-11, atol=1e-11)
+    theta, psi = res["j1.phi"], res["j4.phi"]
+    assert np.ptp(psi) > 0.3
+    for t, p in zip(theta, psi):
+        assert p == pytest.approx(rusr_rocker_angle(t, p), abs=1e-9)
+    gap = np.abs(_positions(res, "ball.frame_a") - _positions(res, "ball.frame_b")).max()
+    assert gap < 1e-9
+    energy = links_energy(res, RUSR_LINKS)
+    assert np.ptp(energy) / np.abs(energy).max() <= 1e-8

@@ -26,14 +26,16 @@ from . import spatial
 from .frames import Frame
 from .parts import (Body, BodyBox, BodyCylinder, BodyShape, Fixed, FixedRotation,
                     FixedTranslation, World)
-from .joints import FreeMotion, Prismatic, Revolute, Spherical, Universal
+from .joints import FreeMotion, Prismatic, Revolute, Spherical, SphericalConstraint, Universal
 from .forces import (Damper, Force, LineForceWithFlanges, Spring, SpringDamperParallel, Torque,
                      WorldForce, WorldTorque)
 from .sensors import AbsoluteSensor, CutForceAndTorque, RelativeSensor
+from . import loops
 
 __all__ = [
     "Frame", "World", "Fixed", "FixedTranslation", "FixedRotation", "Body", "BodyShape",
-    "BodyBox", "BodyCylinder", "Revolute", "Prismatic", "Spherical", "Universal",
+    "BodyBox", "BodyCylinder", "Revolute", "Prismatic", "Spherical", "SphericalConstraint",
+    "Universal",
     "FreeMotion", "WorldForce", "WorldTorque", "Force", "Torque", "Spring", "Damper",
     "SpringDamperParallel", "LineForceWithFlanges", "AbsoluteSensor", "RelativeSensor", "CutForceAndTorque",
     "spatial",

@@ -1,4 +1,5 @@
-"""Joints: Revolute, Prismatic, Spherical, Universal, FreeMotion.
+"""Joints: Revolute, Prismatic, Spherical, Universal, FreeMotion, and SphericalConstraint
+(a ball joint that closes a kinematic loop).
 
 A joint relates frame_b to frame_a by a relative motion with k degrees of freedom: rotation
 ``E(q)``, offset ``r(q)``, motion subspace ``Phi`` (6 x k, constant in frame_b
@@ -329,3 +330,36 @@ class Universal(Model):
         yield mb.connect(self.frame_a, self.revolute_a.frame_a)
         yield mb.connect(self.revolute_a.frame_b, self.revolute_b.frame_a)
         yield mb.connect(self.revolute_b.frame_b, self.frame_b)
+
+
+class SphericalConstraint(Model):
+    """A spherical joint that closes a kinematic loop (MSL
+    ``Joints.Constraints.Spherical``): the origins of frame_a and frame_b coincide, their
+    orientations stay free. It has no states and no orientation branch (each frame takes
+    its orientation from its own side of the loop) and passes a constraint force, no torque:
+    the force on frame_b equals minus the force on frame_a. Use it where a ball joint closes
+    a spatial loop (a four-bar with a spherical pair); it constrains 3 coordinates where a
+    rigid cut would constrain 6.
+
+    Example::
+
+        ball = SphericalConstraint()
+        # connect(coupler.frame_b, ball.frame_a); connect(rocker.frame_b, ball.frame_b)
+    """
+
+    frame_a = Frame(doc="One side of the ball joint")
+    frame_b = Frame(doc="The other side")
+
+    def equations(self):
+        fa, fb = self.frame_a, self.frame_b
+        yield fb.r_0 == fa.r_0
+        if self.analysis == "forward":
+            # a massless element: the force on it at each frame is b alone (no inertia)
+            yield fa.I == ca.SX.zeros(21, 1)
+            yield fb.I == ca.SX.zeros(21, 1)
+            force_a, force_b = fa.b, fb.b
+        else:
+            force_a, force_b = cut_force(fa), cut_force(fb)
+        yield force_a[0:3] == ca.SX.zeros(3, 1)
+        yield force_b[0:3] == ca.SX.zeros(3, 1)
+        yield force_b[3:6] == -(fb.R @ (fa.R.T @ force_a[3:6]))
