@@ -32,7 +32,8 @@ STIFFNESS_LIMIT = 1e4
 
 def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, params=None,
                       inputs=None, rtol=1e-8, atol=1e-10, x0=None, steady_state=False,
-                      method=None, max_step=None, native="auto") -> Result:
+                      method=None, max_step=None, native="auto", z0=None,
+                      state_selection="dynamic") -> Result:
     t_start, t_end, n_points, rtol, atol, max_step = _checked_options(
         t_start, t_end, n_points, rtol, atol, max_step)
     p = cm.parameter_vector(params)
@@ -54,7 +55,17 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
     if grid.ndim != 1 or np.any(np.diff(grid) < 0) or grid[0] < t_start or grid[-1] > t_end:
         raise SimulationError(f"times must be increasing and within [t_start, t_end] = "
                               f"[{t_start}, {t_end}]")
+    if state_selection not in ("dynamic", "static"):
+        raise SimulationError(f"state_selection must be 'dynamic' or 'static', not "
+                              f"{state_selection!r}")
     u_of = input_function(cm, inputs)
+    if (state_selection == "dynamic" and cm.system.state_set is not None
+            and cm.events is None):
+        from .state_selection import simulate_switching
+        return simulate_switching(cm, grid, t_start, t_end, dict(
+            params=params, inputs=inputs, rtol=rtol, atol=atol, x0=x0,
+            steady_state=steady_state, method=method, max_step=max_step, native=native,
+            state_selection="static"))
     if cm.events is not None:
         return _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state,
                                      method, rtol, atol, max_step, native, params, inputs)
@@ -63,7 +74,8 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                              steady_state=steady_state)
     else:
         x = vector(x0, len(cm.states), "x0", cm.states)
-        z = cm.z_start.copy()
+        z = cm.z_start.copy() if z0 is None else vector(z0, len(cm.algebraic), "z0",
+                                                          cm.algebraic)
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
     bounds = [t_start] + time_events(cm, p, u_of, t_start, t_end) + [t_end]
@@ -483,7 +495,11 @@ def simulate(model, t_end: float, **options) -> Result:
     (name -> value), ``inputs`` (name -> number or (times, values)), ``rtol`` (1e-8), ``atol``
     (1e-10), ``steady_state`` (start in steady state), ``x0`` (initial states), ``method``
     (``"auto"``: Adams for non-stiff, BDF for stiff models, IDAS with algebraic variables;
-    or ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``), ``max_step`` (default: a
+    or ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``), ``z0`` (guesses of the algebraic
+    variables, with ``x0``), ``state_selection`` (``"dynamic"``: where the choice of states
+    of a constrained model depends on the solution, switch it at run time, see
+    :mod:`mbmodel.state_selection`; ``"static"``: keep the compiled choice), ``max_step``
+    (default: a
     sixteenth of the shortest period declared with ``Model.time_scale``, e.g. by sine
     sources; none without such declarations), ``native``
     (``"auto"``: the dynamics run as generated C, built once per model structure and cached

@@ -98,6 +98,29 @@ class SortedSystem:
     equation_descriptions: object = None
     #: Relations, discrete equations and when clauses (the flat model's HybridPart).
     hybrid: object = None
+    state_set: "DynamicStateSet | None" = None
+
+
+@dataclass
+class DynamicStateSet:
+    """Constraints whose dependent variables depend on where the solution is (the
+    cartesian pendulum: ``y`` follows from ``x`` except near ``y = 0``): the simulator may
+    choose them again at run time (:mod:`mbmodel.state_selection`).
+
+    ``jacobian`` is the Jacobian of the position-level constraints (the equations index
+    reduction differentiated most often) with respect to the ``candidates`` (an expression
+    of variables and parameters), each candidate with ``chains`` (the model's names along its
+    derivatives, position first); ``dependent``: the candidates the compiler made dependent
+    (their derivatives are dummy derivatives)."""
+
+    jacobian: ca.SX
+    candidates: list[str]
+    chains: list[list[str]]
+    dependent: list[int]
+
+
+#: Largest number of candidates for which the state choice is made again at run time.
+MAX_DYNAMIC_CANDIDATES = 12
 
 
 def incidence_lists(exprs: ca.SX, syms: ca.SX) -> list[list[int]]:
@@ -258,9 +281,9 @@ class _Analysis:
         """How much flat variable ``g`` deserves to stay a state (None: a variable the
         compiler created): user-declared state_select first, a fixed start next."""
         var = self.flat.variables[g] if g is not None and g < len(self.flat.variables) else None
+        if var is not None and state_priority is not None and var.name in state_priority:
+            return state_priority[var.name]  # also for a derivative (run-time state choice)
         if var is not None and var.kind == "unknown":
-            if state_priority is not None and var.name in state_priority:
-                return state_priority[var.name]
             # Coordinates of components on a kinematic loop give way to others of the same
             # rank: the loop constrains them, while a coordinate off the loop moves the
             # whole loop rigidly (the generic-point check of dummy_derivatives cannot tell).
@@ -419,7 +442,48 @@ class _Analysis:
             initial_equations=self.flat.initial_equations, time_events=self.flat.time_events,
             time_scales=self.flat.time_scales,
             asserts=self.flat.asserts, equation_descriptions=descriptions,
-            hybrid=self.flat.hybrid)
+            hybrid=self.flat.hybrid,
+            state_set=self.dynamic_state_set(dummies, equations, symbols, names, red))
+
+    def dynamic_state_set(self, dummies, equations, symbols, names, red):
+        """The :class:`DynamicStateSet` of the position-level constraints (the equations
+        index reduction differentiated most often), if the choice of their dependent
+        variables depends on the solution: more candidates than constraints, a Jacobian that
+        depends on variables, every candidate a variable of the model and few enough to try
+        at run time."""
+        def order(e):
+            k = 0
+            while red.eq_diff[e] is not None:
+                e, k = red.eq_diff[e], k + 1
+            return k
+
+        def depth(v):
+            k = 0
+            while red.var_diff[v] is not None:
+                v, k = red.var_diff[v], k + 1
+            return k
+        originals = [e for e in range(len(red.eq_integral)) if red.eq_integral[e] is None]
+        top = max((order(e) for e in originals), default=0)
+        if top < 2:
+            return None
+        G = [e for e in originals if order(e) == top]
+        cands = sorted({v for e in G for v in red.incidence[e] if depth(v) >= top})
+        if len(cands) <= len(G) or len(cands) > MAX_DYNAMIC_CANDIDATES:
+            return None
+        if any(names[v] not in self.flat.index for v in cands):
+            return None  # a candidate the compiler created: leave the choice static
+        J = ca.jacobian(ca.vertcat(*[equations[e] for e in G]),
+                        ca.vertcat(*[symbols[v] for v in cands]))
+        if self.parameter_only(J):
+            return None
+        chains = []
+        for v in cands:
+            chain = [v]
+            while red.var_diff[chain[-1]] is not None:
+                chain.append(red.var_diff[chain[-1]])
+            chains.append([names[w] for w in chain if names[w] in self.flat.index])
+        return DynamicStateSet(J, [names[v] for v in cands], chains,
+                               [i for i, v in enumerate(cands) if red.var_diff[v] in dummies])
 
     def needed_blocks(self, blocks_eqs, eq_match, red, states, outputs, names):
         """Keep only the blocks that the state derivatives and the requested outputs depend

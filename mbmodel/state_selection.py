@@ -1,0 +1,193 @@
+"""Dynamic state selection: choosing the dependent variables of constraints again at run time.
+
+Index reduction makes some of the variables that appear in the position-level constraints
+dependent (dummy derivatives) and keeps the others as states. Where the constraints'
+Jacobian depends on the solution (:class:`~mbmodel.structure.DynamicStateSet`), a choice
+that is good at the start can become singular later: the cartesian pendulum with ``x`` as
+state cannot give ``y`` where ``y = 0``. Like Dymola and OpenModelica, the simulator then
+switches: after each stretch of output points it evaluates the Jacobian, and when the
+columns of the current dependent variables have become much worse conditioned than the best
+choice (:data:`SWITCH_RATIO`), it restarts the integration at the last output point with the
+model compiled for the better choice (compiled once per choice, from the same flat model),
+from the values the run had reached.
+
+Used by :func:`mbmodel.simulate` for models whose compiled system has a state set (models
+with events keep the static choice).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import casadi as ca
+import numpy as np
+
+from .errors import SimulationError
+from .result import Result
+
+#: Switch when the current dependent variables' columns are this much worse conditioned
+#: (smallest singular value of the row-scaled columns) than the best choice's. Below 1, so a
+#: choice is kept through the region where both are about as good (no chattering).
+SWITCH_RATIO = 0.5
+#: Output points integrated between two checks.
+STRETCH = 5
+
+
+class StateChoice:
+    """The run-time state choice of a compiled model with a state set."""
+
+    def __init__(self, cm, params=None):
+        self.base = cm
+        self.set = cm.system.state_set
+        self.compiled = {frozenset(self.set.dependent): cm}
+        J = self.set.jacobian
+        names, symbols = cm.system.names, cm.system.symbols
+        by_hash = {s.element_hash(): n for n, s in zip(names, symbols)}
+        free = {q.symbol.element_hash(): q for q in cm.system.parameters if q.binding is None}
+        bound = [q for q in cm.system.parameters if q.binding is not None]
+        if bound:  # bindings in terms of free parameters
+            J = ca.substitute([J], [q.symbol for q in bound], [q.binding for q in bound])[0]
+            J = ca.substitute([J], [q.symbol for q in bound], [q.binding for q in bound])[0]
+        used = ca.symvar(J)
+        self.variables = [by_hash[s.element_hash()] for s in used
+                          if s.element_hash() in by_hash and s.element_hash() not in free]
+        var_syms = [s for s in used if s.element_hash() in by_hash
+                    and s.element_hash() not in free]
+        p_syms = [q.symbol for q in cm.system.parameters if q.binding is None]
+        self.jacobian = ca.Function("state_set_jacobian",
+                                    [ca.vertcat(*var_syms) if var_syms else ca.SX(0, 1),
+                                     ca.vertcat(*p_syms) if p_syms else ca.SX(0, 1)], [J])
+        self.p = cm.parameter_vector(params)
+
+    def evaluate(self, value_of) -> np.ndarray:
+        """The Jacobian at the point whose variable values ``value_of(name)`` gives."""
+        v = np.array([value_of(n) for n in self.variables], dtype=float)
+        return np.array(self.jacobian(v, self.p), dtype=float)
+
+    def better(self, J, current):
+        """The dependent set to switch to at Jacobian ``J``, or None to keep ``current``."""
+        rows = np.linalg.norm(J, axis=1, keepdims=True)
+        rows[rows == 0] = 1.0
+        J = J / rows
+        m, k = J.shape
+
+        def quality(cols):
+            return np.linalg.svd(J[:, sorted(cols)], compute_uv=False).min()
+        best = max((frozenset(c) for c in itertools.combinations(range(k), m)), key=quality)
+        if best != current and quality(current) < SWITCH_RATIO * quality(best):
+            return best
+        return None
+
+    def model_for(self, dependent):
+        """The model compiled with ``dependent`` as the dependent candidates (cached)."""
+        cm = self.compiled.get(dependent)
+        if cm is None:
+            from .compiler import CompiledModel, generate
+            from .structure import analyze
+            priority = {}
+            for i, chain in enumerate(self.set.chains):
+                for name in chain:
+                    priority[name] = 0 if i in dependent else 10
+            base = self.base
+            system = analyze(base.flat, priority)
+            got = frozenset(i for i, name in enumerate(self.set.candidates)
+                            if name not in [system.names[v] for v in system.states])
+            if got != dependent:
+                raise SimulationError(
+                    f"dynamic state selection: the model compiled for the dependent variables "
+                    f"{self.names(dependent)} chose {self.names(got)} instead")
+            cm = CompiledModel(generate(system, base.parameter_mode), system,
+                               base.parameter_mode, None, base.flat)
+            self.compiled[dependent] = cm
+        return cm
+
+    def names(self, dependent) -> str:
+        return ", ".join(self.set.candidates[i] for i in sorted(dependent))
+
+
+def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
+    """Integrate over ``grid`` switching the state choice where it degrades (see the module
+    documentation); ``options`` are :func:`mbmodel.simulate`'s other options."""
+    from .simulate import simulate_compiled
+    choice = StateChoice(cm, options.get("params"))
+    current = frozenset(choice.set.dependent)
+    model = cm
+    x0, z0 = options.pop("x0", None), None
+    switches = []
+    if x0 is None:
+        x, z = cm.initialize(params=options.get("params"), inputs=options.get("inputs"),
+                             t_start=t_start, steady_state=options.get("steady_state", False))
+        values = _values_at(cm, x, z, choice.p, options.get("inputs"), t_start)
+        switch = choice.better(choice.evaluate(values.__getitem__), current)
+        if switch is not None:
+            switches.append((t_start, choice.names(current), choice.names(switch)))
+            current, model = switch, choice.model_for(switch)
+            x0 = [values[n] for n in model.states]
+            z0 = [values.get(n, s) for n, s in zip(model.algebraic, model.z_start)]
+        else:
+            x0, z0 = x, z
+    options.pop("steady_state", None)
+    pieces = []
+    k = 0  # index in grid of the point the next stretch starts from
+    t = t_start
+    while k < len(grid) - 1 or (k == 0 and len(grid) == 1):
+        stop = min(k + STRETCH, len(grid) - 1)
+        times = grid[k:stop + 1] if grid[k] == t else np.concatenate([[t], grid[k:stop + 1]])
+        try:
+            res = simulate_compiled(model, times[-1], t_start=t, times=times, x0=x0, z0=z0,
+                                    **options)
+            reached = len(times)
+        except SimulationError as exc:
+            res = exc.result  # the points reached before the failure
+            if res is None or len(res.t) < 2:
+                raise
+            reached = len(res.t)
+        switch_at = None
+        for j in range(1, reached):
+            J = choice.evaluate(lambda n, j=j: res[n][j])
+            better = choice.better(J, current)
+            if better is not None:
+                switch_at, switch = j, better
+                break
+        if switch_at is None and reached < len(times):
+            raise SimulationError(
+                f"the integrator failed at t = {res.t[reached - 1]:g} with the states "
+                f"{', '.join(model.states)}, and no other choice of the dependent variables "
+                f"({', '.join(choice.set.candidates)}) is better there") from None
+        last = switch_at if switch_at is not None else len(times) - 1
+        pieces.append((res, 0 if not pieces else 1, last))
+        t = float(times[last])
+        values = {n: res[n][last] for n in res.names}
+        if switch_at is not None:
+            switches.append((t, choice.names(current), choice.names(switch)))
+            current, model = switch, choice.model_for(switch)
+        x0 = [values[n] for n in model.states]
+        z0 = [values.get(n, s) for n, s in zip(model.algebraic, model.z_start)]
+        k = int(np.searchsorted(grid, t, "left"))
+        if grid[k] != t:
+            k -= 1
+        if t >= grid[-1]:
+            break
+    return _joined(cm, pieces, switches)
+
+
+def _values_at(cm, x, z, p, inputs, t) -> dict:
+    """Every output variable's value at the state (x, z) at time t."""
+    from .inputs import input_function
+    u = input_function(cm, inputs)(t)
+    y = np.array(cm.output_function(x, z, u, p, t), dtype=float).ravel()
+    return {name: y[i] for name, i in cm.output_index.items()}
+
+
+def _joined(cm, pieces, switches) -> Result:
+    """One result from the stretches (each from its first new point to its last kept one)."""
+    names = pieces[0][0].names
+    t = np.concatenate([res.t[first:last + 1] for res, first, last in pieces])
+    values = np.vstack([
+        np.concatenate([res[n][first:last + 1] if n in res else np.full(last + 1 - first, np.nan)
+                        for res, first, last in pieces]) for n in names])
+    result = Result(t, values, names, compiled=cm)
+    result.methods = [m for res, _, _ in pieces for m in res.methods]
+    #: (time, dependent variables before, after) of each switch of the state choice
+    result.state_switches = switches
+    return result

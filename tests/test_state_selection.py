@@ -1,0 +1,82 @@
+"""Dynamic state selection: the cartesian pendulum, whose static choice of states becomes
+singular, runs through every angle; reference: the pendulum's angle ODE in scipy."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import mbmodel as mb
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples"))
+from cartesian_pendulum import CartesianPendulum  # noqa: E402
+
+G, L = 9.81, 1.0
+
+
+def pendulum(theta0_deg):
+    """Released at rest at theta0 from the downward vertical (x = L sin, y = -L cos)."""
+    theta0 = math.radians(theta0_deg)
+    return CartesianPendulum(x=mb.Fixed(L * math.sin(theta0)), y=mb.Guess(-L * math.cos(theta0)),
+                             vx=mb.Fixed(0.0))
+
+
+def reference_angle(theta0_deg, t):
+    """theta'' = -(g/L) sin(theta) from rest, DOP853 at tight tolerances."""
+    sol = solve_ivp(lambda _t, s: [s[1], -G / L * math.sin(s[0])], (0, t[-1]),
+                    [math.radians(theta0_deg), 0.0], method="DOP853", t_eval=t, rtol=1e-12,
+                    atol=1e-12)
+    return sol.y[0]
+
+
+# Released near the top, the swing passes close to the separatrix: its timing is sensitive
+# to every error (at rtol 1e-12 the 179-degree run agrees to 4e-7).
+@pytest.mark.parametrize("theta0, tolerance", [(91.0, 1e-6), (179.0, 1e-3)])
+def test_pendulum_above_the_horizontal_switches_states_and_keeps_the_constraint(theta0,
+                                                                                 tolerance):
+    cm = mb.compile(pendulum(theta0))
+    assert cm.system.state_set is not None
+    assert cm.system.state_set.candidates == ["x", "y"]
+    res = mb.simulate(cm, t_end=10.0, rtol=1e-10, atol=1e-10)
+    x, y = res["x"], res["y"]
+    assert res.t[-1] == 10.0
+    assert np.abs(x ** 2 + y ** 2 - L ** 2).max() <= 1e-6
+    kinds = {(before, after) for _, before, after in res.state_switches}
+    assert {("x", "y"), ("y", "x")} <= kinds  # both ways, more than once
+    theta = reference_angle(theta0, res.t)
+    assert np.abs(x - L * np.sin(theta)).max() < tolerance
+    assert np.abs(y + L * np.cos(theta)).max() < tolerance
+    energy = 0.5 * (res["vx"] ** 2 + res["vy"] ** 2) + G * y
+    assert np.ptp(energy) / (G * L) < 1e-6
+
+
+def test_pendulum_released_upright():
+    """Upright is an unstable equilibrium: the rounding of sin(pi) (1.2e-16) and the
+    integration errors grow as cosh(sqrt(g/L) t) (to about 3e-3 after 10 s; a reference
+    ODE grows its own rounding errors, so only the bounds are checked)."""
+    res = mb.simulate(pendulum(180.0), t_end=10.0, rtol=1e-10, atol=1e-10)
+    x, y = res["x"], res["y"]
+    assert res.t[-1] == 10.0
+    assert np.abs(x ** 2 + y ** 2 - L ** 2).max() <= 1e-6
+    assert np.abs(x).max() < 1e-2
+    energy = 0.5 * (res["vx"] ** 2 + res["vy"] ** 2) + G * y
+    assert np.ptp(energy) / (G * L) < 1e-8
+
+
+def test_static_choice_fails_where_dynamic_selection_switches():
+    """The compiled (static) choice alone stops where its pivot vanishes: what the dynamic
+    selection avoids."""
+    with pytest.raises(mb.SimulationError):
+        mb.simulate(pendulum(91.0), t_end=10.0, rtol=1e-10, atol=1e-10,
+                    state_selection="static")
+
+
+def test_models_with_a_safe_static_choice_have_no_state_set():
+    """A pendulum written with its angle has no constraint to choose for."""
+    from loop_mechanisms import Fourbar  # the loop's choice depends on generated names
+    assert mb.compile(Fourbar()).system.state_set is None
