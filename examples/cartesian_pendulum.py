@@ -11,7 +11,9 @@ its own::
 
 The compiler differentiates the constraint twice (Pantelides), chooses states by dummy
 derivatives and keeps the constraint itself in the equations, so it holds to the
-integration tolerance instead of drifting. Started at 30 degrees from rest: ``x`` and ``vx``
+integration tolerance instead of drifting. Which of x and y is the better state depends
+on where the mass is (x cannot give y near y = 0): released above the horizontal, the
+simulation switches between them at run time (``res.state_switches``). Started at 30 degrees from rest: ``x`` and ``vx``
 are fixed initial conditions, ``y`` only a guess (the constraint determines it; the guess
 picks the lower branch). Run from the repository root::
 

@@ -372,11 +372,13 @@ class Tearing:
     assignments: list[tuple[int, int]]
 
 
-def tear(block_eqs, block_vars, incidence, solvable, preferred=frozenset()):
+def tear(block_eqs, block_vars, incidence, solvable, preferred=frozenset(),
+         started=frozenset()):
     """Greedy tearing (Cellier's heuristics, simplified): repeatedly solve an equation with a
     single unknown left for which it is ``solvable(eq, var)``; when none exists, tear the
     variable that occurs in most remaining equations, taking the ``preferred`` ones (e.g.
-    constraint forces of kinematic loops) first. Deterministic."""
+    constraint forces of kinematic loops) first and, of those occurring as often, one with a
+    known start value (``started``: Newton's start). Deterministic."""
     bvars = set(block_vars)
     remaining = {e: [v for v in incidence[e] if v in bvars] for e in block_eqs}
     unknown_count = {e: len(set(vs)) for e, vs in remaining.items()}
@@ -409,9 +411,12 @@ def tear(block_eqs, block_vars, incidence, solvable, preferred=frozenset()):
         if len(known) == len(block_vars):
             break
         # Tear: the unknown variable in most open equations (ties: lowest index).
-        best = max((v for v in block_vars if v not in known),
-                   key=lambda v: (v in preferred,
-                                  sum(1 for e in occurs[v] if e not in done_eqs), -v))
+        def open_count(v):
+            return sum(1 for e in occurs[v] if e not in done_eqs)
+        candidates = [v for v in block_vars if v not in known]
+        top = max((v in preferred, open_count(v)) for v in candidates)
+        best = max((v for v in candidates if (v in preferred) == top[0]
+                    and open_count(v) == top[1]), key=lambda v: (v in started, -v))
         tear_vars.append(best)
         mark_known(best)
     residuals = [e for e in block_eqs if e not in done_eqs]

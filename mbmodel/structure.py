@@ -694,6 +694,20 @@ class _Analysis:
         return solved
 
     @property
+    def start_known(self) -> set:
+        """Unknowns (local indices) whose start value was declared or given: between two
+        otherwise equal tearing variables the one Newton can start from a known value."""
+        if not hasattr(self, "_start_known"):
+            known = set()
+            for i, g in enumerate(self.unknown_ids):
+                if g < len(self.flat.variables):
+                    var = self.flat.variables[g]
+                    if var.start_given or var.fixed:
+                        known.add(i)
+            self._start_known = known
+        return self._start_known
+
+    @property
     def tear_preferred(self) -> set:
         """Unknowns to tear first (the flows at kinematic loop cuts: the constraint forces,
         few, and everything else in the loop's block follows from them), through aliases."""
@@ -773,7 +787,8 @@ class _Analysis:
                 return self.safe_pivot(coef, lambda: f"'{descriptions[e]}' ({where}) solved "
                                                      f"for '{names[v]}'")
 
-            tear = graph.tear(beqs, bvars, self.inc_all, solvable, self.tear_preferred)
+            tear = graph.tear(beqs, bvars, self.inc_all, solvable, self.tear_preferred,
+                              self.start_known)
             defs = []
             for e, v in tear.assignments:
                 coef = coefficients[e, v]

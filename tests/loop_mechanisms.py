@@ -368,11 +368,13 @@ def rusr_start_angle(theta):
 
 class SpatialFourbar(mb.Model):
     """RUSR linkage: crank about z, a universal joint (z then y) at its tip, the coupler, a
-    ball joint (:class:`~mbmodel.libraries.multibody.SphericalConstraint`) to the rocker,
-    which turns about y at RUSR_PIVOT: non-parallel axes, a spatial loop, one degree of
-    freedom (three position constraints on four joint angles)."""
+    ball joint to the rocker, which turns about y at RUSR_PIVOT: non-parallel axes, a
+    spatial loop, one degree of freedom. The ball joint is a
+    :class:`~mbmodel.libraries.multibody.SphericalConstraint` (three position constraints
+    on four joint angles), or with ``ball_joint=True`` a ``Spherical`` joint with quaternion
+    coordinates, the loop then closed by the connection to the rocker (six constraints)."""
 
-    def __init__(self, theta0=0.2, w0=3.0, g=G, **modifiers):
+    def __init__(self, theta0=0.2, w0=3.0, g=G, ball_joint=False, **modifiers):
         super().__init__(**modifiers)
         psi0 = rusr_start_angle(theta0)
         u, s = rusr_points(theta0, psi0)
@@ -385,7 +387,7 @@ class SpatialFourbar(mb.Model):
                                prescribed=False)
         self.ub = mbl.Revolute(n=[0, 1, 0], phi=mb.Guess(elevation - 0.02), prescribed=False)
         self.coupler = _link(RUSR_COUPLER, MASSES[1], INERTIAS[1])
-        self.ball = mbl.SphericalConstraint()
+        self.ball = mbl.Spherical() if ball_joint else mbl.SphericalConstraint()
         self.pivot = mbl.Fixed(r=list(RUSR_PIVOT))
         self.j4 = mbl.Revolute(n=[0, 1, 0], phi=mb.Guess(psi0 + 0.02), prescribed=False)
         self.rocker = _link(RUSR_ROCKER, MASSES[2], INERTIAS[2])

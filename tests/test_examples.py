@@ -14,7 +14,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = ["rc_circuit", "rlc_circuit", "cauer_filter", "dc_motor_drive",
            "cartesian_pendulum", "double_pendulum", "robot_r3", "rectifier", "friction_drive",
-           "hydraulic_press", "excavator_boom"]
+           "hydraulic_press", "excavator_boom", "fourbar", "engine"]
 
 
 def load(name):
@@ -478,3 +478,25 @@ def test_excavator_inverse_run_pressure_drives_the_forward_model_along_the_profi
     # open loop over 4 s, the pressure interpolated linearly between 401 samples
     np.testing.assert_allclose(res["joint1.phi"], profile, atol=1e-5)  # (2e-6 seen)
 
+
+
+def test_fourbar_closed_loop_forward_and_inverse(results):
+    out, _ = results["fourbar"]
+    assert out["states"] == ["j1.phi", "j1.w"]  # one degree of freedom: the crank
+    assert sorted(out["algebraic"]) == ["j2.phi", "j3.phi", "j4.phi"]
+    assert out["coupler_error"] < 1e-8 and out["rocker_error"] < 1e-8
+    assert out["closure_error"] < 1e-9
+    assert out["energy_drift"] < 1e-7
+    assert sorted(out["inverse_inputs"]) == ["j1.a", "j1.phi", "j1.w"]
+    assert out["torque_error"] < 1e-8 * max(1.0, out["peak_torque"])
+
+
+def test_engine_energy_balance_and_slider_crank_kinematics(results):
+    out, _ = results["engine"]
+    assert out["states"][:2] == ["crankshaft.phi", "crankshaft.w"]
+    assert out["piston_error"] < 1e-7
+    assert out["energy_balance"] < 1e-5
+    # near the steady state the gas power feeds the load; the flywheel keeps the speed
+    # within a few per cent over a revolution
+    assert out["mean_gas_power"] == pytest.approx(out["mean_load_power"], rel=0.02)
+    assert 0.005 < out["irregularity"] < 0.05

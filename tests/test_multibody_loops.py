@@ -160,12 +160,16 @@ def test_fourbar_on_a_chain_keeps_chain_states_and_a_loop_block_of_fixed_size():
     assert np.ptp(res["joint0.phi"]) > 0.05  # the chain really moves the loop's base
 
 
-def test_spatial_fourbar_with_a_ball_joint():
-    """RUSR linkage (crank about z, rocker about y, a ball joint closing the loop): the rocker
-    angle solves the coupler-length equation of the closed-form geometry, the ball's two
-    frames coincide and the energy is conserved."""
-    cm = mb.compile(SpatialFourbar())
-    assert cm.states == ["j1.phi", "j1.w"]
+@pytest.mark.parametrize("ball_joint", [False, True])
+def test_spatial_fourbar_with_a_ball_joint(ball_joint):
+    """RUSR linkage (crank about z, rocker about y): the rocker angle solves the
+    coupler-length equation of the closed-form geometry, the ball's two frames coincide and
+    the energy is conserved. The ball closes the loop as a SphericalConstraint (three
+    constraints), or is a quaternion Spherical joint and the connection to the rocker closes
+    the loop with all six constraints (the quaternion's free scale stays a state)."""
+    cm = mb.compile(SpatialFourbar(ball_joint=ball_joint))
+    assert cm.states[:2] == ["j1.phi", "j1.w"]
+    assert len(cm.states) == (3 if ball_joint else 2)
     res = mb.simulate(cm, t_end=3.0, rtol=1e-11, atol=1e-11)
     theta, psi = res["j1.phi"], res["j4.phi"]
     assert np.ptp(psi) > 0.3

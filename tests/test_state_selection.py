@@ -76,7 +76,16 @@ def test_static_choice_fails_where_dynamic_selection_switches():
                     state_selection="static")
 
 
-def test_models_with_a_safe_static_choice_have_no_state_set():
-    """A pendulum written with its angle has no constraint to choose for."""
-    from loop_mechanisms import Fourbar  # the loop's choice depends on generated names
+def test_state_sets_only_where_the_choice_can_change():
+    """No state set for a model without constraints between states, nor for a multibody
+    loop (its candidates include the frames' positions and orientations: chosen statically,
+    see docs/multibody.md)."""
+    from loop_mechanisms import Fourbar
     assert mb.compile(Fourbar()).system.state_set is None
+    from cartesian_pendulum import CartesianPendulum as Pendulum
+    assert mb.compile(Pendulum()).system.state_set is not None
+    from mbmodel.libraries import rotational as rot
+
+    class Free(mb.Model):
+        inertia = rot.Inertia(J=1.0, w=mb.Fixed(1.0))
+    assert mb.compile(Free()).system.state_set is None
