@@ -29,7 +29,9 @@ from .result import Result
 #: (smallest singular value of the row-scaled columns) than the best choice's. Below 1, so a
 #: choice is kept through the region where both are about as good (no chattering).
 SWITCH_RATIO = 0.5
-#: Output points integrated between two checks.
+#: Output points integrated between two checks at first and after a switch; then as many as
+#: the trend of the current choice's quality allows (:func:`_next_stretch`). A stretch that
+#: still runs into a singularity is cut back to the point where the choice should switch.
 STRETCH = 5
 
 
@@ -58,6 +60,8 @@ class StateChoice:
                                     [ca.vertcat(*var_syms) if var_syms else ca.SX(0, 1),
                                      ca.vertcat(*p_syms) if p_syms else ca.SX(0, 1)], [J])
         self.p = cm.parameter_vector(params)
+        self.coordinates = (list(range(len(self.set.candidates)))
+                            if self.set.coordinates is None else list(self.set.coordinates))
 
     def evaluate(self, value_of) -> np.ndarray:
         """The Jacobian at the point whose variable values ``value_of(name)`` gives."""
@@ -66,17 +70,27 @@ class StateChoice:
 
     def better(self, J, current):
         """The dependent set to switch to at Jacobian ``J``, or None to keep ``current``."""
+        return self.assess(J, current)[0]
+
+    def assess(self, J, current):
+        """``(switch, ratio)``: the dependent set to switch to (or None) and how good the
+        current choice is against the best one (1: the best)."""
         rows = np.linalg.norm(J, axis=1, keepdims=True)
         rows[rows == 0] = 1.0
         J = J / rows
         m, k = J.shape
+        coordinates = self.coordinates
+        always = frozenset(range(k)) - frozenset(coordinates)
 
         def quality(cols):
             return np.linalg.svd(J[:, sorted(cols)], compute_uv=False).min()
-        best = max((frozenset(c) for c in itertools.combinations(range(k), m)), key=quality)
-        if best != current and quality(current) < SWITCH_RATIO * quality(best):
-            return best
-        return None
+        best = max((always | frozenset(c)
+                    for c in itertools.combinations(coordinates, m - len(always))),
+                   key=quality)
+        ratio = quality(current) / max(quality(best), 1e-300)
+        if best != current and ratio < SWITCH_RATIO:
+            return best, ratio
+        return None, ratio
 
     def model_for(self, dependent):
         """The model compiled with ``dependent`` as the dependent candidates (cached)."""
@@ -85,13 +99,14 @@ class StateChoice:
             from .compiler import CompiledModel, generate
             from .structure import analyze
             priority = {}
-            for i, chain in enumerate(self.set.chains):
-                for name in chain:
+            for i in self.coordinates:
+                for name in self.set.chains[i]:
                     priority[name] = 0 if i in dependent else 10
             base = self.base
             system = analyze(base.flat, priority)
+            states = {system.names[v] for v in system.states}
             got = frozenset(i for i, name in enumerate(self.set.candidates)
-                            if name not in [system.names[v] for v in system.states])
+                            if name not in states)
             if got != dependent:
                 raise SimulationError(
                     f"dynamic state selection: the model compiled for the dependent variables "
@@ -102,7 +117,9 @@ class StateChoice:
         return cm
 
     def names(self, dependent) -> str:
-        return ", ".join(self.set.candidates[i] for i in sorted(dependent))
+        """The chosen coordinates among ``dependent``, for messages and the switch log."""
+        return ", ".join(self.set.candidates[i] for i in sorted(dependent)
+                         if i in self.coordinates)
 
 
 def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
@@ -130,8 +147,9 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
     pieces = []
     k = 0  # index in grid of the point the next stretch starts from
     t = t_start
+    stretch = STRETCH
     while k < len(grid) - 1 or (k == 0 and len(grid) == 1):
-        stop = min(k + STRETCH, len(grid) - 1)
+        stop = min(k + stretch, len(grid) - 1)
         times = grid[k:stop + 1] if grid[k] == t else np.concatenate([[t], grid[k:stop + 1]])
         try:
             res = simulate_compiled(model, times[-1], t_start=t, times=times, x0=x0, z0=z0,
@@ -143,12 +161,15 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
                 raise
             reached = len(res.t)
         switch_at = None
+        ratios = []
         for j in range(1, reached):
             J = choice.evaluate(lambda n, j=j: res[n][j])
-            better = choice.better(J, current)
+            better, ratio = choice.assess(J, current)
+            ratios.append((res.t[j], ratio))
             if better is not None:
                 switch_at, switch = j, better
                 break
+        stretch = _next_stretch(stretch, ratios, switch_at is not None, grid)
         if switch_at is None and reached < len(times):
             raise SimulationError(
                 f"the integrator failed at t = {res.t[reached - 1]:g} with the states "
@@ -169,6 +190,22 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
         if t >= grid[-1]:
             break
     return _joined(cm, pieces, switches)
+
+
+def _next_stretch(stretch, ratios, switched, grid) -> int:
+    """Output points to integrate before the next check: from the trend of the current
+    choice's quality ratio, stop before it is predicted to reach :data:`SWITCH_RATIO`
+    (integrating into a singular choice wastes work until the integrator fails); while it
+    does not fall, twice as many (each restart of the integrator costs a little accuracy)."""
+    if switched or len(ratios) < 2:
+        return STRETCH if switched else max(1, stretch)
+    (t0, r0), (t1, r1) = ratios[-2], ratios[-1]
+    spacing = (t1 - t0) or 1.0
+    slope = (r1 - r0) / spacing
+    if slope >= 0:
+        return min(2 * stretch, len(grid))
+    points = int(0.8 * (r1 - SWITCH_RATIO) / (-slope) / spacing)
+    return max(1, min(points, 2 * stretch, len(grid)))
 
 
 def _values_at(cm, x, z, p, inputs, t) -> dict:

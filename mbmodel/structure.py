@@ -111,12 +111,16 @@ class DynamicStateSet:
     reduction differentiated most often) with respect to the ``candidates`` (an expression
     of variables and parameters), each candidate with ``chains`` (the model's names along its
     derivatives, position first); ``dependent``: the candidates the compiler made dependent
-    (their derivatives are dummy derivatives)."""
+    (their derivatives are dummy derivatives); ``coordinates``: the candidates a choice
+    picks from (all, except in mechanisms: the joint coordinates on loops)."""
 
     jacobian: ca.SX
     candidates: list[str]
     chains: list[list[str]]
     dependent: list[int]
+    #: the candidates that may be states (the others are dependent in every choice, e.g.
+    #: positions and orientations of frames on a loop)
+    coordinates: list[int] = None
 
 
 #: Largest number of candidates for which the state choice is made again at run time.
@@ -468,10 +472,19 @@ class _Analysis:
             return None
         G = [e for e in originals if order(e) == top]
         cands = sorted({v for e in G for v in red.incidence[e] if depth(v) >= top})
-        if len(cands) <= len(G) or len(cands) > MAX_DYNAMIC_CANDIDATES:
+        if len(cands) <= len(G) or any(names[v] not in self.flat.index for v in cands):
+            return None  # nothing to choose, or a candidate the compiler created
+        dependent = {v for v in cands if red.var_diff[v] in dummies}
+        coordinates = cands
+        if len(cands) > MAX_DYNAMIC_CANDIDATES or self.loop_components:
+            # a mechanism: the joint coordinates on loops are what can be chosen; the
+            # frames' positions and orientations are dependent in every choice
+            coordinates = [v for v in cands if self._loop_coordinate(names[v])]
+            if not set(cands) - set(coordinates) <= dependent:
+                return None
+        free = len(coordinates) - len([v for v in coordinates if v in dependent])
+        if not 0 < free < len(coordinates) <= MAX_DYNAMIC_CANDIDATES:
             return None
-        if any(names[v] not in self.flat.index for v in cands):
-            return None  # a candidate the compiler created: leave the choice static
         J = ca.jacobian(ca.vertcat(*[equations[e] for e in G]),
                         ca.vertcat(*[symbols[v] for v in cands]))
         if self.parameter_only(J):
@@ -482,8 +495,16 @@ class _Analysis:
             while red.var_diff[chain[-1]] is not None:
                 chain.append(red.var_diff[chain[-1]])
             chains.append([names[w] for w in chain if names[w] in self.flat.index])
+        index = {v: i for i, v in enumerate(cands)}
         return DynamicStateSet(J, [names[v] for v in cands], chains,
-                               [i for i, v in enumerate(cands) if red.var_diff[v] in dummies])
+                               sorted(index[v] for v in dependent),
+                               [index[v] for v in coordinates])
+
+    def _loop_coordinate(self, name) -> bool:
+        """Whether the flat variable ``name`` is a preferred state of a component on a loop."""
+        var = self.flat.variables[self.flat.index[name]]
+        return (var.origin in self.loop_components
+                and var.state_select in ("prefer", "always"))
 
     def needed_blocks(self, blocks_eqs, eq_match, red, states, outputs, names):
         """Keep only the blocks that the state derivatives and the requested outputs depend

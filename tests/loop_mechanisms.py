@@ -89,13 +89,20 @@ class Fourbar(mb.Model):
     around the loop (world -> crank -> coupler -> rocker -> anchor at O4): the last
     connection closes the loop. The crank angle is the state (fixed start); the other
     joints start from guesses and are passive (``prescribed=False``: in the inverse analysis
-    only the crank's motion is an input). ``d``: the distance of the anchor."""
+    only the crank's motion is an input). ``d``: the distance of the anchor.
+    ``start_at="rocker"``: the same start state given on the rocker joint instead, whose
+    angle then becomes the state (a bad one at the rocker's turning points)."""
 
-    def __init__(self, theta0=0.3, w0=2.0, g=G, guess_error=0.05, d=D, **modifiers):
+    def __init__(self, theta0=0.3, w0=2.0, g=G, guess_error=0.05, d=D, start_at="crank",
+                 **modifiers):
         super().__init__(**modifiers)
         phi, psi = fourbar_angles(theta0)
         self.world = mbl.World(g=g)
-        self.j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(theta0), w=mb.Fixed(w0))
+        if start_at == "crank":
+            self.j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(theta0), w=mb.Fixed(w0))
+        else:  # the start state given on the rocker joint (the same motion)
+            self.j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(theta0 + guess_error),
+                                   prescribed=False)
         self.crank = _link(A, MASSES[0], INERTIAS[0])
         self.j2 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(phi - theta0 + guess_error),
                                prescribed=False)
@@ -104,7 +111,13 @@ class Fourbar(mb.Model):
         self.j3 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(psi + math.pi - phi - guess_error),
                                prescribed=False)
         self.rocker = _link(C, MASSES[2], INERTIAS[2])
-        self.j4 = mbl.Revolute(n=[0, 0, 1], prescribed=False)
+        if start_at == "crank":
+            self.j4 = mbl.Revolute(n=[0, 0, 1], prescribed=False)
+        else:
+            _, (_, psi_d), _ = fourbar_rates(theta0, w0, 0.0)
+            # j4 turns the rocker body (pointing Q -> O4, at psi + pi) back to the anchor
+            self.j4 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(-(psi + math.pi)),
+                                   w=mb.Fixed(-psi_d))
         self.anchor = mbl.Fixed(r=[d, 0, 0])
 
     def equations(self):

@@ -179,3 +179,29 @@ def test_spatial_fourbar_with_a_ball_joint(ball_joint):
     assert gap < 1e-9
     energy = links_energy(res, RUSR_LINKS)
     assert np.ptp(energy) / np.abs(energy).max() <= 1e-8
+
+
+def test_fourbar_started_on_its_rocker_switches_to_a_good_coordinate():
+    """Start values given on the rocker joint make the rocker angle the state; at the
+    rocker's turning points it cannot give the crank's (the static choice fails there). The
+    dynamic state selection switches to a good joint angle and the crank turns on, following
+    the closed-form kinematics with its energy kept."""
+    from mbmodel.state_selection import StateChoice
+    cm = mb.compile(Fourbar(w0=6.0, g=0.0, start_at="rocker"))
+    assert cm.states == ["j4.phi", "j4.w"]
+    res = mb.simulate(cm, t_end=3.0, rtol=1e-11, atol=1e-11)
+    assert res.state_switches and res.state_switches[0][1] == "j1.phi, j2.phi, j3.phi"
+    # at a turning point of the rocker its angle is a singular choice of state
+    choice = StateChoice(cm)
+    k = int(np.argmax(np.sign(res["j4.w"][1:]) != np.sign(res["j4.w"][:-1])))
+    _, ratio = choice.assess(choice.evaluate(lambda n: res[n][k]),
+                             frozenset(choice.set.dependent))
+    assert ratio < 0.05
+    theta = res["j1.phi"]
+    assert np.ptp(theta) > 2 * (2 * math.pi)
+    expected = np.array([fourbar_angles(t)[0] for t in theta])
+    wrap = lambda x: (x + math.pi) % (2 * math.pi) - math.pi  # noqa: E731
+    assert np.abs(wrap(theta + res["j2.phi"] - expected)).max() < 1e-8
+    assert _closure_error(res) < 1e-9
+    energy = fourbar_energy(res, g=0.0)
+    assert np.ptp(energy) / energy[0] < 1e-8
