@@ -220,8 +220,10 @@ def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
 def _result(cm, grid, X, Z, U, p, rows, methods_used) -> Result:
     """The Result on the grid points selected by ``rows`` (all, or those reached)."""
     grid, X, Z, U = grid[rows], X[:, rows], Z[:, rows], U[:, rows]
+    known = dict(zip(cm.states, X))
+    known.update((name, Z[k]) for k, name in enumerate(cm.algebraic) if name not in known)
     result = Result(grid, _output_table(cm, grid, X, Z, U, p), cm.output_names, cm,
-                    known=dict(zip(cm.states, X)), check=_output_check(cm, grid, X, Z, U, p))
+                    known=known, check=_output_check(cm, grid, X, Z, U, p))
     # What integrated each segment between events ("adams" segments may have fallen back).
     result.methods = list(methods_used)
     return result

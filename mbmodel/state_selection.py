@@ -33,6 +33,8 @@ SWITCH_RATIO = 0.5
 #: the trend of the current choice's quality allows (:func:`_next_stretch`). A stretch that
 #: still runs into a singularity is cut back to the point where the choice should switch.
 STRETCH = 5
+#: Largest number of output points of one stretch whose choice is checked.
+CHECKS = 40
 
 
 class StateChoice:
@@ -92,6 +94,54 @@ class StateChoice:
             return best, ratio
         return None, ratio
 
+    def first_switch(self, res, reached, current, model, u_of):
+        """The first output point (index in ``res``, after the first) where the choice should
+        switch, the choice to switch to, and the ``(time, quality ratio)`` of the points
+        checked. At most :data:`CHECKS` points are checked, evenly spread, and where one
+        calls for a switch the points before it are searched for the first that does (the
+        quality changes smoothly). Only the variables the Jacobian needs are evaluated, from
+        ``model``'s states and algebraic variables in ``res``."""
+        needed = self._needed(model)
+        X = np.array([res[n] for n in model.states]).reshape(len(model.states), -1)
+        Z = np.array([res[n] for n in model.algebraic]).reshape(len(model.algebraic), -1)
+
+        def at(j):
+            t = float(res.t[j])
+            values = np.array(needed(X[:, j], Z[:, j], u_of(t), self.p, t)).ravel()
+            J = np.array(self.jacobian(values, self.p), dtype=float)
+            return self.assess(J, current)
+        points = list(range(1, reached))
+        if len(points) > CHECKS:
+            picked = sorted({points[int(round(i))] for i in
+                             np.linspace(0, len(points) - 1, CHECKS)})
+        else:
+            picked = points
+        ratios, previous = [], 0
+        for j in picked:
+            better, ratio = at(j)
+            ratios.append((res.t[j], ratio))
+            if better is not None:
+                for i in range(previous + 1, j):
+                    earlier, _ = at(i)
+                    if earlier is not None:
+                        return i, earlier, ratios
+                return j, better, ratios
+            previous = j
+        return None, None, ratios
+
+    def _needed(self, model):
+        """``(x, z, u, p, t) -> values of the Jacobian's variables`` for ``model``."""
+        cache = self.__dict__.setdefault("_needed_functions", {})
+        f = cache.get(id(model))
+        if f is None:
+            sym = model.symbols
+            y = model.output_function(sym.x, sym.z, sym.u, sym.p, sym.t)
+            rows = [model.output_index[n] for n in self.variables]
+            f = ca.Function("state_set_variables", [sym.x, sym.z, sym.u, sym.p, sym.t],
+                            [y[rows] if rows else ca.SX(0, 1)])
+            cache[id(model)] = f
+        return f
+
     def model_for(self, dependent):
         """The model compiled with ``dependent`` as the dependent candidates (cached)."""
         cm = self.compiled.get(dependent)
@@ -125,8 +175,10 @@ class StateChoice:
 def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
     """Integrate over ``grid`` switching the state choice where it degrades (see the module
     documentation); ``options`` are :func:`mbmodel.simulate`'s other options."""
+    from .inputs import input_function
     from .simulate import simulate_compiled
     choice = StateChoice(cm, options.get("params"))
+    u_of = input_function(cm, options.get("inputs"))
     current = frozenset(choice.set.dependent)
     model = cm
     x0, z0 = options.pop("x0", None), None
@@ -160,15 +212,7 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
             if res is None or len(res.t) < 2:
                 raise
             reached = len(res.t)
-        switch_at = None
-        ratios = []
-        for j in range(1, reached):
-            J = choice.evaluate(lambda n, j=j: res[n][j])
-            better, ratio = choice.assess(J, current)
-            ratios.append((res.t[j], ratio))
-            if better is not None:
-                switch_at, switch = j, better
-                break
+        switch_at, switch, ratios = choice.first_switch(res, reached, current, model, u_of)
         stretch = _next_stretch(stretch, ratios, switch_at is not None, grid)
         if switch_at is None and reached < len(times):
             raise SimulationError(
@@ -178,7 +222,9 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
         last = switch_at if switch_at is not None else len(times) - 1
         pieces.append((res, 0 if not pieces else 1, last))
         t = float(times[last])
-        values = {n: res[n][last] for n in res.names}
+        x_last = [res[n][last] for n in model.states]
+        z_last = [res[n][last] for n in model.algebraic]
+        values = _values_at(model, x_last, z_last, choice.p, options.get("inputs"), t)
         if switch_at is not None:
             switches.append((t, choice.names(current), choice.names(switch)))
             current, model = switch, choice.model_for(switch)
@@ -217,13 +263,21 @@ def _values_at(cm, x, z, p, inputs, t) -> dict:
 
 
 def _joined(cm, pieces, switches) -> Result:
-    """One result from the stretches (each from its first new point to its last kept one)."""
+    """One result from the stretches (each from its first new point to its last kept one);
+    the table of all variables is put together when first read."""
     names = pieces[0][0].names
     t = np.concatenate([res.t[first:last + 1] for res, first, last in pieces])
-    values = np.vstack([
-        np.concatenate([res[n][first:last + 1] if n in res else np.full(last + 1 - first, np.nan)
-                        for res, first, last in pieces]) for n in names])
-    result = Result(t, values, names, compiled=cm)
+
+    def trajectory(name):
+        return np.concatenate([res[name][first:last + 1] if name in res
+                               else np.full(last + 1 - first, np.nan)
+                               for res, first, last in pieces])
+
+    def table():
+        return np.vstack([trajectory(n) for n in names])
+    always_known = [n for n in cm.states if all(n in res._known for res, _, _ in pieces)]
+    result = Result(t, table, names, compiled=cm,
+                    known={n: trajectory(n) for n in always_known})
     result.methods = [m for res, _, _ in pieces for m in res.methods]
     #: (time, dependent variables before, after) of each switch of the state choice
     result.state_switches = switches

@@ -121,14 +121,15 @@ class Fourbar(mb.Model):
         self.anchor = mbl.Fixed(r=[d, 0, 0])
 
     def equations(self):
-        yield mb.connect(self.world.frame_b, self.j1.frame_a)
-        yield mb.connect(self.j1.frame_b, self.crank.frame_a)
-        yield mb.connect(self.crank.frame_b, self.j2.frame_a)
-        yield mb.connect(self.j2.frame_b, self.coupler.frame_a)
-        yield mb.connect(self.coupler.frame_b, self.j3.frame_a)
-        yield mb.connect(self.j3.frame_b, self.rocker.frame_a)
-        yield mb.connect(self.rocker.frame_b, self.j4.frame_a)
+        yield from connect_chain(self.world, self.j1, self.crank, self.j2, self.coupler,
+                                 self.j3, self.rocker, self.j4)
         yield mb.connect(self.j4.frame_b, self.anchor.frame_b)
+
+
+def connect_chain(*components):
+    """``connect(frame_b, next frame_a)`` along a chain of components."""
+    for before, after in zip(components, components[1:]):
+        yield mb.connect(before.frame_b, after.frame_a)
 
 
 def _link(length, m, inertia):
@@ -292,11 +293,8 @@ class DoubleFourbar(Fourbar):
 
     def equations(self):
         yield from super().equations()
-        yield mb.connect(self.crank.frame_b, self.j5.frame_a)
-        yield mb.connect(self.j5.frame_b, self.coupler2.frame_a)
-        yield mb.connect(self.coupler2.frame_b, self.j6.frame_a)
-        yield mb.connect(self.j6.frame_b, self.rocker2.frame_a)
-        yield mb.connect(self.rocker2.frame_b, self.j7.frame_a)
+        yield from connect_chain(self.crank, self.j5, self.coupler2, self.j6, self.rocker2,
+                                 self.j7)
         yield mb.connect(self.j7.frame_b, self.anchor2.frame_b)
 
 
@@ -338,12 +336,8 @@ class FourbarOnChain(RevoluteChain):
         yield from super().equations()
         tip = getattr(self, f"link{self.n - 1}").frame_b
         yield mb.connect(tip, self.j1.frame_a, self.ground.frame_a)
-        yield mb.connect(self.j1.frame_b, self.crank.frame_a)
-        yield mb.connect(self.crank.frame_b, self.j2.frame_a)
-        yield mb.connect(self.j2.frame_b, self.coupler.frame_a)
-        yield mb.connect(self.coupler.frame_b, self.j3.frame_a)
-        yield mb.connect(self.j3.frame_b, self.rocker.frame_a)
-        yield mb.connect(self.rocker.frame_b, self.j4.frame_a)
+        yield from connect_chain(self.j1, self.crank, self.j2, self.coupler, self.j3,
+                                 self.rocker, self.j4)
         yield mb.connect(self.j4.frame_b, self.ground.frame_b)
 
 
