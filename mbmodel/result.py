@@ -45,6 +45,9 @@ class Result:
         #: The events of the run (:class:`mbmodel.events.Event`: time and causes), in order;
         #: empty for a model without events.
         self.events: list = []
+        #: ``(time, dependent variables before, after)`` of each switch of the state choice
+        #: (:mod:`mbmodel.state_selection`); empty when the compiled choice was kept.
+        self.state_switches: list = []
 
     def _shaped(self, values):
         return np.asarray(values, dtype=float).reshape(len(self.names), len(self.t))

@@ -279,6 +279,5 @@ def _joined(cm, pieces, switches) -> Result:
     result = Result(t, table, names, compiled=cm,
                     known={n: trajectory(n) for n in always_known})
     result.methods = [m for res, _, _ in pieces for m in res.methods]
-    #: (time, dependent variables before, after) of each switch of the state choice
     result.state_switches = switches
     return result
