@@ -122,13 +122,15 @@ def connection_equations(fl, graph: nx.Graph, cuts=()):
         if isinstance(first_item, Connector):
             set_cuts = [cut for node in nodes for cut in cuts_at.get(node, ())]
             parts = _parts(graph, nodes, set_cuts) if set_cuts else [nodes]
-            cut_nodes = {node for cut in set_cuts for node in cut[:2]}
+            cut_ends = [node for cut in set_cuts for node in cut[:2]]
             for part in parts:
-                touching = [node for node in part if node in cut_nodes]
+                members = set(part)
+                touching = [node for node in cut_ends if node in members]
                 if len(touching) > 1:
                     raise KinematicLoopError(
                         f"{_where(owner)}: two loops close at one connection point "
-                        f"({', '.join(node[0].path for node in touching)}); close each loop "
+                        f"({', '.join(dict.fromkeys(node[0].path for node in touching))}); "
+                        f"close each loop "
                         f"at a frame of its own")
                 _connect_part(fl, part, owner, with_flows=not touching)
             for node_a, node_b, cut_owner, path in set_cuts:
@@ -154,23 +156,40 @@ def connection_equations(fl, graph: nx.Graph, cuts=()):
 
 
 def cut_sides(graph, cuts) -> dict:
-    """For each connector at a loop cut: the connectors on its side of the cut (itself
-    included, ports of composite models left out), by connector id."""
+    """For each connector on a side of a loop cut (connected to a cut end, also through the
+    ports of composite models): the connectors on that side (ports left out), by id."""
     sides = {}
     cuts_at: dict = {}
     for cut in cuts:
         cuts_at.setdefault(cut[0], []).append(cut)
-    for nodes in _connected_sets(graph):
+    sets = list(_connected_sets(graph))
+    sets_of: dict = {}  # connector id -> the connection sets it is in (a port: two)
+    for nodes in sets:
+        for item, _ in nodes:
+            sets_of.setdefault(id(item), []).append(nodes)
+    for nodes in sets:
         set_cuts = [cut for node in nodes for cut in cuts_at.get(node, ())]
         if not set_cuts:
             continue
+        ends = {node for cut in set_cuts for node in cut[:2]}
         for part in _parts(graph, nodes, set_cuts):
-            members = list(dict.fromkeys(item for item, _ in part
-                                         if not item.owner.components()))
-            for node_a, node_b, _, _ in set_cuts:
-                for node in (node_a, node_b):
-                    if node in part:
-                        sides[id(node[0])] = members
+            if not ends & set(part):
+                continue
+            reached = {item: None for item, _ in part}
+            queue = [item for item in reached if item.owner.components()]
+            while queue:  # a port: what is connected to it on its other level
+                port = queue.pop()
+                for other in sets_of.get(id(port), ()):
+                    if other is nodes:
+                        continue
+                    for item, _ in other:
+                        if item not in reached:
+                            reached[item] = None
+                            if item.owner.components():
+                                queue.append(item)
+            members = [item for item in reached if not item.owner.components()]
+            for item in reached:
+                sides[id(item)] = members
     return sides
 
 

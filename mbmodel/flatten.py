@@ -312,13 +312,17 @@ class _Flattener:
     def loop_cut_side(self, connector):
         """Answer to :meth:`Model.loop_cut_side`: the loop cuts decided from the composite
         models' connections (the same decision the spanning tree takes later)."""
-        self._ask("loop_cut_side")
+        if self._phase == "composites":
+            self._ask("loop_cut_side")  # refused: composites answer from connections
         if self.early_cuts is None:
             roots, potential, branches = self.roles
             graph = build_connection_graph(self)
             _, _, cuts = spanning_tree(self, roots, potential, branches,
                                        overdetermined_edges(self, graph))
             self.early_cuts = cut_sides(graph, cuts)
+        if self.early_cuts:
+            # the answer relies on the composites' connections: leaves must not connect
+            self._ask("loop_cut_side")
         return self.early_cuts.get(id(connector))
 
     def check_questions(self):

@@ -29,6 +29,7 @@ The result is plain data (:class:`LinearReduction`); nothing here knows about ph
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from math import gcd, lcm
@@ -133,6 +134,8 @@ def _rational(node) -> Fraction | None:
     """The constant ``node`` as an exact fraction with a small denominator, or None (a
     coefficient like 0.1 is not exact in binary and is left to the numeric solver)."""
     number = float(node)
+    if not math.isfinite(number):
+        return None
     if number.is_integer():
         return int(number)
     value = Fraction(number)

@@ -60,10 +60,10 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                               f"{state_selection!r}")
     u_of = input_function(cm, inputs)
     if (state_selection == "dynamic" and cm.system.state_set is not None
-            and cm.events is None):
+            and cm.events is None and grid[-1] > t_start):
         from .state_selection import simulate_switching
         return simulate_switching(cm, grid, t_start, t_end, dict(
-            params=params, inputs=inputs, rtol=rtol, atol=atol, x0=x0,
+            params=params, inputs=inputs, rtol=rtol, atol=atol, x0=x0, z0=z0,
             steady_state=steady_state, method=method, max_step=max_step, native=native,
             state_selection="static"))
     if cm.events is not None:

@@ -181,7 +181,7 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
     u_of = input_function(cm, options.get("inputs"))
     current = frozenset(choice.set.dependent)
     model = cm
-    x0, z0 = options.pop("x0", None), None
+    x0, z0 = options.pop("x0", None), options.pop("z0", None)
     switches = []
     if x0 is None:
         x, z = cm.initialize(params=options.get("params"), inputs=options.get("inputs"),
@@ -200,9 +200,11 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
     k = 0  # index in grid of the point the next stretch starts from
     t = t_start
     stretch = STRETCH
-    while k < len(grid) - 1 or (k == 0 and len(grid) == 1):
+    last_ratio = None  # (time, quality ratio) of the last point checked
+    while k < len(grid) - 1 or (not pieces and grid[-1] > t):
         stop = min(k + stretch, len(grid) - 1)
-        times = grid[k:stop + 1] if grid[k] == t else np.concatenate([[t], grid[k:stop + 1]])
+        prepended = grid[k] != t
+        times = grid[k:stop + 1] if not prepended else np.concatenate([[t], grid[k:stop + 1]])
         try:
             res = simulate_compiled(model, times[-1], t_start=t, times=times, x0=x0, z0=z0,
                                     **options)
@@ -213,14 +215,17 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
                 raise
             reached = len(res.t)
         switch_at, switch, ratios = choice.first_switch(res, reached, current, model, u_of)
-        stretch = _next_stretch(stretch, ratios, switch_at is not None, grid)
+        trend = ([last_ratio] if last_ratio is not None and switch_at is None else []) + ratios
+        stretch = _next_stretch(stretch, trend, switch_at is not None, grid)
+        last_ratio = ratios[-1] if ratios and switch_at is None else None
         if switch_at is None and reached < len(times):
             raise SimulationError(
                 f"the integrator failed at t = {res.t[reached - 1]:g} with the states "
                 f"{', '.join(model.states)}, and no other choice of the dependent variables "
                 f"({', '.join(choice.set.candidates)}) is better there") from None
         last = switch_at if switch_at is not None else len(times) - 1
-        pieces.append((res, 0 if not pieces else 1, last))
+        # the first point is the previous piece's last (or the start, not asked for)
+        pieces.append((res, 1 if pieces or prepended else 0, last))
         t = float(times[last])
         x_last = [res[n][last] for n in model.states]
         z_last = [res[n][last] for n in model.algebraic]

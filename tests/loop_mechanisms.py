@@ -91,10 +91,13 @@ class Fourbar(mb.Model):
     joints start from guesses and are passive (``prescribed=False``: in the inverse analysis
     only the crank's motion is an input). ``d``: the distance of the anchor.
     ``start_at="rocker"``: the same start state given on the rocker joint instead, whose
-    angle then becomes the state (a bad one at the rocker's turning points)."""
+    angle then becomes the state (a bad one at the rocker's turning points). ``at_cut``:
+    ``"sensor"`` (an AbsoluteSensor on j4's frame_b, the cut's side) or ``"damper"`` (j4
+    damped through its flange: a drive train without inertia). ``anchor_z``: the anchor
+    out of the plane (a loop that cannot close)."""
 
     def __init__(self, theta0=0.3, w0=2.0, g=G, guess_error=0.05, d=D, start_at="crank",
-                 **modifiers):
+                 at_cut=None, anchor_z=0.0, **modifiers):
         super().__init__(**modifiers)
         phi, psi = fourbar_angles(theta0)
         self.world = mbl.World(g=g)
@@ -112,18 +115,30 @@ class Fourbar(mb.Model):
                                prescribed=False)
         self.rocker = _link(C, MASSES[2], INERTIAS[2])
         if start_at == "crank":
-            self.j4 = mbl.Revolute(n=[0, 0, 1], prescribed=False)
+            self.j4 = mbl.Revolute(n=[0, 0, 1], prescribed=False,
+                                   use_axis_flange=at_cut == "damper")
         else:
             _, (_, psi_d), _ = fourbar_rates(theta0, w0, 0.0)
             # j4 turns the rocker body (pointing Q -> O4, at psi + pi) back to the anchor
             self.j4 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(-(psi + math.pi)),
                                    w=mb.Fixed(-psi_d))
-        self.anchor = mbl.Fixed(r=[d, 0, 0])
+        self.anchor = mbl.Fixed(r=[d, 0, anchor_z])
+        self.at_cut = at_cut
+        if at_cut == "sensor":
+            self.sensor = mbl.AbsoluteSensor()
+        elif at_cut == "damper":
+            from mbmodel.libraries import rotational as rot
+            self.damper = rot.Damper(d=0.1)
 
     def equations(self):
         yield from connect_chain(self.world, self.j1, self.crank, self.j2, self.coupler,
                                  self.j3, self.rocker, self.j4)
         yield mb.connect(self.j4.frame_b, self.anchor.frame_b)
+        if self.at_cut == "sensor":  # on the cut side of j4: no inertia
+            yield mb.connect(self.j4.frame_b, self.sensor.frame_a)
+        elif self.at_cut == "damper":  # a drive train with no inertia on j4
+            yield mb.connect(self.j4.axis, self.damper.flange_b)
+            yield mb.connect(self.j4.support, self.damper.flange_a)
 
 
 def connect_chain(*components):
@@ -414,3 +429,47 @@ class SpatialFourbar(mb.Model):
 RUSR_LINKS = [("crank", RUSR_CRANK, MASSES[0], INERTIAS[0]),
               ("coupler", RUSR_COUPLER, MASSES[1], INERTIAS[1]),
               ("rocker", RUSR_ROCKER, MASSES[2], INERTIAS[2])]
+
+
+# -- variants at the cut: a sensor, a damped joint, a composite's port ----------------------------
+class Arm(mb.Model):
+    """A joint and a link in one composite: frame_a -> joint -> link -> frame_b (ports)."""
+
+    frame_a = mbl.Frame()
+    frame_b = mbl.Frame()
+
+    def __init__(self, length, m, inertia, joint, **modifiers):
+        super().__init__(**modifiers)
+        self.joint = joint
+        self.link = _link(length, m, inertia)
+
+    def equations(self):
+        yield mb.connect(self.frame_a, self.joint.frame_a)
+        yield mb.connect(self.joint.frame_b, self.link.frame_a)
+        yield mb.connect(self.link.frame_b, self.frame_b)
+
+
+class ArmFourbar(mb.Model):
+    """The four-bar from :class:`Arm` composites; the rocker pivot j4 turns from the anchor
+    and meets the rocker arm's port: the cut lies inside the arm, j4 reaches it through the
+    port."""
+
+    def __init__(self, theta0=0.3, w0=2.0, **modifiers):
+        super().__init__(**modifiers)
+        phi, psi = fourbar_angles(theta0)
+        self.world = mbl.World()
+        self.crank = Arm(A, MASSES[0], INERTIAS[0],
+                         mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(theta0), w=mb.Fixed(w0)))
+        self.coupler = Arm(B, MASSES[1], INERTIAS[1],
+                           mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(phi - theta0),
+                                        prescribed=False))
+        self.rocker = Arm(C, MASSES[2], INERTIAS[2],
+                          mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(psi + math.pi - phi),
+                                       prescribed=False))
+        self.j4 = mbl.Revolute(n=[0, 0, 1], prescribed=False)
+        self.anchor = mbl.Fixed(r=[D, 0, 0])
+
+    def equations(self):
+        yield from connect_chain(self.world, self.crank, self.coupler, self.rocker)
+        yield mb.connect(self.anchor.frame_b, self.j4.frame_a)
+        yield mb.connect(self.j4.frame_b, self.rocker.frame_b)

@@ -16,10 +16,11 @@ import pytest
 import mbmodel as mb
 from mbmodel.libraries import multibody as mbl
 
-from loop_mechanisms import (A, B, B2, C, C2, D, D2, DOUBLE_LINKS, DoubleFourbar, Fourbar,
-                             FourbarOnChain, RUSR_LINKS, SpatialFourbar, rusr_rocker_angle,
-                             SliderCrank, links_energy, fourbar_angles, fourbar_energy,
-                             fourbar_torque, piston_position, slider_crank_reference)
+from loop_mechanisms import (A, B, B2, C, C2, D, D2, DOUBLE_LINKS, RUSR_LINKS, ArmFourbar,
+                             DoubleFourbar, Fourbar, FourbarOnChain, SliderCrank,
+                             SpatialFourbar, fourbar_angles, fourbar_energy, fourbar_torque,
+                             links_energy, piston_position, rusr_rocker_angle,
+                             slider_crank_reference)
 
 LOOP_FRAMES = [("world.frame_b", "j1.frame_a"), ("crank.frame_b", "j2.frame_a"),
                ("coupler.frame_b", "j3.frame_a"), ("rocker.frame_b", "j4.frame_a"),
@@ -205,3 +206,68 @@ def test_fourbar_started_on_its_rocker_switches_to_a_good_coordinate():
     assert _closure_error(res) < 1e-9
     energy = fourbar_energy(res, g=0.0)
     assert np.ptp(energy) / energy[0] < 1e-8
+
+
+@pytest.mark.parametrize("variant", ["sensor", "damper", "port"])
+def test_joint_ending_at_the_cut_with_a_sensor_a_damper_or_through_a_port(variant):
+    """The joint whose frame_b meets the cut passes the cut force on even with a sensor
+    beside it, a drive train without inertia on its flange, or when it meets the cut through
+    a composite model's port."""
+    model = ArmFourbar() if variant == "port" else Fourbar(at_cut=variant)
+    cm = mb.compile(model)
+    crank = "crank.joint" if variant == "port" else "j1"
+    coupler = "coupler.joint" if variant == "port" else "j2"
+    assert cm.states == [f"{crank}.phi", f"{crank}.w"]
+    res = mb.simulate(cm, t_end=2.0, rtol=1e-10, atol=1e-10)
+    theta = res[f"{crank}.phi"]
+    expected = np.array([fourbar_angles(t)[0] for t in theta])
+    assert np.abs(theta + res[f"{coupler}.phi"] - expected).max() < 1e-8
+
+
+def test_two_loops_closing_at_one_frame_name_it():
+    class SharedAnchor(DoubleFourbar):
+        def equations(self):
+            for item in super().equations():
+                if item.items[0] is self.j7.frame_b:
+                    item = mb.connect(self.j7.frame_b, self.anchor.frame_b)
+                yield item
+    with pytest.raises(mb.KinematicLoopError) as info:
+        mb.flatten(SharedAnchor())
+    assert "two loops close at one connection point (anchor.frame_b)" in str(info.value)
+
+
+def test_leaf_components_connecting_their_own_connectors_still_compile_beside_joints():
+    """Joints ask where loops are cut; in a model without loops that must not refuse a
+    component without sub-components that connects its own connectors."""
+    from mbmodel.libraries import rotational as rot
+
+    class Short(mb.Model):
+        a = rot.Flange_a()
+        b = rot.Flange_b()
+
+        def equations(self):
+            yield mb.connect(self.a, self.b)
+
+    class M(mb.Model):
+        world = mbl.World()
+        j = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(0.3))
+        body = mbl.Body(m=1.0, r_CM=[0.5, 0, 0])
+        i1 = rot.Inertia(J=1.0, w=mb.Fixed(1.0))
+        short = Short()
+        i2 = rot.Inertia(J=1.0)
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.j.frame_a)
+            yield mb.connect(self.j.frame_b, self.body.frame_a)
+            yield mb.connect(self.i1.flange_b, self.short.a)
+            yield mb.connect(self.short.b, self.i2.flange_a)
+    assert mb.compile(M()).states == ["j.phi", "j.w", "i1.phi", "i1.w"]
+
+
+def test_planar_loop_out_of_its_plane_cannot_close():
+    """Parallel axes but an anchor 5 cm off the plane: the three dropped constraints could
+    never hold, so the compiler says so instead of closing the loop in the plane only."""
+    with pytest.raises(mb.KinematicLoopError) as info:
+        mb.flatten(Fourbar(anchor_z=0.05))
+    assert "0.05 m apart along the plane's normal" in str(info.value)
+    assert "the loop closed by connect(j4.frame_b, anchor.frame_b)" in str(info.value)

@@ -24,6 +24,8 @@ def _zero3():
 
 
 class _Resolved(Model):
+    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
+
     def __init__(self, resolve_in: str = "world", **modifiers):
         super().__init__(**modifiers)
         if resolve_in not in RESOLVE:
@@ -60,6 +62,8 @@ class WorldTorque(_Resolved):
 
 
 class Force(Model):
+    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
+
     """Force ``force`` (input, resolved in frame_b) acting at frame_b's origin, with the
     opposite force and the moment of the pair acting on frame_a (MSL ``Forces.Force``)."""
 
@@ -77,6 +81,8 @@ class Force(Model):
 
 
 class Torque(Model):
+    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
+
     """Torque ``torque`` (input, resolved in frame_b) acting on frame_b and its opposite on
     frame_a (MSL ``Forces.Torque``)."""
 
@@ -91,6 +97,8 @@ class Torque(Model):
 
 
 class _LineForce(Model):
+    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
+
     """Force of magnitude ``f`` along the line from frame_a to frame_b (positive pulls the
     origins together); ``length`` and ``length_rate`` are available to subclasses."""
 

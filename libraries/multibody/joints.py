@@ -61,7 +61,7 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
     yield fb.a == c + Phi @ qdd + psi
     if joint.analysis == "forward":
         locked = None if lock is None else lock[0].locked
-        if armature is None and lock is None and _ends_at_loop_cut(joint):
+        if _no_armature(armature) and lock is None and _ends_at_loop_cut(joint):
             # Nothing behind frame_b but a loop cut: no inertia to accelerate, the cut force
             # passes on whole, the axis carries none of it beyond tau, and the loop sets qdd.
             yield fa.I == ca.SX.zeros(21, 1)
@@ -85,9 +85,20 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
 
 
 def _ends_at_loop_cut(joint) -> bool:
-    """Whether frame_b of the joint meets nothing but a loop cut (forward analysis)."""
+    """Whether frame_b of the joint meets nothing with inertia but a loop cut (forward
+    analysis): its side of the cut holds only components whose frames never carry
+    inertia (sensors, force elements: ``carries_no_inertia``)."""
     side = joint.loop_cut_side(joint.frame_b)
-    return side is not None and all(c is joint.frame_b for c in side)
+    return side is not None and all(
+        c is joint.frame_b or getattr(c.owner, "carries_no_inertia", False) for c in side)
+
+
+def _no_armature(armature) -> bool:
+    """No inertia driven with the joint coordinates (none, or identically zero)."""
+    if armature is None:
+        return True
+    value = ca.SX(armature)
+    return bool(value.is_zero()) or (value.is_constant() and not np.any(np.array(ca.DM(value))))
 
 
 class _Joint(Model):
@@ -263,9 +274,16 @@ class Spherical(_Joint):
                      doc="Relative angular acceleration der(w_rel)")
     tau = Variable(0.0, shape=3, unit="N.m", doc="Joint torque resolved in frame_b")
 
+    def __init__(self, prescribed: bool = True, **modifiers):
+        super().__init__(**modifiers)
+        self.prescribed = bool(prescribed)
+        if not self.prescribed:  # a passive ball joint of a loop (see Revolute)
+            for name in ("Q", "w_rel", "z_rel"):
+                self.declaration(name).input_in = None
+
     def equations(self):
         Phi = ca.vertcat(ca.SX.eye(3), ca.SX.zeros(3, 3))
-        if self.analysis == "forward":
+        if self.analysis == "forward" or not self.prescribed:
             yield der(self.Q) == sp.quaternion_derivative(self.Q, self.w_rel)
             yield der(self.w_rel) == self.z_rel
             yield self.tau == ca.SX.zeros(3, 1)

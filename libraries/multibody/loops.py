@@ -47,16 +47,26 @@ def loop_plane(cut):
     along an axis, or ``None``: anything)."""
     Q = np.eye(3)  # coordinates of cut.a -> of the current frame, joint angles at zero
     axes, slides = [], []
-    for connector, component in cut.path:
-        if component is None or component is ROOTS:
-            continue  # a connection; or two roots: World and Fixed frames are world-aligned
+    offset = np.zeros(3)  # from cut.a to cut.b along the loop, in cut.a's coordinates
+    for k, (connector, component) in enumerate(cut.path):
+        if component is None:
+            continue  # a connection
+        if component is ROOTS:  # World and Fixed frames are world-aligned
+            offset += Q.T @ (_root_position(cut.path[k + 1][0]) - _root_position(connector))
+            continue
         motion = getattr(component, "relative_rotation", lambda: None)()
         if motion is None:
             return None
         kind, value = motion
         forward = connector is component.frame_a
+        r = _fixed_offset(component) if kind == "fixed" else np.zeros(3)
         if kind == "fixed":
-            Q = (value if forward else value.T) @ Q
+            if forward:
+                offset += Q.T @ r
+                Q = value @ Q
+            else:
+                Q = value.T @ Q
+                offset -= Q.T @ r
         elif kind == "axis":
             axes.append(Q.T @ value)
         elif kind == "slide":
@@ -73,7 +83,28 @@ def loop_plane(cut):
         return None
     if np.linalg.norm(Q @ n - n) > PARALLEL_TOLERANCE:
         return None  # the frames cannot coincide with the plane in place: treat as spatial
+    apart = float(n @ offset)
+    if abs(apart) > 1e-9 * max(1.0, float(np.abs(offset).max())):
+        raise KinematicLoopError(
+            f"{cut.describe()} moves in a plane (its joint axes are parallel) but its two "
+            f"ends lie {abs(apart):.6g} m apart along the plane's normal: it cannot close. "
+            f"Check the offsets of its parts and the positions of its fixed frames")
     return n
+
+
+def _fixed_offset(component) -> np.ndarray:
+    """The constant offset ``r`` (frame_a coordinates) of a rigid part, zero if none."""
+    from .frames import numeric_value
+    if "r" not in type(component).__dict__ and not any("r" in vars(k)
+                                                       for k in type(component).__mro__):
+        return np.zeros(3)
+    value = numeric_value(component, "r")
+    return np.zeros(3) if value is None else np.asarray(value, dtype=float).ravel()
+
+
+def _root_position(connector) -> np.ndarray:
+    """World position of a root frame (a Fixed frame's ``r``, the World's origin)."""
+    return _fixed_offset(connector.owner)
 
 
 def in_plane_basis(n):

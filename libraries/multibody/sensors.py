@@ -18,6 +18,8 @@ def _no_force(component, frame):
 
 
 class AbsoluteSensor(Model):
+    carries_no_inertia = True  # its frame exerts no force (see joints._ends_at_loop_cut)
+
     """Absolute kinematics of frame_a: position ``r`` and velocity ``v`` of the origin and
     its acceleration ``a`` (gravity excluded, i.e. d²r/dt²), all resolved in the world;
     angular velocity ``w`` and acceleration ``z`` resolved in frame_a."""
@@ -40,6 +42,8 @@ class AbsoluteSensor(Model):
 
 
 class RelativeSensor(Model):
+    carries_no_inertia = True
+
     """Relative kinematics of frame_b with respect to frame_a, resolved in frame_a:
     position ``r_rel`` and its derivative ``v_rel`` (seen from frame_a), relative angular
     velocity ``w_rel``."""
