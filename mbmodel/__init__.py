@@ -20,7 +20,7 @@ Example::
     print(result["capacitor.v"][-1])
 """
 
-from .core import (ANALYSES, Assert, Branch, Connect, Connector, Derivative, Fixed, Flow, Guess, Input, LoopCut, Model, Output,
+from .core import (ANALYSES, Assert, Branch, ClosesLoop, Connect, Connector, Derivative, Fixed, Flow, Guess, Input, LoopCut, Model, Output,
                    Overdetermined, Parameter, Potential, PotentialRoot, Root, Start, Variable,
                    connect, der, time)
 from .discrete import (Discrete, change, edge, initial, noEvent, pre, reinit, sample,
@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
-    "Overdetermined", "LoopCut", "Root", "PotentialRoot", "Branch", "Derivative", "Assert", "ANALYSES", "Start",
+    "Overdetermined", "LoopCut", "Root", "PotentialRoot", "Branch", "ClosesLoop", "Derivative", "Assert", "ANALYSES", "Start",
     "Fixed", "Guess", "der", "Discrete", "when", "reinit", "pre", "edge", "change", "initial",
     "noEvent", "sample",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",

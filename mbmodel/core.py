@@ -41,7 +41,7 @@ from .errors import DeclarationError, ParameterError
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
     "Start", "Fixed", "Guess", "der", "connect", "time", "Connect", "Overdetermined", "Root",
-    "PotentialRoot", "Branch", "Derivative", "ANALYSES", "LoopCut",
+    "PotentialRoot", "Branch", "ClosesLoop", "Derivative", "ANALYSES", "LoopCut",
 ]
 
 _declaration_counter = itertools.count()
@@ -511,6 +511,17 @@ class PotentialRoot:
 class Branch:
     """The component's equations determine ``b`` from ``a`` (a rigid or jointed
     connection of two overdetermined variables); the spanning tree must contain it."""
+
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+class ClosesLoop:
+    """The component closes a kinematic loop between ``a`` and ``b`` by its own constraint
+    equations (a ball joint that constrains positions only): it is no branch, but the
+    compiler treats the loop like one closed by a connection — the loop's coordinates give
+    way as states, its constraint force (the component's flows at ``a``) is torn first."""
 
     def __init__(self, a, b):
         self.a = a

@@ -70,6 +70,7 @@ class _Flattener:
         self.overdetermined: list[tuple[Model, Connector, Variable]] = []
         self.loop_components: set[str] = set()  # paths of components on kinematic loops
         self.tear_hints: set[str] = set()  # flows at loop cuts
+        self.loop_closers: list = []  # ClosesLoop roles: (a, b, component)
         self.roles = ([], [], [])  # roots, potential roots, branches (collect_roles)
         self.early_cuts = None  # connector id -> its side of a loop cut (loop_cut_side)
         self.time_events: list = []

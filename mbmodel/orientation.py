@@ -12,7 +12,7 @@ from __future__ import annotations
 import casadi as ca
 import networkx as nx
 
-from .core import ROOTS, Branch, Connector, PotentialRoot, Root, _iterate, _where
+from .core import ROOTS, Branch, ClosesLoop, Connector, PotentialRoot, Root, _iterate, _where
 from .errors import BalanceError, DeclarationError, KinematicLoopError
 
 __all__ = ["collect_roles", "spanning_tree", "emit_tree_equations", "choose_roots_early", "overdetermined_variable"]
@@ -35,9 +35,13 @@ def collect_roles(fl):
             elif isinstance(role, Branch):
                 branches.append((overdetermined_variable(fl, comp, role.a, var_of),
                                  overdetermined_variable(fl, comp, role.b, var_of), comp))
+            elif isinstance(role, ClosesLoop):
+                fl.loop_closers.append((overdetermined_variable(fl, comp, role.a, var_of),
+                                        overdetermined_variable(fl, comp, role.b, var_of),
+                                        comp))
             else:
                 raise DeclarationError(f"{_where(comp)}: connection_roles() yields Root, "
-                                       f"PotentialRoot or Branch, not {role!r}")
+                                       f"PotentialRoot, Branch or ClosesLoop, not {role!r}")
     return roots, potential, branches
 
 
@@ -114,6 +118,20 @@ def spanning_tree(fl, roots, potential, branches, optional_edges):
                                                    roots + chosen))
         else:
             decisions.append((u, v, data["owner"], "residue"))
+    for a, b, comp in fl.loop_closers:
+        if tree is None:
+            tree = _tree_graph(graph, tree_edges)
+        path = _tree_path(tree, a, b)
+        if path is not None:
+            fl.loop_components.update(c.path for _, c in path
+                                      if c is not None and c is not ROOTS)
+            fl.loop_components.add(comp.path)
+            for key, var in a.owner._variables.items():
+                if var.kind == "flow" and fl.active(var):
+                    for k in range(var.symbol.numel()):
+                        record = fl.symbols.get(var.symbol[k].element_hash())
+                        if record is not None:
+                            fl.tear_hints.add(fl.variables[record.position].name)
     return {id(var) for var in chosen}, decisions, cuts
 
 

@@ -171,6 +171,11 @@ def test_spatial_fourbar_with_a_ball_joint(ball_joint):
     cm = mb.compile(SpatialFourbar(ball_joint=ball_joint))
     assert cm.states[:2] == ["j1.phi", "j1.w"]
     assert len(cm.states) == (3 if ball_joint else 2)
+    # the joint angles on the loop can be chosen again at run time (with the constraint
+    # element too: it declares the loop it closes, mb.ClosesLoop)
+    state_set = cm.system.state_set
+    chosen = {state_set.candidates[i] for i in state_set.coordinates}
+    assert {"j1.phi", "ua.phi", "ub.phi", "j4.phi"} <= chosen
     res = mb.simulate(cm, t_end=3.0, rtol=1e-11, atol=1e-11)
     theta, psi = res["j1.phi"], res["j4.phi"]
     assert np.ptp(psi) > 0.3

@@ -367,6 +367,10 @@ class SphericalConstraint(Model):
 
     frame_a = Frame(doc="One side of the ball joint")
     frame_b = Frame(doc="The other side")
+    carries_no_inertia = True  # massless: a joint ending here passes the force on
+
+    def connection_roles(self):
+        yield mb.ClosesLoop(self.frame_a.R, self.frame_b.R)
 
     def equations(self):
         fa, fb = self.frame_a, self.frame_b
