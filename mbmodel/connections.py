@@ -234,14 +234,7 @@ def _close_loop(fl, a, b, part_a, part_b, owner, path):
     cut = LoopCut(a, b, {key: _flow_sum(part_a, key) for key in flows},
                   {key: _flow_sum(part_b, key) for key in flows}, path, owner,
                   [item for item, _ in part_a], [item for item, _ in part_b])
-    fl.loop_components.update(c.path for c in cut.components)
-    for item, _ in part_a:
-        for key in flows:
-            symbol = item._variables[key].symbol
-            for k in range(symbol.numel()):
-                record = fl.symbols.get(symbol[k].element_hash())
-                if record is not None:
-                    fl.tear_hints.add(fl.variables[record.position].name)
+    fl.mark_loop(cut.components, [item for item, _ in part_a])
     items = a.loop_closure(b, cut)
     if items is None:
         raise KinematicLoopError(f"{_where(owner)}: {cut.describe()} cannot be closed by "

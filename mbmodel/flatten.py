@@ -73,6 +73,7 @@ class _Flattener:
         self.loop_closers: list = []  # ClosesLoop roles: (a, b, component)
         self.roles = ([], [], [])  # roots, potential roots, branches (collect_roles)
         self.early_cuts = None  # connector id -> its side of a loop cut (loop_cut_side)
+        self.early_tree = None  # (graph, spanning_tree result) behind early_cuts
         self.time_events: list = []
         # Per-component bookkeeping for balance diagnostics.
         self.local_equations: dict[int, int] = {}
@@ -318,13 +319,28 @@ class _Flattener:
         if self.early_cuts is None:
             roots, potential, branches = self.roles
             graph = build_connection_graph(self)
-            _, _, cuts = spanning_tree(self, roots, potential, branches,
-                                       overdetermined_edges(self, graph))
-            self.early_cuts = cut_sides(graph, cuts)
+            tree = spanning_tree(self, roots, potential, branches,
+                                 overdetermined_edges(self, graph))
+            self.early_cuts = cut_sides(graph, tree[2])
+            self.early_tree = (graph, tree)
         if self.early_cuts:
             # the answer relies on the composites' connections: leaves must not connect
             self._ask("loop_cut_side")
         return self.early_cuts.get(id(connector))
+
+    def mark_loop(self, components, flows_of=()):
+        """Record a kinematic loop: its components (their coordinates give way as states)
+        and the flow variables of the connectors ``flows_of`` (its constraint forces, torn
+        first)."""
+        self.loop_components.update(c.path for c in components)
+        for connector in flows_of:
+            for var in connector._variables.values():
+                if var.kind != "flow" or not self.active(var):
+                    continue
+                for k in range(var.symbol.numel()):
+                    record = self.symbols.get(var.symbol[k].element_hash())
+                    if record is not None:
+                        self.tear_hints.add(self.variables[record.position].name)
 
     def check_questions(self):
         """Connections that is_root()/connected() could not see are refused."""
@@ -489,14 +505,19 @@ def flatten(model: Model, analysis: str = "forward") -> FlatModel:
     fl.time_events = [at for comp in fl.components for at in comp._time_events]
     fl.time_events += _new_time_events(fl, fl.hybrid.time_events)
     time_scales = [period for comp in fl.components for period in comp._time_scales]
-    graph = build_connection_graph(fl)
     decisions, cuts = [], []
+    reused = fl.early_tree is not None and not fl.leaf_connects
+    if reused:  # the composites' connections are all there are: the early decision stands
+        graph, (chosen, decisions, cuts) = fl.early_tree
+    else:
+        graph = build_connection_graph(fl)
+        if fl.overdetermined:
+            chosen, decisions, cuts = spanning_tree(fl, roots, potential, branches,
+                                                    overdetermined_edges(fl, graph))
     if fl.overdetermined:
-        chosen, decisions, cuts = spanning_tree(fl, roots, potential, branches,
-                                                overdetermined_edges(fl, graph))
         if early_choice is not None and chosen != early_choice:
             raise DeclarationError("internal: potential-root choice changed after equations ran")
-        if fl.early_cuts is not None and cut_sides(graph, cuts) != fl.early_cuts:
+        if not reused and fl.early_cuts is not None and cut_sides(graph, cuts) != fl.early_cuts:
             raise DeclarationError("internal: loop cuts changed after equations ran")
     connection_equations(fl, graph, cuts)
     emit_tree_equations(fl, decisions)

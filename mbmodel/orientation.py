@@ -9,6 +9,8 @@ networkx. Functions of the flattener ``fl`` (:mod:`mbmodel.flatten`).
 
 from __future__ import annotations
 
+from collections import deque
+
 import casadi as ca
 import networkx as nx
 
@@ -123,15 +125,8 @@ def spanning_tree(fl, roots, potential, branches, optional_edges):
             tree = _tree_graph(graph, tree_edges)
         path = _tree_path(tree, a, b)
         if path is not None:
-            fl.loop_components.update(c.path for _, c in path
-                                      if c is not None and c is not ROOTS)
-            fl.loop_components.add(comp.path)
-            for key, var in a.owner._variables.items():
-                if var.kind == "flow" and fl.active(var):
-                    for k in range(var.symbol.numel()):
-                        record = fl.symbols.get(var.symbol[k].element_hash())
-                        if record is not None:
-                            fl.tear_hints.add(fl.variables[record.position].name)
+            fl.mark_loop([c for _, c in path if c is not None and c is not ROOTS] + [comp],
+                         [a.owner])
     return {id(var) for var in chosen}, decisions, cuts
 
 
@@ -149,10 +144,10 @@ def _along_branches(roots, branches, connections):
         out.setdefault(id(a), []).append((b, (a, b, key)))
         out.setdefault(id(b), []).append((a, (a, b, key)))
     seen = {id(r) for r in roots}
-    queue = list(roots)
+    queue = deque(roots)
     used = []
     while queue:
-        node = queue.pop(0)
+        node = queue.popleft()
         for nxt, connection in out.get(id(node), ()):
             if id(nxt) in seen or (connection is not None and id(nxt) in second_ends):
                 continue

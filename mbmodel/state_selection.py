@@ -49,9 +49,9 @@ class StateChoice:
         by_hash = {s.element_hash(): n for n, s in zip(names, symbols)}
         free = {q.symbol.element_hash(): q for q in cm.system.parameters if q.binding is None}
         bound = [q for q in cm.system.parameters if q.binding is not None]
-        if bound:  # bindings in terms of free parameters
-            J = ca.substitute([J], [q.symbol for q in bound], [q.binding for q in bound])[0]
-            J = ca.substitute([J], [q.symbol for q in bound], [q.binding for q in bound])[0]
+        if bound:  # bindings in terms of free parameters (one pass resolves chains)
+            _, (J,) = ca.substitute_inplace([q.symbol for q in bound],
+                                            [q.binding for q in bound], [J], False)
         used = ca.symvar(J)
         self.variables = [by_hash[s.element_hash()] for s in used
                           if s.element_hash() in by_hash and s.element_hash() not in free]
