@@ -56,6 +56,7 @@ __all__ = [
     "SO", "SISO", "SI2SO",
     # sources
     "Constant", "Step", "Ramp", "Sine", "Cosine", "ContinuousClock", "KinematicPTP",
+    "PolynomialPTP", "TimeFunction", "FreeSignal", "Pick",
     # math
     "Gain", "Add", "Add3", "Feedback", "Product", "Division", "Abs",
     # continuous
@@ -377,6 +378,139 @@ class KinematicPTP(Model):
         yield self.qdd == dq * if_else(moving, sdd, 0)
 
 
+def _smooth_step_polynomial():
+    """Coefficients (low to high) of the degree-9 polynomial s(x) with s(0) = 0, s(1) = 1 and
+    derivatives 1..4 zero at both ends, and the peaks of |s'| and |s''| on [0, 1]."""
+    s = np.polynomial.Polynomial([0, 0, 0, 0, 0, 126, -420, 540, -315, 70])
+    d1, d2 = s.deriv(1), s.deriv(2)
+    peak_acc = max(abs(d2(x)) for x in d2.deriv().roots().real if 0 <= x <= 1)
+    return s.coef, float(d1(0.5)), float(peak_acc)
+
+
+_PTP9, _PTP9_SD, _PTP9_SDD = _smooth_step_polynomial()
+
+
+class PolynomialPTP(Model):
+    """Point-to-point reference motion of ``n`` axes along a path that is smooth to the
+    fourth derivative: the synchronized counterpart of :class:`KinematicPTP` for inverse
+    models that differentiate the reference (an elastic gear needs the fourth derivative of
+    the angle for the motor current and the fifth for its voltage).
+
+    Parameters as :class:`KinematicPTP` (vectors of size ``n``): ``q_begin``, ``q_end``,
+    ``qd_max > 0``, ``qdd_max > 0``, ``start_time``. All axes follow
+    ``q = q_begin + dq*s(tau/T)`` with the degree-9 polynomial::
+
+        s(x) = 126 x^5 - 420 x^6 + 540 x^7 - 315 x^8 + 70 x^9
+
+    (``s(0) = 0``, ``s(1) = 1``, derivatives 1 to 4 zero at both ends). The duration ``T``
+    is the shortest that keeps every axis within its limits::
+
+        T = max_i max(|dq_i| s1/qd_max_i, sqrt(|dq_i| s2/qdd_max_i))
+
+    with ``s1 = max s' = 630/256`` and ``s2 = max |s''| = 9.372``. Outputs ``q``, ``qd``,
+    ``qdd`` and the duration ``T``; ``q`` is a closed-form function of time, so index
+    reduction differentiates it as often as a model needs (continuous up to the fourth
+    derivative). The start and the end of the motion are time events.
+
+    Example::
+
+        class Motion(mb.Model):
+            ptp = blocks.PolynomialPTP(n=2, q_begin=[0.0, 1.0], q_end=[2.0, 0.0],
+                                       qd_max=[1.0, 3.0], qdd_max=[2.0, 2.0])
+
+        res = mb.simulate(Motion(), t_end=6.0)
+        print(res["ptp.q[0]"][-1], res.final("ptp.T"))   # -> 2.0 4.92...
+    """
+
+    start_time = Parameter(0.0, unit="s", doc="time instant at which the movement starts")
+
+    def __init__(self, *, n: int = 1, q_begin=0.0, q_end=1.0, qd_max=1.0, qdd_max=1.0,
+                 **modifiers):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise DeclarationError(f"PolynomialPTP: n must be a positive integer, not {n!r}")
+        super().__init__(**modifiers)
+        self.n = int(n)
+        shape = (self.n, 1)
+        self.q_begin = Parameter(q_begin, shape=shape, doc="start position")
+        self.q_end = Parameter(q_end, shape=shape, doc="end position")
+        self.qd_max = Parameter(qd_max, shape=shape, min=SMALL,
+                                doc="maximum velocities der(q) (> 0)")
+        self.qdd_max = Parameter(qdd_max, shape=shape, min=SMALL,
+                                 doc="maximum accelerations der(qd) (> 0)")
+        self.q = Output(shape=shape, doc="reference position")
+        self.qd = Output(shape=shape, doc="reference velocity der(q)")
+        self.qdd = Output(shape=shape, doc="reference acceleration der(qd)")
+        self.T = Output(unit="s", doc="duration of the motion")
+        self.time_event(self.start_time)
+        self.time_event(self.start_time + self._duration())
+
+    def _duration(self):
+        dq = ca.fabs(self.q_end - self.q_begin)
+        by_speed = ca.mmax(dq * _PTP9_SD / self.qd_max)
+        by_acc = ca.mmax(ca.sqrt(dq * _PTP9_SDD / self.qdd_max))
+        return fmax(fmax(by_speed, by_acc), KinematicPTP.EPS)
+
+    def equations(self):
+        T = self._duration()
+        t, t0 = mb.time, self.start_time
+        x = (t - t0) / T
+        s = sd = sdd = 0
+        for c in reversed([float(v) for v in _PTP9]):  # Horner, with two derivatives
+            sdd = sdd * x + 2 * sd
+            sd = sd * x + s
+            s = s * x + c
+        moving = ca.logic_and(t >= t0, t < t0 + T)
+        dq = self.q_end - self.q_begin
+        yield self.T == T
+        yield self.q == self.q_begin + dq * if_else(t < t0, 0, if_else(moving, s, 1))
+        yield self.qd == dq * if_else(moving, sd / T, 0)
+        yield self.qdd == dq * if_else(moving, sdd / T**2, 0)
+
+
+class TimeFunction(Model):
+    """Output ``y = function(time)``: a closed-form signal given as a Python callable of the
+    casadi time symbol (``mb.time``), such as a compiled inverse model's output function.
+
+    Structural options ``function`` (called once while the equations are generated; it must
+    use casadi operations) and ``n`` (size of ``y``).
+
+    Example::
+
+        wave = blocks.TimeFunction(lambda t: 0.1 * mb.functions.sin(3 * t))
+    """
+
+    def __init__(self, function, *, n: int = 1, **modifiers):
+        if not callable(function):
+            raise DeclarationError(f"TimeFunction: function must be callable, not "
+                                   f"{type(function).__name__}")
+        super().__init__(**modifiers)
+        self.function, self.n = function, int(n)
+        self.y = Output(shape=(self.n, 1), doc="function(time)")
+
+    def equations(self):
+        value = ca.reshape(ca.SX(self.function(mb.time)), -1, 1)
+        if value.numel() != self.n:
+            raise DeclarationError(f"TimeFunction '{self.path}': function returned "
+                                   f"{value.numel()} values, n = {self.n}")
+        yield self.y == value
+
+
+class FreeSignal(Model):
+    """An output without an equation of its own: an unknown that the rest of the model
+    fixes (the idea of Modelica's ``InverseBlockConstraints``). In an inverse model it takes
+    the place of a command signal (a voltage, a current reference) while a prescribed motion
+    supplies the equation that determines it.
+
+    Example (the voltage a motor needs to follow a prescribed angle)::
+
+        command = blocks.FreeSignal()
+        source = el.SignalVoltage()
+        # in equations(): connect(command.y, source.v); motor.phi == reference(mb.time)
+    """
+
+    y = Output(doc="the unknown signal")
+
+
 # --------------------------------------------------------------------------------------
 # Math
 # --------------------------------------------------------------------------------------
@@ -462,6 +596,27 @@ class Abs(SISO):
 
     def equations(self):
         yield self.y == ca.fabs(self.u)
+
+
+class Pick(Model):
+    """One element of a vector signal (MSL ``Routing.DeMultiplex`` for one output):
+    ``y = u[index]`` for an input ``u`` of size ``n``.
+
+    Example::
+
+        first = blocks.Pick(n=6, index=0)   # connect(ptp.q, first.u)
+    """
+
+    def __init__(self, *, n: int, index: int, **modifiers):
+        super().__init__(**modifiers)
+        if not 0 <= int(index) < int(n):
+            raise DeclarationError(f"Pick: index {index} is outside 0..{int(n) - 1}")
+        self.n, self.index = int(n), int(index)
+        self.u = Input(shape=(self.n, 1), doc="vector input")
+        self.y = Output(doc="element index of u")
+
+    def equations(self):
+        yield self.y == self.u[self.index]
 
 
 # --------------------------------------------------------------------------------------
