@@ -430,11 +430,13 @@ class _Run:
         for _ in range(MAX_EVENT_ITERATIONS):
             u[lay.pre_slots] = left[lay.pre_of]
             u = self.propagate_discrete(x, z, u, t)
-            solved = self.solve_round(x, z, u, t, forced, forced_values, cond_left, False)
+            solved = self.solve_round(x, z, u, t, forced, forced_values, cond_left, False,
+                                      initial)
             if solved is None:
                 # the relations switch back and forth together (coupled friction elements
                 # that stop at the same instant): let one relation switch at a time
-                solved = self.solve_round(x, z, u, t, forced, forced_values, cond_left, True)
+                solved = self.solve_round(x, z, u, t, forced, forced_values, cond_left, True,
+                                          initial)
             if solved is None:
                 raise self.not_converging(t, u, left)
             z, u, v, cond, fired = solved
@@ -466,18 +468,25 @@ class _Run:
                 self.check_zeno(t, int(w))
         return x, z, u[n_ext:].copy()
 
-    def solve_round(self, x, z, u, t, forced, forced_values, cond_left, one_at_a_time):
+    def solve_round(self, x, z, u, t, forced, forced_values, cond_left, one_at_a_time,
+                    initial=False):
         """One round of the event iteration (pre() values fixed): the discrete part and the
         algebraic variables by fixed-point passes. ``one_at_a_time``: of the relations that
         would switch in a pass, only the farthest from its threshold does (the others wait
-        for the next solve), like an active-set method. Returns (z, u, values, conditions,
-        fired when clauses), or ``None`` if the passes do not settle."""
+        for the next solve), like an active-set method. ``initial``: at the start, a
+        crossing function within round-off of zero is zero (a speed the initial equations
+        set to 0 comes out of the solver as 1e-25 of either sign; ``w > 0`` must not start a
+        friction element sliding). Returns (z, u, values, conditions, fired when clauses),
+        or ``None`` if the passes do not settle."""
         lay = self.layout
         for _ in range(MAX_EVENT_ITERATIONS):
             z = self.consistent_z(x, z, u, t)
             u_next = u.copy()
             v = self.values(x, z, u, t)
             crossings = self.part(v, "crossings")
+            if initial:
+                crossings = np.where(np.abs(crossings) <= NOISE_FLOOR * self.atol, 0.0,
+                                     crossings)
             u_next[lay.relation_slots] = lay.literal(crossings)
             u_next[forced] = forced_values
             if one_at_a_time:
