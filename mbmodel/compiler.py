@@ -504,7 +504,7 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     gc.disable()
     try:
         t0 = _clock.perf_counter()
-        flat = flatten(model, analysis)                   # instance tree -> flat DAE
+        flat = flatten(model, analysis, parameters)       # instance tree -> flat DAE
         t1 = _clock.perf_counter()
         if state_priority:
             unknown = [n for n in state_priority if n not in flat.index]

@@ -575,13 +575,15 @@ class _FlattenContext:
     _active = threading.local()
 
     def __init__(self, symbol_to_variable: dict, make_derivative, is_root=None,
-                 analysis: str = "forward", connected=None, loop_cut_side=None):
+                 analysis: str = "forward", connected=None, loop_cut_side=None,
+                 parameters: str = "symbolic"):
         self.symbol_to_variable = symbol_to_variable
         self.make_derivative = make_derivative
         self.is_root = is_root
         self.analysis = analysis
         self.connected = connected
         self.loop_cut_side = loop_cut_side
+        self.parameters = parameters
 
     @classmethod
     def current(cls):
@@ -895,6 +897,14 @@ class Model:
         (``"forward"`` or ``"inverse"``, see :func:`mbmodel.compile`)."""
         ctx = _FlattenContext.current()
         return ctx.analysis if ctx is not None else "forward"
+
+    @property
+    def parameters_folded(self) -> bool:
+        """Inside ``equations()``: whether the model is compiled with
+        ``parameters="constant"`` (parameter values folded into the code), so that a
+        formula that is cheaper only with numeric parameters can be chosen."""
+        ctx = _FlattenContext.current()
+        return ctx is not None and ctx.parameters == "constant"
 
     # -- to be overridden -------------------------------------------------------------
     def connection_roles(self) -> Iterable:

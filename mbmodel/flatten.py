@@ -52,10 +52,11 @@ def _element_names(path: str, shape) -> list[str]:
 
 
 class _Flattener:
-    def __init__(self, model: Model, analysis: str = "forward"):
+    def __init__(self, model: Model, analysis: str = "forward", parameters: str = "symbolic"):
         if analysis not in core.ANALYSES:
             raise DeclarationError(f"analysis must be one of {core.ANALYSES}, not {analysis!r}")
         self.analysis = analysis
+        self.parameter_mode = parameters
         if not isinstance(model, Model):
             raise DeclarationError(f"flatten() takes a Model instance, not {type(model).__name__}")
         self.root = model
@@ -223,7 +224,7 @@ class _Flattener:
         ``is_root()`` and ``connected()`` answer from the real connection structure. The
         flat equations keep the instance tree's order whatever the order of the calls."""
         ctx = _FlattenContext(self.symbols, self.make_derivative, is_root, self.analysis,
-                              self.connected, self.loop_cut_side)
+                              self.connected, self.loop_cut_side, self.parameter_mode)
         ctx.hybrid = self.hybrid
         self.context = ctx
         composites = [c for c in self.components if c.components()]
@@ -468,16 +469,20 @@ def _new_time_events(fl, derived) -> list:
     return [at for at, dup in zip(derived, same.any(axis=1)) if not dup]
 
 
-def flatten(model: Model, analysis: str = "forward") -> FlatModel:
+def flatten(model: Model, analysis: str = "forward",
+            parameters: str = "symbolic") -> FlatModel:
     """Flatten a model instance into a :class:`FlatModel` for ``analysis`` ("forward" or
     "inverse": which analysis-specific variables exist and what ``Model.analysis`` says).
+    ``parameters`` (the compile option) is what ``Model.parameters_folded`` tells the
+    components: a formula that is cheaper only once parameters are numbers may be chosen
+    then.
 
     Example::
 
         flat = flatten(RCCircuit())
         print(len(flat.equations), [v.name for v in flat.variables][:5])
     """
-    fl = _Flattener(model, analysis)
+    fl = _Flattener(model, analysis, parameters)
     fl.collect()
     roots, potential, branches = collect_roles(fl)
     fl.roles = (roots, potential, branches)

@@ -9,10 +9,18 @@ A :class:`Frame` is a coordinate system fixed to a part. Across (potential) vari
   rigid parts and joints are branches of that tree;
 * ``v`` — spatial velocity ``[w; v]``: angular velocity and velocity of the origin, resolved
   in the frame;
-* ``a`` — spatial acceleration ``[dw/dt; dv/dt]`` (derivatives of the components of ``v``,
-  resolved in the frame) *minus gravity*: the world's acceleration is ``[0; -g]``, so uniform
-  gravity acts on every body without a single extra operation per body. The classical
-  acceleration of the origin is ``a[3:] + w x v[3:] + T g``; sensors report it.
+* ``a`` — acceleration ``[dw/dt; a_o]`` resolved in the frame, *minus gravity*: the world's
+  acceleration is ``[0; -g]``, so uniform gravity acts on every body without a single extra
+  operation per body. ``a_o`` is what each algorithm propagates most cheaply:
+
+  - forward analysis: the *spatial* ``dv/dt`` (derivatives of the components of ``v``), with
+    which rigid offsets add nothing to the articulated-body bias; the classical acceleration
+    of the origin is ``a[3:] + w x v[3:] + T g``;
+  - inverse analysis: the *classical* acceleration of the origin ``a[3:] + T g``, with which
+    recursive Newton–Euler needs no linear velocities (an offset r adds ``z x r + w x (w x r)``
+    and a revolute joint's rotation nothing);
+
+  sensors report the classical acceleration either way (:func:`classical_acceleration`).
 
 Through (flow) variables depend on the analysis the model is compiled for
 (:func:`mbmodel.compile`):
@@ -112,35 +120,45 @@ def axis_check(component, name="n"):
                                   f"(0, 0, 1)")
 
 
-def rigid_kinematics(frame_a, frame_b, E=None, r=None):
-    """Equations of ``frame_b`` fixed to ``frame_a`` (rotation E, offset r resolved in a)."""
+def rigid_kinematics(frame_a, frame_b, E=None, r=None, U=None):
+    """Equations of ``frame_b`` fixed to ``frame_a`` (rotation E, offset r resolved in a;
+    ``U``: frame_a's :func:`.spatial.point_acceleration_matrix` if the caller has it)."""
     if r is None:
         yield frame_b.r_0 == frame_a.r_0
     else:
         yield frame_b.r_0 == frame_a.r_0 + frame_a.R.T @ r
     yield frame_b.R == (frame_a.R if E is None else E @ frame_a.R)
     yield frame_b.v == sp.motion_to_child(frame_a.v, E, r)
-    yield frame_b.a == sp.motion_to_child(frame_a.a, E, r)
+    if classical_accelerations(frame_a.owner):
+        yield frame_b.a == sp.acceleration_to_child(frame_a.a, frame_a.v[0:3], E, r, U)
+    else:
+        yield frame_b.a == sp.motion_to_child(frame_a.a, E, r)
 
 
-def rigid_forces(component, frame_a, frame_b, E=None, r=None, body=None):
+def rigid_forces(component, frame_a, frame_b, E=None, r=None, body=None, U=None):
     """Flow equations of a rigid part from ``frame_a`` to ``frame_b``, optionally carrying
     ``body`` (a rigid body at frame_a: its ``body_terms`` in the forward analysis, its
-    ``body_force`` in the inverse one)."""
+    ``body_force`` in the inverse one). ``frame_b=None``: nothing passes through frame_b
+    (what hangs there is part of ``body``, see :func:`.parts.attached_body`). ``U``:
+    frame_a's :func:`.spatial.point_acceleration_matrix`, handed to the body (inverse)."""
     if body is not None:
         yield from body.parameter_checks()
     if component.analysis == "forward":
-        I_a = sp.inertia_to_parent(-sp.unpack(frame_b.I), E, r)
-        b_a = sp.force_to_parent(-frame_b.b, E, r)
+        I_a, b_a = ca.SX.zeros(6, 6), ca.SX.zeros(6, 1)
+        if frame_b is not None:
+            I_a = sp.inertia_to_parent(-sp.unpack(frame_b.I), E, r)
+            b_a = sp.force_to_parent(-frame_b.b, E, r)
         if body is not None:
             inertia, bias = body.body_terms(frame_a)
             I_a, b_a = I_a + inertia, b_a + bias
         yield frame_a.I == sp.pack(I_a)
         yield frame_a.b == b_a
     else:
-        F_a = -sp.force_to_parent(cut_force(frame_b), E, r)
+        F_a = ca.SX.zeros(6, 1)
+        if frame_b is not None:
+            F_a = -sp.force_to_parent(cut_force(frame_b), E, r)
         if body is not None:
-            F_a = F_a + body.body_force(frame_a)
+            F_a = F_a + (body.body_force(frame_a) if U is None else body.body_force(frame_a, U))
         yield cut_force(frame_a) == F_a
 
 
@@ -154,7 +172,16 @@ def apply_force(component, frame, wrench):
         yield cut_force(frame) == -wrench
 
 
-def classical_acceleration(frame, world):
-    """Acceleration of the frame origin resolved in the frame (gravity added back)."""
-    w, v = frame.v[0:3], frame.v[3:6]
-    return frame.a[3:6] + sp.cross(w, v) + frame.R @ world.gravity_acceleration_world()
+def classical_accelerations(component) -> bool:
+    """Whether frame accelerations ``a`` are classical (inverse analysis) or spatial
+    (forward analysis) where ``component`` states them (see the module docs)."""
+    return component.analysis == "inverse"
+
+
+def classical_acceleration(frame, world, component):
+    """Acceleration of the frame origin resolved in the frame (gravity added back), as
+    ``component`` (the one asking, inside its equations) sees ``frame.a``."""
+    if not classical_accelerations(component):
+        w, v = frame.v[0:3], frame.v[3:6]
+        return frame.a[3:6] + sp.cross(w, v) + frame.R @ world.gravity_acceleration_world()
+    return frame.a[3:6] + frame.R @ world.gravity_acceleration_world()

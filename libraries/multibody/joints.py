@@ -5,7 +5,13 @@ A joint relates frame_b to frame_a by a relative motion with k degrees of freedo
 ``E(q)``, offset ``r(q)``, motion subspace ``Phi`` (6 x k, constant in frame_b
 coordinates), joint velocities ``qd`` and accelerations ``qdd``::
 
-    v_b = X v_a + Phi qd,    a_b = X a_a + Phi qdd + v_b x (Phi qd)
+    v_b = X v_a + Phi qd,    a_b = X a_a + Phi qdd + psi
+
+with ``psi = v_b x (Phi qd)`` for the forward analysis's spatial accelerations and its
+classical counterpart in the inverse analysis (:func:`.spatial.joint_bias`: for a revolute
+joint only ``w_b x (n qd)`` in the angular part). A revolute joint about a declared
+coordinate axis keeps its rotation as a :class:`.spatial.AxisRotation`, which rotates
+articulated inertias with ``cos^2 + sin^2 = 1`` (exact for every axis value).
 
 Forces (the joint is massless):
 
@@ -37,7 +43,8 @@ from mbmodel.libraries import rotational, translational
 from mbmodel.libraries.drive_trains import drive_load
 
 from . import spatial as sp
-from .frames import Frame, axis_check, cut_force, numeric_value, unit_axis
+from .frames import (Frame, axis_check, classical_accelerations, cut_force, numeric_value,
+                     unit_axis)
 
 
 def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
@@ -53,10 +60,10 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
         yield fb.r_0 == fa.r_0
     else:
         yield fb.r_0 == fa.r_0 + fa.R.T @ r
-    yield fb.R == (fa.R if E is None else E @ fa.R)
+    yield fb.R == (fa.R if E is None else sp.matrix_of(E) @ fa.R)
     v_b = sp.motion_to_child(fa.v, E, r) + vJ
     yield fb.v == v_b
-    psi = sp.cross_motion(fb.v, vJ)
+    psi = sp.joint_bias(fa.v, fb.v, vJ, Phi, E, r, classical_accelerations(joint))
     c = sp.motion_to_child(fa.a, E, r)
     yield fb.a == c + Phi @ qdd + psi
     if joint.analysis == "forward":
@@ -214,7 +221,10 @@ class Revolute(_AxisJoint):
     flange_names = ("phi", "tau")
 
     def motion(self, e, q):
-        return sp.planar_rotation(e, q), None, ca.vertcat(e, ca.SX.zeros(3, 1))
+        # The rotation about a declared coordinate axis saves operations only once the
+        # axis is a number (folded parameters); with symbolic parameters it costs more.
+        declared = numeric_value(self, "n") if self.parameters_folded else None
+        return (sp.axis_rotation(e, q, declared), None, ca.vertcat(e, ca.SX.zeros(3, 1)))
 
 
 class Prismatic(_AxisJoint):

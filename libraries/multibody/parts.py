@@ -2,9 +2,11 @@
 
 Every body states Newton–Euler at its frame_a as a spatial law: the force on the body is
 ``I a + b`` with the spatial inertia ``I`` (mass, centre of mass, inertia) and the
-gyroscopic term ``b = v x* (I v)``. Uniform gravity needs no term (the world frame
-accelerates upwards, see :mod:`.frames`); point gravity adds the attraction at the centre of
-mass.
+velocity term ``b`` (``v x* (I v)`` for the forward analysis's spatial accelerations; about
+the centre of mass for the inverse analysis's classical ones, see :mod:`.frames`). Uniform
+gravity needs no term (the world frame accelerates upwards); point gravity adds the
+attraction at the centre of mass. A :class:`Body` hanging alone on a shape's frame_b is
+carried by the shape as one rigid body with it (:func:`attached_body`).
 """
 
 from __future__ import annotations
@@ -208,6 +210,85 @@ def _semidefinite(M, tol):
     return ok
 
 
+def body_terms(frame, m, c, I_c, diagonal=False):
+    """Spatial inertia ``I`` at ``frame`` of a body (mass m, centre of mass c, inertia I_c
+    about it, resolved in the frame) and the velocity-dependent force ``b = v x* (I v)``
+    (forward analysis, spatial accelerations), written about the centre of mass (fewer
+    operations than the spatial product): ``b_f = m w x v_c``, ``b_t = w x (I_c w) + c x b_f``
+    with the centre-of-mass velocity ``v_c = v + w x c``. ``diagonal``: I_c is declared
+    diagonal (the gyroscopic term is then formed from the products ``w_i w_j``, see
+    :func:`.spatial.gyroscopic`; exact for any I_c)."""
+    w, u = frame.v[0:3], frame.v[3:6]
+    b_f = m * sp.cross(w, u + sp.cross(w, c))
+    b_t = sp.gyroscopic(w, I_c, diagonal) + sp.cross(c, b_f)
+    return sp.body_inertia(m, c, I_c), ca.vertcat(b_t, b_f)
+
+
+def body_force(frame, m, c, I_c, diagonal=False, U=None):
+    """``I a + b`` of a body at ``frame`` about its centre of mass:
+    ``f = m (a_v + z x c + w x (w x c))``, ``t = I_c z + w x (I_c w) + c x f`` (inverse
+    analysis: ``a_v`` is the classical acceleration of the frame origin). ``U``: the frame's
+    :func:`.spatial.point_acceleration_matrix` if at hand (``f = m (a_v + U c)``);
+    ``diagonal`` as for :func:`body_terms`."""
+    w = frame.v[0:3]
+    z, a_v = frame.a[0:3], frame.a[3:6]
+    if U is None:
+        f = m * (a_v + sp.cross(z, c) + sp.cross(w, sp.cross(w, c)))
+    else:
+        f = m * (a_v + U @ c)
+    # with U at hand the products w_i w_j are formed already: the gyroscopic term from them
+    t = I_c @ z + sp.gyroscopic(w, I_c, diagonal or U is not None) + sp.cross(c, f)
+    return ca.vertcat(t, f)
+
+
+def combined_mass_properties(first, second):
+    """``(m, c, I_c)`` of two bodies rigidly joined, from theirs (resolved in one frame): the
+    masses add, the centre of mass is their weighted mean (the origin if both are
+    massless) and the inertias add about it (parallel axes)."""
+    (m1, c1, I1), (m2, c2, I2) = first, second
+    m = m1 + m2
+    c = ca.if_else(m > 0, (m1 * c1 + m2 * c2) / m, ca.SX.zeros(3, 1))
+    d1, d2 = sp.skew(c1 - c), sp.skew(c2 - c)
+    return m, c, I1 + I2 - m1 * (d1 @ d1) - m2 * (d2 @ d2)
+
+
+def attached_body(shape):
+    """The :class:`Body` that hangs alone on ``shape.frame_b`` (its frame_a the only other
+    frame of that connection, no loop cut there, no point gravity), or ``None``. The shape
+    then carries it as part of its own body (:class:`_Lumped`): one spatial inertia and one
+    velocity term for the two, fewer operations than a body force passed through frame_b
+    (the attached body still states its own cut force, which nothing else then needs)."""
+    if world_of(shape).gravity_type == "point":
+        return None
+    others = shape.connected(shape.frame_b)
+    if len(others) != 1 or shape.loop_cut_side(shape.frame_b) is not None:
+        return None
+    owner = others[0].owner
+    if (isinstance(owner, _RigidBody) and not isinstance(owner, _Shape)
+            and others[0] is owner.frame_a):
+        return owner
+    return None
+
+
+class _Lumped:
+    """A shape's body with the body that hangs on its frame_b (see :func:`attached_body`),
+    as one rigid body at the shape's frame_a (frame_b is offset by ``r``, not rotated)."""
+
+    def __init__(self, shape, attached, r):
+        m, c, I_c = attached.mass_properties()
+        self.shape = shape
+        self.properties = combined_mass_properties(shape.mass_properties(), (m, r + c, I_c))
+
+    def parameter_checks(self):
+        return self.shape.parameter_checks()
+
+    def body_terms(self, frame):
+        return body_terms(frame, *self.properties)
+
+    def body_force(self, frame):
+        return body_force(frame, *self.properties)
+
+
 class _RigidBody(Model):
     """A body at frame_a; subclasses say what its mass properties are."""
 
@@ -235,26 +316,29 @@ class _RigidBody(Model):
                             "(I1 + I2 >= I3); no mass distribution has them (check_triangle="
                             "False accepts lumped data on purpose)")
 
-    def body_terms(self, frame):
-        """Spatial inertia ``I`` of the body at ``frame`` and the velocity-dependent force
-        ``b = v x* (I v)``, written about the centre of mass (fewer operations than the
-        spatial product): ``b_f = m w x v_c``, ``b_t = w x (I_c w) + c x b_f`` with the
-        centre-of-mass velocity ``v_c = v + w x c``."""
-        m, c, I_c = self.mass_properties()
-        w, u = frame.v[0:3], frame.v[3:6]
-        b_f = m * sp.cross(w, u + sp.cross(w, c))
-        b_t = sp.cross(w, I_c @ w) + sp.cross(c, b_f)
-        return sp.body_inertia(m, c, I_c), ca.vertcat(b_t, b_f) - self._point_gravity(frame, m, c)
+    def declared_mass_properties(self):
+        """``(m, c, I_c)`` as numbers if all are declared numerically, else ``None``: a
+        hint for the cheaper of two exact formulas, never a value the equations use."""
+        return None
 
-    def body_force(self, frame):
-        """``I a + b`` about the centre of mass: ``f = m (a_v + z x c + w x v_c)``,
-        ``t = I_c z + w x (I_c w) + c x f`` (inverse analysis)."""
+    def _diagonal(self):
+        """Whether the inertia is declared diagonal (a hint, see
+        :func:`.spatial.gyroscopic`)."""
+        declared = self.declared_mass_properties()
+        return declared is not None and not np.any(declared[2] - np.diag(np.diag(declared[2])))
+
+    def body_terms(self, frame):
+        """Spatial inertia ``I`` of the body at ``frame`` and its velocity-dependent force
+        ``b`` (:func:`body_terms`), point gravity included."""
         m, c, I_c = self.mass_properties()
-        w, u = frame.v[0:3], frame.v[3:6]
-        z, a_v = frame.a[0:3], frame.a[3:6]
-        f = m * (a_v + sp.cross(z, c) + sp.cross(w, u + sp.cross(w, c)))
-        t = I_c @ z + sp.cross(w, I_c @ w) + sp.cross(c, f)
-        return ca.vertcat(t, f) - self._point_gravity(frame, m, c)
+        inertia, bias = body_terms(frame, m, c, I_c, self._diagonal())
+        return inertia, bias - self._point_gravity(frame, m, c)
+
+    def body_force(self, frame, U=None):
+        """``I a + b`` (:func:`body_force`, inverse analysis), point gravity included."""
+        m, c, I_c = self.mass_properties()
+        return (body_force(frame, m, c, I_c, self._diagonal(), U)
+                - self._point_gravity(frame, m, c))
 
     def _point_gravity(self, frame, m, c):
         """Wrench of point gravity at ``frame`` (zero for uniform gravity, which the world's
@@ -324,6 +408,16 @@ class Body(_RigidBody):
                            self.check_triangle)
         return self.m, sp.vec(self.r_CM), I_c
 
+    def declared_mass_properties(self):
+        """The declared ``(m, r_CM, inertia)`` if all are numbers (see
+        :meth:`_RigidBody.declared_mass_properties`)."""
+        names = ["m", "r_CM"] + [n for row in self._INERTIA_NAMES for n in row]
+        values = [numeric_value(self, n) for n in names]
+        if any(v is None for v in values):
+            return None
+        inertia = np.array([float(np.ravel(v)[0]) for v in values[2:]]).reshape(3, 3)
+        return float(np.ravel(values[0])[0]), np.ravel(values[1]), inertia
+
 
 class _Shape:
     """Mix-in: frame_b rigidly attached to the body's frame_a at offset ``r``."""
@@ -340,9 +434,28 @@ class _Shape:
         return "fixed", np.eye(3)
 
     def equations(self):
+        fa, fb = self.frame_a, self.frame_b
         r = sp.vec(self.r)
-        yield from rigid_kinematics(self.frame_a, self.frame_b, None, r)
-        yield from rigid_forces(self, self.frame_a, self.frame_b, None, r, body=self)
+        U = None
+        if self.analysis == "inverse" and self._shares_point_acceleration():
+            U = sp.point_acceleration_matrix(fa.a[0:3], fa.v[0:3])
+        yield from rigid_kinematics(fa, fb, None, r, U)
+        attached = attached_body(self)
+        if attached is None:
+            yield from rigid_forces(self, fa, fb, None, r, body=self, U=U)
+        else:
+            yield from rigid_forces(self, fa, None, None, r, body=_Lumped(self, attached, r))
+
+    def _shares_point_acceleration(self):
+        """Whether the inverse analysis forms frame_a's point-acceleration matrix ``U`` once
+        for frame_b and the body: worth it when the declared offset ``r`` is not zero and
+        so is the centre of mass (its acceleration needs ``U`` too) or the inertia is
+        diagonal (its gyroscopic term reuses the products ``w_i w_j`` of ``U``). Only the
+        cost depends on this; both ways are exact for every value."""
+        r = numeric_value(self, "r")
+        declared = self.declared_mass_properties()
+        return (r is not None and declared is not None and np.any(r)
+                and (np.any(declared[1]) or self._diagonal()))
 
 
 class BodyShape(_Shape, Body):

@@ -36,7 +36,7 @@ class AbsoluteSensor(Model):
         yield from _no_force(self, f)
         yield self.r == f.r_0
         yield self.v == f.R.T @ f.v[3:6]
-        yield self.a == f.R.T @ classical_acceleration(f, world_of(self))
+        yield self.a == f.R.T @ classical_acceleration(f, world_of(self), self)
         yield self.w == f.v[0:3]
         yield self.z == f.a[0:3]
 

@@ -13,6 +13,10 @@ Conventions (Featherstone's, resolved in the frame a quantity belongs to):
 
 Operations whose arguments are numeric constants (a coordinate axis, a fixed offset) fold
 to nothing in casadi, so one general formula serves every joint axis without extra cost.
+What folding cannot see is an identity such as ``c^2 + s^2 = 1``: :class:`AxisRotation`
+writes the rotation of inertias so that it is used, and :func:`gyroscopic` and
+:func:`point_acceleration_matrix` offer forms that are cheaper when the folded values have
+a known structure. Every form is exact for every value; declared values only choose.
 """
 
 from __future__ import annotations
@@ -42,6 +46,84 @@ def cross(a, b) -> ca.SX:
     return ca.vertcat(a[1] * b[2] - a[2] * b[1],
                       a[2] * b[0] - a[0] * b[2],
                       a[0] * b[1] - a[1] * b[0])
+
+
+class AxisRotation:
+    """The rotation ``E`` of :func:`planar_rotation` (angle about a unit axis ``e`` with the
+    same coordinates in both frames), kept as its parts ``E = P + c Q - s K`` with
+    ``P = e e'``, ``Q = 1 - e e'``, ``K = e~``, ``c = cos(angle)``, ``s = sin(angle)``, so that
+    :meth:`sandwich` can use ``c^2 + s^2 = 1``. The functions of this module take it wherever
+    they take a rotation matrix; ``matrix`` is ``E`` itself.
+
+    ``spare``: an index of a coordinate the axis has (almost) no component along, or
+    ``None``. It only chooses which diagonal entry :meth:`sandwich` takes from a trace
+    identity (exact for every axis): for a coordinate axis whose value is folded in, every
+    entry of the result is then as cheap as a hand-written formula.
+    """
+
+    def __init__(self, e, angle, spare=None):
+        e = vec(e)
+        self.e = e
+        self.c, self.s = ca.cos(angle), ca.sin(angle)
+        self.P = e @ e.T
+        self.K = skew(e)
+        self.matrix = self.P + (ca.SX.eye(3) - self.P) * self.c - self.K * self.s
+        self.spare = spare
+
+    def sandwich(self, B, symmetric=False) -> ca.SX:
+        """``E' B E``, expanded with ``c^2 = 1 - s^2``::
+
+            E' B E = P B P + c (P B Q + Q B P) + s (K B P - P B K) + Q B Q - Z,
+            Z = s^2 G - c s K G,    G = Q B Q + K B K.
+
+        ``G`` and ``Z`` are symmetric and traceless for every ``B`` (the antisymmetric
+        part of ``B`` cancels in ``G``; ``K G`` is symmetric for a symmetric ``G`` with
+        ``G e = 0``), so only their upper triangles are formed and the ``spare`` diagonal
+        entry is minus the sum of the other two. The terms with ``P`` are rank one
+        (``P B P = e'Be P``, ``P B Q = e (B'e - e'Be e)'``, ...). For a coordinate axis they
+        fold to a rotation of the axis row and column (4 products each) and the in-plane
+        block to ``B - Z`` (4 products for ``Z``), where the plain product needs twice as
+        many. With ``symmetric=True`` (``B`` symmetric) only the upper triangle is
+        computed."""
+        e, P, K, c, s = self.e, self.P, self.K, self.c, self.s
+        Be = B @ e
+        eB = Be if symmetric else B.T @ e
+        beta = e.T @ Be
+        M = e @ (eB - beta * e).T + (Be - beta * e) @ e.T          # P B Q + Q B P
+        N = cross(e, Be) @ e.T + e @ cross(e, eB).T                  # K B P - P B K
+        QBQ = B - M - beta * P
+        G = _symmetric_traceless(QBQ + K @ B @ K, self.spare)
+        Z = _symmetric_traceless((s * s) * G - (c * s) * (K @ G), self.spare)
+        R = beta * P + c * M + s * N + QBQ - Z
+        return mirror_upper(R) if symmetric else R
+
+
+def _symmetric_traceless(M, spare) -> ca.SX:
+    """The symmetric matrix of ``M``'s upper triangle; its ``spare`` diagonal entry minus
+    the sum of the other two (``M`` must be symmetric and traceless)."""
+    S = mirror_upper(M)
+    if spare is not None:
+        others = [S[i, i] for i in range(3) if i != spare]
+        S[spare, spare] = -(others[0] + others[1])
+    return S
+
+
+def matrix_of(E):
+    """The 3x3 matrix of a rotation given as a matrix or an :class:`AxisRotation`."""
+    return E.matrix if isinstance(E, AxisRotation) else E
+
+
+def axis_rotation(e, angle, declared=None):
+    """The rotation about the unit axis ``e`` by ``angle``: an :class:`AxisRotation` when the
+    declared (numeric) axis value lies along a coordinate axis, whose products then fold to
+    the cheap formulas, else the plain matrix of :func:`planar_rotation` (an axis bound to
+    an expression or a skew one: the dense products are cheaper there). Both are exact for
+    every value the axis takes at run time."""
+    if declared is not None:
+        d = np.abs(np.asarray(declared, dtype=float).ravel())
+        if d.size == 3 and np.count_nonzero(d) == 1:
+            return AxisRotation(e, angle, spare=int(np.argmin(d)))
+    return planar_rotation(e, angle)
 
 
 def planar_rotation(e, angle) -> ca.SX:
@@ -99,14 +181,88 @@ def motion_to_child(m, E=None, r=None) -> ca.SX:
     if r is not None:
         v = v + cross(w, r)
     if E is not None:
+        E = matrix_of(E)
         w, v = E @ w, E @ v
     return ca.vertcat(w, v)
+
+
+def acceleration_to_child(a, w, E=None, r=None, U=None) -> ca.SX:
+    """``X (a + [0; w x (w x r)])``: the *classical* acceleration (angular; of the origin) of
+    a frame b fixed to frame a (angular velocity ``w``) from frame a's: the offset adds the
+    centripetal term. ``U``: frame a's :func:`point_acceleration_matrix`, if it is at hand
+    (then ``a_b = X (a + [0; U r])``). Spatial accelerations go with :func:`motion_to_child`.
+    """
+    if r is None:
+        return motion_to_child(a, E, r)
+    if U is None:
+        linear = a[3:6] + cross(a[0:3], r) + cross(w, cross(w, r))
+    else:
+        linear = a[3:6] + U @ r
+    return motion_to_child(ca.vertcat(a[0:3], linear), E)
+
+
+def _products(w):
+    """The six products ``w_i w_j`` (i <= j) of a 3-vector, keyed by (i, j)."""
+    return {(i, j): w[i] * w[j] for i in range(3) for j in range(i, 3)}
+
+
+def point_acceleration_matrix(z, w) -> ca.SX:
+    """``U = z~ + w~ w~``: ``U d = z x d + w x (w x d)`` is the acceleration of a point at
+    offset ``d`` relative to the frame origin (angular velocity w, angular acceleration z).
+    Worth its 15 operations where two offsets share it (a link's far end and its centre of
+    mass: 9 each instead of 22)."""
+    m = _products(w)
+    return ca.vertcat(
+        ca.horzcat(-(m[1, 1] + m[2, 2]), m[0, 1] - z[2], m[0, 2] + z[1]),
+        ca.horzcat(m[0, 1] + z[2], -(m[0, 0] + m[2, 2]), m[1, 2] - z[0]),
+        ca.horzcat(m[0, 2] - z[1], m[1, 2] + z[0], -(m[0, 0] + m[1, 1])))
+
+
+def gyroscopic(w, I, by_products=False) -> ca.SX:
+    """``w x (I w)`` for a symmetric 3x3 ``I``, as ``w x ((I - I_11) w)`` (the same value,
+    since ``w x w = 0``; one product less).
+
+    ``by_products=True``: each component as a combination of the products ``w_i w_j`` with
+    coefficients from ``I`` (component i is ``w_j (I w)_k - w_k (I w)_j`` for i, j, k
+    cyclic). The same value for every ``I``; for a diagonal ``I`` whose values are folded in
+    it costs 6 operations (3 where :func:`point_acceleration_matrix` has formed the products
+    already) where the cross product needs 11; for a full ``I`` it is dearer."""
+    if not by_products:
+        return cross(w, (I - I[0, 0] * ca.SX.eye(3)) @ w)
+    m = _products(w)
+    out = []
+    for j, k in ((1, 2), (2, 0), (0, 1)):
+        coef = {}  # (p, q) -> coefficient of w_p w_q
+        for l in range(3):
+            for p, q, term in ((j, l, I[k, l]), (k, l, -I[j, l])):
+                key = (min(p, q), max(p, q))
+                coef[key] = coef[key] + term if key in coef else term
+        out.append(sum((coef[key] * m[key] for key in sorted(coef)), ca.SX(0)))
+    return ca.vertcat(*out)
+
+
+def joint_bias(v_a, v_b, vJ, Phi, E=None, r=None, classical=False) -> ca.SX:
+    """``psi`` of a joint's acceleration ``a_b = X a_a + Phi qdd + psi`` for the frame
+    velocities ``v_a``, ``v_b`` and the joint velocity ``vJ = Phi qd``: ``v_b x vJ`` for
+    spatial accelerations. For classical ones (``classical=True``) add ``w x u`` at b and
+    subtract ``X [0; w x u]`` of a; a rotation about the origin (no offset, ``Phi`` without
+    linear rows) moves the origin not at all, so there ``psi = [w_b x vJ_w; 0]``."""
+    spatial = cross_motion(v_b, vJ)
+    if not classical:
+        return spatial
+    if r is None and ca.SX(Phi[3:6, :]).is_zero():
+        return ca.vertcat(spatial[0:3], ca.SX.zeros(3, 1))
+    w_a, u_a, w_b, u_b = v_a[0:3], v_a[3:6], v_b[0:3], v_b[3:6]
+    parent = cross(w_a, u_a)
+    parent = parent if E is None else matrix_of(E) @ parent
+    return ca.vertcat(spatial[0:3], spatial[3:6] + cross(w_b, u_b) - parent)
 
 
 def force_to_parent(f, E=None, r=None) -> ca.SX:
     """``X^T f``: a force vector at frame b expressed at frame a."""
     t, F = f[0:3], f[3:6]
     if E is not None:
+        E = matrix_of(E)
         t, F = E.T @ t, E.T @ F
     if r is not None:
         t = t + cross(r, F)
@@ -158,6 +314,8 @@ def mirror_upper(M) -> ca.SX:
 
 def rotate_symmetric(S, E) -> ca.SX:
     """``E^T S E`` for a symmetric 3x3 ``S``, computing the upper triangle only."""
+    if isinstance(E, AxisRotation):
+        return E.sandwich(S, symmetric=True)
     P = S @ E
     R = ca.SX(3, 3)
     for i in range(3):
@@ -171,7 +329,8 @@ def inertia_to_parent(A, E=None, r=None) -> ca.SX:
     (rotation, then translation ``A11 + r~ A21 - (A12 + r~ A22) r~``)."""
     A11, A12, A22 = A[0:3, 0:3], A[0:3, 3:6], A[3:6, 3:6]
     if E is not None:
-        A11, A12, A22 = rotate_symmetric(A11, E), E.T @ A12 @ E, rotate_symmetric(A22, E)
+        A12 = E.sandwich(A12) if isinstance(E, AxisRotation) else E.T @ A12 @ E
+        A11, A22 = rotate_symmetric(A11, E), rotate_symmetric(A22, E)
     if r is not None:
         rx = skew(r)
         B = A12 + rx @ A22
