@@ -512,9 +512,12 @@ class Axis(Model):
         yield c(self.gear.flange_b, self.flange)
 
 
-def _drive(k):
-    """Axis k's drive data as keyword arguments of :class:`Axis`."""
-    return dict(DRIVES[k])
+def _drives(drives):
+    """The six axes' drive data (``DRIVES`` unless given), checked."""
+    drives = DRIVES if drives is None else tuple(dict(d) for d in drives)
+    if len(drives) != 6:
+        raise DeclarationError(f"drives: give the data of 6 axes, not {len(drives)}")
+    return drives
 
 
 def _path(reference, q_begin, q_end, qd_max, qdd_max):
@@ -539,8 +542,9 @@ class FullRobot(Model):
     of :class:`~mbmodel.libraries.blocks.KinematicPTP`) or ``"polynomial"``
     (:class:`~mbmodel.libraries.blocks.PolynomialPTP`, smooth enough to be inverted);
     ``q_begin``/``q_end`` [rad] (default: the FullRobot motion), ``qd_max``, ``qdd_max``;
-    ``feedforward`` — ``None`` or a callable ``t -> 6 currents`` (see
-    :func:`feedforward_currents`) added to the current references.
+    ``feedforward`` — ``None`` or a callable ``t -> 18 signals`` (see :func:`feedforward`):
+    currents added to the current references and the references of the axis controllers;
+    ``drives`` — the six axes' data (default :data:`DRIVES`).
 
     The robot starts at rest in equilibrium at the path's start (see the module doc).
     Results: ``planner.q[k]`` (reference), ``mechanics.r<k+1>.phi`` (joint angle),
@@ -554,17 +558,18 @@ class FullRobot(Model):
 
     def __init__(self, reference: str = "ptp", q_begin=None, q_end=None, qd_max=QD_MAX,
                  qdd_max=QDD_MAX, feedforward=None, mLoad=M_LOAD, init: str = "steady",
-                 **modifiers):
+                 drives=None, **modifiers):
         super().__init__(**modifiers)
         q_begin = np.radians(Q_START_DEG) if q_begin is None else np.asarray(q_begin, float)
         q_end = np.radians(Q_END_DEG) if q_end is None else np.asarray(q_end, float)
         self.feedforward = feedforward
+        drives = _drives(drives)
         self.mechanics = MechanicalStructure(q_start=q_begin, fixed=False,
                                              use_axis_flange=True, mLoad=mLoad)
         self.planner = _path(reference, q_begin, q_end, qd_max, qdd_max)
         for k in range(6):
             self.add(f"axis{k + 1}", Axis(feedforward=feedforward is not None, init=init,
-                                          **_drive(k)))
+                                          **drives[k]))
             if feedforward is None:
                 self.add(f"q_ref{k + 1}", blocks.Pick(n=6, index=k))
                 self.add(f"qd_ref{k + 1}", blocks.Pick(n=6, index=k))
@@ -609,7 +614,7 @@ class OneAxis(Model):
         self.planner = blocks.KinematicPTP(n=1, q_begin=[start_angle], q_end=[end_angle],
                                         qd_max=[3.0], qdd_max=[10.0])
         self.q_ref, self.qd_ref = blocks.Pick(n=1, index=0), blocks.Pick(n=1, index=0)
-        self.axis = Axis(**_drive(1))
+        self.axis = Axis(**DRIVES[1])
         self.load = rot.Inertia(J=1.14**2 * self.mLoad, phi=mb.Guess(start_angle),
                                 w=mb.Guess(0.0))
 
@@ -641,14 +646,15 @@ class InverseRobot(Model):
     """
 
     def __init__(self, reference: str = "polynomial", q_begin=None, q_end=None,
-                 qd_max=QD_MAX, qdd_max=QDD_MAX, mLoad=M_LOAD, **modifiers):
+                 qd_max=QD_MAX, qdd_max=QDD_MAX, mLoad=M_LOAD, drives=None, **modifiers):
         super().__init__(**modifiers)
+        drives = _drives(drives)
         q_begin = np.radians(Q_START_DEG) if q_begin is None else np.asarray(q_begin, float)
         q_end = np.radians(Q_END_DEG) if q_end is None else np.asarray(q_end, float)
         self.mechanics = MechanicalStructure(use_axis_flange=True, mLoad=mLoad)
         self.planner = _path(reference, q_begin, q_end, qd_max, qdd_max)
         for k in range(6):
-            self.add(f"axis{k + 1}", _InverseAxis(**_drive(k)))
+            self.add(f"axis{k + 1}", _InverseAxis(**drives[k]))
 
     def equations(self):
         for k in range(1, 7):
@@ -716,7 +722,8 @@ def feedforward(t_end, params=None, degree=80, **robot):
     signals = ([f"axis{k}.motor.current" for k in range(1, 7)]
                + [f"axis{k}.motor.phi" for k in range(1, 7)]
                + [f"axis{k}.motor.speed" for k in range(1, 7)])
-    ratios = [DRIVES[k]["ratio"] for k in range(6)] * 2
+    drives = _drives(robot.get("drives"))
+    ratios = [drives[k]["ratio"] for k in range(6)] * 2
     series, ends, fit_error = [], [], 0.0
     for j, name in enumerate(signals):
         value = res[name] if j < 6 else res[name] / ratios[j - 6]  # joint-side references
