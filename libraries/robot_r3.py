@@ -17,7 +17,7 @@ Components (each usable on its own, as the MSL's ``Utilities``):
   the mechanics and a path planner; :class:`OneAxis` — axis 2 with a load inertia.
 * :class:`InverseRobot` — the same mechanics, gears and motors with the joint angles
   prescribed (``analysis="inverse"``): joint torques, motor torques, currents and voltages
-  along a path; :func:`feedforward_currents` turns it into a feed-forward signal.
+  along a path; :func:`feedforward` turns it into a feed-forward signal.
 
 Start: :class:`FullRobot` starts at rest in equilibrium: every motor's electrical part and
 every integrator in steady state, the elastic gears unmoving, the bearings carrying no
@@ -29,8 +29,10 @@ Example::
     from mbmodel.libraries import robot_r3 as r3
 
     cm = mb.compile(r3.FullRobot())
-    res = cm.simulate(2.0)
-    print(res.final("r3_angle_error"))
+    res = cm.simulate(2.0, method="adams")
+    print(res.final("mechanics.r2.phi"), res.final("planner.q[1]"))   # -1.2237 -1.2217
+
+Walk-through: ``docs/robot.md``; the whole run: ``examples/robot_r3_full.py``.
 """
 
 from __future__ import annotations

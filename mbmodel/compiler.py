@@ -255,11 +255,11 @@ class CompiledModel:
         #: Where the simulator finds relations, conditions and discrete values (None for a
         #: model without events).
         self.events = None
+        self.ode, self.alg, self.dynamics = code.ode, code.alg, code.dynamics
+        self.output_function, self.output_names = code.outputs, code.output_names
         if sys_.hybrid is not None and not sys_.hybrid.empty:
             from .events import EventLayout
             self.events = EventLayout(sys_, order, self, code.sample_times)
-        self.ode, self.alg, self.dynamics = code.ode, code.alg, code.dynamics
-        self.output_function, self.output_names = code.outputs, code.output_names
         self.output_index = {n: i for i, n in enumerate(code.output_names)}
         self.initial_function, self.event_function = code.initial, code.events
         self.time_scale_function = code.time_scales

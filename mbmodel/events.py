@@ -126,6 +126,16 @@ class EventLayout:
         self.reinit_when = np.array(reinit_when, dtype=int)
         self.pre_slots = np.array([slot[a] for a, _ in hyb.pre], dtype=int)
         self.pre_of = np.array([slot[b] for _, b in hyb.pre], dtype=int)
+        # Relations the continuous equations or the outputs read directly (structurally):
+        # their crossings always change the trajectory. The others act only through the
+        # discrete part, and a crossing that leaves it unchanged needs no event.
+        direct = np.zeros(len(self.relation_slots), dtype=bool)
+        for fn in (cm.ode, cm.alg, cm.output_function):
+            if len(self.relation_slots) and fn.numel_out(0) and fn.numel_in(2):
+                depends = np.array(fn.which_depends(fn.name_in(2), [fn.name_out(0)], 1,
+                                                    False), dtype=bool)
+                direct |= depends[self.relation_slots]
+        self.relation_direct = direct | np.isin(self.relation_slots, self.pre_of)
         self.initial_slot = slot[hyb.initial] if hyb.initial is not None else None
         self.sample_slots = np.array([slot[s.position] for s in hyb.samples], dtype=int)
         self.sample_texts = [f"sample in {s.origin or 'the model'}" for s in hyb.samples]
@@ -203,6 +213,7 @@ class _Run:
         self.check_spacing = min(max_step or math.inf, (t_end - t_start) / CHECKS_PER_RUN)
         self.max_step = max_step
         self.events: list[Event] = []
+        self.inert_crossings = 0  # relations flipped without an event (see inert)
         self.recent = deque(maxlen=CHATTER_EVENTS)
         self.methods = []
         self.reached = None
@@ -284,6 +295,7 @@ class _Run:
                 t_new, x_new, z_new, crossed, _, _, _ = self.advance(
                     t, end, PROBE_POINTS, x, z, u, geometric=True,
                     ends_at_event=end >= real_event)
+                D[lay.relation_slots - lay.n_ext] = u[lay.relation_slots]  # inert flips
                 if crossed is None and end < target:
                     t, x, z = t_new, x_new, z_new
                     continue
@@ -291,6 +303,7 @@ class _Run:
             else:
                 t_new, x_new, z_new, crossed, xs, zs, valid = self.advance(
                     t, target, m, x, z, u, ends_at_event=target >= real_event)
+                D[lay.relation_slots - lay.n_ext] = u[lay.relation_slots]  # inert flips
             # outputs reached before any crossing
             for j in range(n_out):
                 col = (j + 1) * per - 1
@@ -665,6 +678,21 @@ class _Run:
         if not differs.any():
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         j = int(np.argmax(differs))
+        while True:  # crossings that change nothing flip their relations without an event
+            changed = np.flatnonzero(literal[:, j] != frozen)
+            if not self.inert(changed, xs[:, j], zs[:, j], u, ts[j]):
+                break
+            frozen = frozen.copy()
+            frozen[changed] = literal[changed, j]
+            u[lay.relation_slots[changed]] = frozen[changed]
+            self.inert_crossings += 1
+            literal = np.where(np.abs(c) <= NOISE_FLOOR * self.atol, frozen[:, None],
+                               lay.literal(c))
+            differs = np.any(literal != frozen[:, None], axis=0)
+            differs[:j + 1] = False
+            if not differs.any():
+                return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
+            j = int(np.argmax(differs))
         if ends_at_event and j == m - 1:
             # at a time event the relations on time already read their new values; the
             # event iteration there evaluates every relation
@@ -675,6 +703,25 @@ class _Run:
             left = (ts[j - 1], xs[:, j - 1], zs[:, j - 1], c[:, j - 1])
         right = (ts[j], xs[:, j], zs[:, j], c[:, j])
         return (*self.locate(left, right, u, frozen), xs, zs, j)
+
+    def inert(self, changed, x, z, u, t) -> bool:
+        """Whether the relations ``changed`` may take their new values without an event: the
+        continuous equations and outputs do not read them, and with them flipped every
+        discrete equation and when condition keeps its value (a friction element's
+        ``sa > tau0_max`` while it slides: it matters only when stuck). The trajectory is
+        then the same either way, and locating the crossing and restarting the integrator
+        would cost without changing anything."""
+        lay = self.layout
+        if not len(changed) or lay.relation_direct[changed].any():
+            return False
+        slots = lay.relation_slots[changed]
+        flipped = u.copy()
+        flipped[slots] = 1.0 - u[slots]
+        before, after = self.values(x, z, u, t), self.values(x, z, flipped, t)
+        return (np.array_equal(self.part(before, "conditions"), self.part(after, "conditions"))
+                and np.array_equal(self.part(after, "equations"), flipped[lay.equation_slots])
+                and np.array_equal(self.part(before, "equations"),
+                                   self.part(after, "equations")))
 
     def crossings_at(self, xs, zs, u, ts):
         n = len(ts)

@@ -228,12 +228,12 @@ def test_check_valve_opens_at_its_cracking_pressure_and_blocks_reverse_flow():
             yield mb.connect(self.valve.port_b, self.tank.port)
 
     res = mb.simulate(Line(), 2.0, n_points=201)
-    # events where dp passes p_crack and p_close each way; it opens at p_crack going up
-    # and closes at p_close going down
+    # it opens at p_crack going up and closes at p_close going down: the two events; dp
+    # passing p_close going up (closed) and p_crack going down (open) changes nothing, so
+    # the relations flip there without an event
     t_open, t_close = (10e5 + 1e4) / 20e5, 1 + (10e5 + 1e3) / 20e5
     switches = [ev.time for ev in res.events if "valve.dp" in " ".join(ev.causes)]
-    np.testing.assert_allclose(switches, [(10e5 - 1e3) / 20e5, t_open, 1 + (10e5 - 1e4) / 20e5,
-                                          t_close], atol=1e-9)
+    np.testing.assert_allclose(switches, [t_open, t_close], atol=1e-9)
     dp, flow, is_open = res["valve.dp"], res["valve.m_flow"], res["valve.open"] == 1
     np.testing.assert_array_equal(is_open, (res.t > t_open) & (res.t < t_close))
     p_a = 20e5 + dp
