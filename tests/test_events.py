@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import casadi as ca
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -551,3 +552,29 @@ def test_ideal_diode_with_its_default_ron_matches_the_closed_form_at_tight_toler
     np.testing.assert_allclose(res["cap.v"][1:], v[1:], atol=1e-7)  # (1 ns transient at 0)
     times = sorted({round(ev.time, 12) for ev in res.events[1:]})
     np.testing.assert_allclose(times, sorted(offs + ons), atol=1e-9)
+
+
+class InertAndLive(mb.Model):
+    """x = t. 'x > 0.5' feeds only a discrete equation that a false flag masks: crossing
+    it changes nothing. 'x > 1.5' switches e, which the continuous equation reads."""
+
+    x = mb.Variable(start=0.0, fixed=True)
+    y = mb.Variable(start=0.0, fixed=True)
+    flag = mb.Discrete(0)
+    d = mb.Discrete(0)
+    e = mb.Discrete(0)
+
+    def equations(self):
+        yield mb.der(self.x) == 1
+        yield self.flag == 0
+        yield self.d == ca.logic_and(self.x > 0.5, self.flag)
+        yield self.e == (self.x > 1.5)
+        yield mb.der(self.y) == self.e
+
+
+def test_a_crossing_that_changes_nothing_is_not_an_event():
+    res = mb.simulate(InertAndLive(), 2.0, n_points=201)
+    assert [ev.causes[0] for ev in res.events[1:]] == ["x > 1.5 (in the model)"]
+    assert res.events[1].time == pytest.approx(1.5, abs=1e-12)
+    assert np.all(res["d"] == 0)
+    assert res["y"][-1] == pytest.approx(0.5, abs=1e-9)   # e switched at 1.5 exactly
