@@ -28,7 +28,8 @@ b) inverse dynamics (``mb.compile(model, analysis="inverse")``, recursive Newton
    (15, 15, 15, 60, 60, 60) rad/s², 2 s) are the inputs of the compiled model; the joint
    torques ``r<i>.tau`` are its outputs, evaluated on a 1 ms grid.
 
-``R3Mechanics`` has no side effects on import and can be loaded from the file path::
+``R3Mechanics`` (the library's :class:`mbmodel.libraries.robot_r3.MechanicalStructure`) has no
+side effects on import and can be loaded from the file path::
 
     spec = importlib.util.spec_from_file_location("robot_r3", "examples/robot_r3.py")
     module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
@@ -51,97 +52,14 @@ import numpy as np
 
 import mbmodel as mb
 from mbmodel.libraries import blocks
-from mbmodel.libraries import multibody as mbl
-from mbmodel.libraries import rotational
 
-# Joint axes (resolved in frame_a = frame_b of each joint)
-AXES = ([0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0],
-        [0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+# The robot's data and mechanics live in the library (mbmodel.libraries.robot_r3).
+from mbmodel.libraries.robot_r3 import (AXES, G, JOINTS, LINKS, M_LOAD,  # noqa: F401
+                                        Q_END_DEG, Q_START_DEG, QD_MAX, QDD_MAX, R_LOAD)
+from mbmodel.libraries.robot_r3 import MechanicalStructure as R3Mechanics
 
-# Links (robot_r3.md): r (frame_a -> frame_b), r_CM, m and inertia about the centre of mass
-# (entries not given are the BodyShape defaults: diagonal 0.001, off-diagonal 0).
-LINKS = {
-    "b0": dict(r=[0.0, 0.351, 0.0], r_CM=[0.0, 0.0, 0.0], m=1.0),
-    # b1's published inertia (0.001, 1.16, 0.001) violates the triangle inequality of
-    # principal moments: lumped data (it carries the inertia of the first axis), accepted
-    # on purpose.
-    "b1": dict(r=[0.0, 0.324, 0.3], r_CM=[0.0, 0.0, 0.0], m=1.0, I_22=1.16,
-               check_triangle=False),
-    "b2": dict(r=[0.0, 0.65, 0.0], r_CM=[0.172, 0.205, 0.0], m=56.5,
-               I_11=2.58, I_22=0.64, I_33=2.73, I_21=-0.46),
-    "b3": dict(r=[0.0, 0.414, -0.155], r_CM=[0.064, -0.034, 0.0], m=26.4,
-               I_11=0.279, I_22=0.245, I_33=0.413, I_21=-0.070),
-    "b4": dict(r=[0.0, 0.186, 0.0], r_CM=[0.0, 0.0, 0.0], m=28.7,
-               I_11=1.67, I_22=0.081, I_33=1.67),
-    "b5": dict(r=[0.0, 0.125, 0.0], r_CM=[0.0, 0.0, 0.0], m=5.2,
-               I_11=1.25, I_22=0.81, I_33=1.53),
-    "b6": dict(r=[0.0, 0.0, 0.0], r_CM=[0.05, 0.05, 0.05], m=0.5),
-}
-M_LOAD = 15.0                      # FullRobot load mass [kg]
-R_LOAD = [0.1, 0.25, 0.1]          # FullRobot load position from b6.frame_b [m]
-G = 9.81
-
-# FullRobot reference motion
-Q_START_DEG = (-60.0, 20.0, 90.0, 0.0, -110.0, 0.0)
-Q_END_DEG = (60.0, -70.0, -35.0, 45.0, 110.0, 45.0)
-QD_MAX = (3.0, 1.5, 5.0, 3.1, 3.1, 4.1)            # [rad/s]
-QDD_MAX = (15.0, 15.0, 15.0, 60.0, 60.0, 60.0)     # [rad/s2]
 T_REF = 2.0          # duration of the inverse-dynamics run [s] (motion ends at 1.356 s)
 T_FALL = 0.5         # duration of the forward run [s]
-
-JOINTS = tuple(f"r{i}" for i in range(1, 7))
-
-
-class R3Mechanics(mb.Model):
-    """Multibody mechanics of the Manutec r3 (MSL ``RobotR3.Utilities.MechanicalStructure``).
-
-    Parameters ``mLoad`` and ``rLoad`` (the load). Structural options: ``q_start`` and
-    ``w_start`` (6 joint angles [rad] and speeds [rad/s]; if ``q_start`` is given the joint
-    coordinates start fixed at these values, speeds default to 0) and ``use_axis_flange``
-    (give the joints drive flanges, exposed as ``axis1`` ... ``axis6`` like the MSL model's;
-    without them the joints are free in the forward analysis and take prescribed motion
-    ``r<i>.phi``, ``r<i>.w``, ``r<i>.a`` as inputs in the inverse analysis).
-    """
-
-    mLoad = mb.Parameter(M_LOAD, unit="kg", min=0.0, doc="Mass of the load")
-    rLoad = mb.Parameter(R_LOAD, shape=3, unit="m",
-                         doc="Position of the load's centre from b6.frame_b (in b6)")
-    world = mbl.World(g=G, n=[0.0, -1.0, 0.0])
-
-    def __init__(self, q_start=None, w_start=None, use_axis_flange: bool = False,
-                 **modifiers):
-        super().__init__(**modifiers)
-        self.use_axis_flange = bool(use_axis_flange)
-        if q_start is not None:
-            q_start = [float(q) for q in q_start]
-            w_start = [0.0] * 6 if w_start is None else [float(w) for w in w_start]
-            if len(q_start) != 6 or len(w_start) != 6:
-                raise mb.DeclarationError("R3Mechanics: q_start and w_start need 6 values")
-        elif w_start is not None:
-            raise mb.DeclarationError("R3Mechanics: give q_start together with w_start")
-        for name, data in LINKS.items():
-            self.add(name, mbl.BodyShape(**data))
-        for i, (name, axis) in enumerate(zip(JOINTS, AXES)):
-            start = {} if q_start is None else dict(phi=mb.Fixed(q_start[i]),
-                                                    w=mb.Fixed(w_start[i]))
-            self.add(name, mbl.Revolute(n=list(axis), use_axis_flange=self.use_axis_flange,
-                                        **start))
-            if self.use_axis_flange:
-                self.add(f"axis{i + 1}", rotational.Flange_a(doc=f"Drive flange of {name}"))
-        self.load = mbl.Body(m=self.mLoad, r_CM=self.rLoad)
-
-    def equations(self):
-        c = mb.connect
-        yield c(self.world.frame_b, self.b0.frame_a)
-        previous = self.b0
-        for i, name in enumerate(JOINTS):
-            joint, link = getattr(self, name), getattr(self, f"b{i + 1}")
-            yield c(previous.frame_b, joint.frame_a)
-            yield c(joint.frame_b, link.frame_a)
-            if self.use_axis_flange:
-                yield c(joint.axis, getattr(self, f"axis{i + 1}"))
-            previous = link
-        yield c(self.b6.frame_b, self.load.frame_a)
 
 
 class PTPReference(mb.Model):
