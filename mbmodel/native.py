@@ -37,8 +37,8 @@ import numpy as np
 from .core import time as TIME
 from .errors import DeclarationError
 
-__all__ = ["dynamics", "code_source", "evaluator", "Evaluator", "AUTO_BUILD_INSTRUCTIONS",
-           "KERNEL_INSTRUCTIONS"]
+__all__ = ["dynamics", "code_source", "evaluator", "Evaluator", "event_function",
+           "AUTO_BUILD_INSTRUCTIONS", "KERNEL_INSTRUCTIONS", "EVENT_NATIVE_INSTRUCTIONS"]
 
 _lock = threading.Lock()
 _built: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -94,6 +94,41 @@ def dynamics(cm, native: bool | str = True) -> ca.Function:
 
 
 _sources: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_built_events: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+#: Event functions (relations, when conditions, discrete equations: :mod:`mbmodel.events`)
+#: of at least this many casadi instructions run in generated C; smaller ones cost less in
+#: the virtual machine than a compiler run (a friction element: ~200; the r3 robot with its
+#: drive trains: ~5900, evaluated some 1000 times in a 2 s run).
+EVENT_NATIVE_INSTRUCTIONS = 2000
+
+
+def event_function(cm, native: bool | str = "auto") -> ca.Function:
+    """``cm.event_values`` (``x, z, u, p, t ->`` crossing functions, conditions, discrete
+    equations, ...) in generated C when it is large enough to pay for the compiler
+    (:data:`EVENT_NATIVE_INSTRUCTIONS`) and ``native`` allows it, with the same policy as
+    :func:`dynamics` (``"auto"``: built in the background above
+    :data:`AUTO_BUILD_INSTRUCTIONS`, the virtual machine meanwhile); else the function
+    itself.
+
+    Example::
+
+        values = event_function(cm)(x, z, u, p, t)
+    """
+    fn = cm.event_values
+    if not native or fn is None or fn.n_instructions() < EVENT_NATIVE_INSTRUCTIONS:
+        return fn
+    with _lock:
+        built = _built_events.get(cm)
+    if built is not None:
+        return built
+    from .codegen import compile_function
+    large = native == "auto" and fn.n_instructions() > AUTO_BUILD_INSTRUCTIONS
+    compiled = compile_function(fn, background=large)
+    if compiled is not fn or not large:  # a background build is asked for again later
+        with _lock:
+            compiled = _built_events.setdefault(cm, compiled)
+    return compiled
 
 
 #: Dynamics of more casadi instructions than this are generated as kernel calls

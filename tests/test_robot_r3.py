@@ -244,3 +244,19 @@ def test_one_axis_reaches_its_end_angle():
     assert np.degrees(np.abs(res["planner.q"] - res["load.phi"]).max()) < 0.15
     assert np.degrees(abs(res["load.phi"][-1] - math.radians(120.0))) < 0.01
     assert abs(res["load.w"][-1]) < 1e-3
+
+
+def test_event_function_in_c_gives_the_virtual_machines_run():
+    """The robot's event function is large enough to be generated as C (native.
+    event_function); the run with it equals the run in casadi's virtual machine."""
+    from mbmodel.native import EVENT_NATIVE_INSTRUCTIONS, event_function
+
+    cm = mb.compile(r3.FullRobot())
+    assert cm.event_values.n_instructions() >= EVENT_NATIVE_INSTRUCTIONS
+    assert event_function(cm, True).class_name() == "External"
+    runs = [cm.simulate(0.4, n_points=41, method="adams", native=native)
+            for native in (True, False)]
+    assert len(runs[0].events) == len(runs[1].events) > 5
+    for k in range(1, 7):
+        a, b = (run[f"mechanics.r{k}.phi"] for run in runs)
+        assert np.abs(a - b).max() < 1e-12
