@@ -109,7 +109,7 @@ class GearOnLoad(mb.Model):
     """A rotor driven by a torque, GearType1 (sliding bearing, spring-damper, gear 10) and a
     load inertia."""
 
-    torque = blocks.TimeFunction(lambda t: 10.0 + mb.functions.sin(10 * t))
+    torque = blocks.TimeFunction(lambda t: 3.0 + mb.functions.sin(10 * t))
     source = rot.Torque()
     rotor = rot.Inertia(J=0.002, phi=mb.Fixed(0.0), w=mb.Fixed(1.0))
     gear = r3.GearType1(i=10.0, c=8.0, d=0.01, Rv0=0.5, Rv1=0.01, init="free")
@@ -124,7 +124,10 @@ class GearOnLoad(mb.Model):
 
 def test_gear_type1_matches_a_hand_written_ode():
     """Rotor, bearing sliding forward (Rv0 + Rv1*w), spring-damper between the rotor and the
-    gear's input, gear ratio i, load: the same equations written out for scipy."""
+    gear's input, gear ratio i, load: the same equations written out for scipy. (The
+    bearing's sticking thresholds, which matter only at rest, are crossed again and again
+    while it slides; before such crossings stopped being events this run stopped at
+    0.366 s with 'chattering' on one of them.)"""
     from scipy.integrate import solve_ivp
 
     J1, J2, i, c, d, Rv0, Rv1 = 0.002, 0.15, 10.0, 8.0, 0.01, 0.5, 0.01
@@ -132,7 +135,7 @@ def test_gear_type1_matches_a_hand_written_ode():
     def rhs(t, y):
         p1, w1, p2, w2 = y
         spring = c * (i * p2 - p1) + d * (i * w2 - w1)   # torque on the rotor side
-        return [w1, (10.0 + math.sin(10 * t) - (Rv0 + Rv1 * w1) + spring) / J1,
+        return [w1, (3.0 + math.sin(10 * t) - (Rv0 + Rv1 * w1) + spring) / J1,
                 w2, -i * spring / J2]
 
     times = np.linspace(0.0, 2.0, 201)
