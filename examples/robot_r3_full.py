@@ -158,29 +158,21 @@ def _plot(out, path):
         ax.plot(t, np.degrees(out["q"][:, k]), color=f"C{k}", lw=1.2, label=f"axis {k + 1}")
     ax.set_title("(a) reference (dashed) and joint angles", fontsize=10)
     ax.set_ylabel("angle [deg]")
-    ax = axes[0, 1]
-    for k in range(6):
-        ax.plot(t, out["currents"][:, k], color=f"C{k}", lw=1, label=f"axis {k + 1}")
-    ax.set_title("(a) motor currents", fontsize=10)
-    ax.set_ylabel("current [A]")
-    ax = axes[0, 2]
-    for k in range(6):
-        ax.plot(t, np.degrees(out["q_ref"][:, k] - out["q"][:, k]), color=f"C{k}", lw=1,
-                label=f"axis {k + 1}")
-    ax.set_title("(a) tracking error, feedback only", fontsize=10)
-    ax.set_ylabel("error [deg]")
-    ax = axes[1, 0]
-    for k in range(1, 7):
-        ax.plot(inv.t, inv[f"axis{k}.motor.current"], color=f"C{k - 1}", lw=1,
-                label=f"axis {k}")
-    ax.set_title("(b) inverse model: currents needed (smooth path)", fontsize=10)
-    ax.set_ylabel("current [A]")
-    ax = axes[1, 1]
-    for k in range(1, 7):
-        ax.plot(inv.t, inv[f"mechanics.r{k}.tau"], color=f"C{k - 1}", lw=1,
-                label=f"axis {k}")
-    ax.set_title("(b) inverse model: joint torques", fontsize=10)
-    ax.set_ylabel("torque [N.m]")
+    panels = (  # (axes, time, six curves, title, y label)
+        (axes[0, 1], t, out["currents"], "(a) motor currents", "current [A]"),
+        (axes[0, 2], t, np.degrees(out["q_ref"] - out["q"]),
+         "(a) tracking error, feedback only", "error [deg]"),
+        (axes[1, 0], inv.t, currents(inv),
+         "(b) inverse model: currents needed (smooth path)", "current [A]"),
+        (axes[1, 1], inv.t,
+         np.column_stack([inv[f"mechanics.r{k}.tau"] for k in range(1, 7)]),
+         "(b) inverse model: joint torques", "torque [N.m]"),
+    )
+    for ax, times, curves, title, ylabel in panels:
+        for k in range(6):
+            ax.plot(times, curves[:, k], color=f"C{k}", lw=1, label=f"axis {k + 1}")
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(ylabel)
     ax = axes[1, 2]
     for k in range(6):
         ax.semilogy(fb.t, np.abs(reference(fb)[:, k] - joint_angles(fb)[:, k]) + 1e-12,

@@ -255,6 +255,34 @@ class ContinuousClock(SO):
                                               mb.time - self.startTime)
 
 
+def _declare_ptp(block, *, n: int = 1, q_begin=0.0, q_end=1.0, qd_max=1.0, qdd_max=1.0,
+                 **modifiers):
+    """The members the point-to-point planners share: structural ``n``, the vector
+    parameters ``q_begin``, ``q_end``, ``qd_max``, ``qdd_max`` (a scalar symbol is
+    broadcast) and the outputs ``q``, ``qd``, ``qdd``."""
+    name = type(block).__name__
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise DeclarationError(f"{name}: n must be a positive integer, not {n!r}")
+    Model.__init__(block, **modifiers)
+    block.n = int(n)
+    shape = (block.n, 1)
+
+    def vector(value):
+        if isinstance(value, ca.SX) and value.numel() == 1 and block.n > 1:
+            return ca.repmat(value, block.n, 1)
+        return value
+
+    block.q_begin = Parameter(vector(q_begin), shape=shape, doc="start position")
+    block.q_end = Parameter(vector(q_end), shape=shape, doc="end position")
+    block.qd_max = Parameter(vector(qd_max), shape=shape, min=SMALL,
+                             doc="maximum velocities der(q) (> 0)")
+    block.qdd_max = Parameter(vector(qdd_max), shape=shape, min=SMALL,
+                              doc="maximum accelerations der(qd) (> 0)")
+    block.q = Output(shape=shape, doc="reference position")
+    block.qd = Output(shape=shape, doc="reference velocity der(q)")
+    block.qdd = Output(shape=shape, doc="reference acceleration der(qd)")
+
+
 class KinematicPTP(Model):
     """Point-to-point reference motion of ``n`` axes with a synchronized trapezoidal
     velocity profile (MSL ``Blocks.Sources.KinematicPTP2``, without ``moving``).
@@ -313,28 +341,8 @@ class KinematicPTP(Model):
     #: Motion below this (as max |dq/qd_max| or max |dq/qdd_max|) counts as none (MSL eps).
     EPS = 10 * np.finfo(float).eps
 
-    def __init__(self, *, n: int = 1, q_begin=0.0, q_end=1.0, qd_max=1.0, qdd_max=1.0,
-                 **modifiers):
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise DeclarationError(f"KinematicPTP: n must be a positive integer, not {n!r}")
-        super().__init__(**modifiers)
-        self.n = int(n)
-        shape = (self.n, 1)
-
-        def vector(value):
-            if isinstance(value, ca.SX) and value.numel() == 1 and self.n > 1:
-                return ca.repmat(value, self.n, 1)
-            return value
-
-        self.q_begin = Parameter(vector(q_begin), shape=shape, doc="start position")
-        self.q_end = Parameter(vector(q_end), shape=shape, doc="end position")
-        self.qd_max = Parameter(vector(qd_max), shape=shape, min=SMALL,
-                                doc="maximum velocities der(q) (> 0)")
-        self.qdd_max = Parameter(vector(qdd_max), shape=shape, min=SMALL,
-                                 doc="maximum accelerations der(qd) (> 0)")
-        self.q = Output(shape=shape, doc="reference position")
-        self.qd = Output(shape=shape, doc="reference velocity der(q)")
-        self.qdd = Output(shape=shape, doc="reference acceleration der(qd)")
+    def __init__(self, **options):
+        _declare_ptp(self, **options)
         _, ta, tv, te, _ = self._timing()
         for at in (0, ta, tv, te):
             self.time_event(self.start_time + at)
@@ -424,22 +432,8 @@ class PolynomialPTP(Model):
 
     start_time = Parameter(0.0, unit="s", doc="time instant at which the movement starts")
 
-    def __init__(self, *, n: int = 1, q_begin=0.0, q_end=1.0, qd_max=1.0, qdd_max=1.0,
-                 **modifiers):
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise DeclarationError(f"PolynomialPTP: n must be a positive integer, not {n!r}")
-        super().__init__(**modifiers)
-        self.n = int(n)
-        shape = (self.n, 1)
-        self.q_begin = Parameter(q_begin, shape=shape, doc="start position")
-        self.q_end = Parameter(q_end, shape=shape, doc="end position")
-        self.qd_max = Parameter(qd_max, shape=shape, min=SMALL,
-                                doc="maximum velocities der(q) (> 0)")
-        self.qdd_max = Parameter(qdd_max, shape=shape, min=SMALL,
-                                 doc="maximum accelerations der(qd) (> 0)")
-        self.q = Output(shape=shape, doc="reference position")
-        self.qd = Output(shape=shape, doc="reference velocity der(q)")
-        self.qdd = Output(shape=shape, doc="reference acceleration der(qd)")
+    def __init__(self, **options):
+        _declare_ptp(self, **options)
         self.T = Output(unit="s", doc="duration of the motion")
         self.time_event(self.start_time)
         self.time_event(self.start_time + self._duration())

@@ -454,6 +454,11 @@ class Axis(Model):
     enters at ``angle_ref`` and ``speed_ref``. With ``feedforward=True`` the input
     ``current_ff`` [A] is added to the controller's current reference.
 
+    ``inverse=True`` gives the axis of an inverse model (:class:`InverseRobot`): no
+    controller and no reference inputs; the motor's armature voltage is an unknown
+    (``command``, a :class:`~mbmodel.libraries.blocks.FreeSignal`) and the bearing follows
+    its sliding law.
+
     Parameters: the drive data of :data:`DRIVES` (``k``, ``w``, ``D``, ``J``, ``ratio``,
     ``c``, ``d``, ``Rv0``, ``Rv1``, ``peak``) and the gains ``kp``, ``ks``, ``Ts``.
     ``init="steady"`` (default) starts everything at rest in equilibrium.
@@ -474,24 +479,29 @@ class Axis(Model):
     kp = Parameter(KP, doc="Gain of the position controller")
     ks = Parameter(KS, doc="Gain of the speed controller")
     Ts = Parameter(TS, unit="s", min=1e-60, doc="Time constant of the speed integrator")
-    angle_ref = Input(unit="rad", doc="Reference joint angle")
-    speed_ref = Input(unit="rad/s", doc="Reference joint speed")
     flange = rot.Flange_b(doc="Drives the joint")
 
     def __init__(self, gear: int = 1, feedforward: bool = False, init: str = "steady",
-                 c=43.0, d=0.005, **modifiers):
+                 c=43.0, d=0.005, inverse: bool = False, **modifiers):
         if gear not in (1, 2):
             raise DeclarationError(f"Axis: gear must be 1 or 2, not {gear!r}")
         super().__init__(**modifiers)
-        self.gear_type, self.feedforward = gear, bool(feedforward)
-        self.motor = Motor(k=self.k, w=self.w, D=self.D, J=self.J, init=init)
-        common = dict(i=self.ratio, Rv0=self.Rv0, Rv1=self.Rv1, peak=self.peak, init=init)
+        self.gear_type, self.feedforward, self.inverse = gear, bool(feedforward), inverse
+        self.motor = Motor(k=self.k, w=self.w, D=self.D, J=self.J,
+                           current_control=not inverse, init="free" if inverse else init)
+        common = dict(i=self.ratio, Rv0=self.Rv0, Rv1=self.Rv1, peak=self.peak, init=init,
+                      friction="sliding" if inverse else "stick_slip")
         if gear == 1:
             self.c = Parameter(c, unit="N.m/rad", min=0.0, doc="Gear spring constant")
             self.d = Parameter(d, unit="N.m.s/rad", min=0.0, doc="Gear damper constant")
             self.gear = GearType1(c=self.c, d=self.d, **common)
         else:
             self.gear = GearType2(**common)
+        if inverse:
+            self.command = blocks.FreeSignal()
+            return
+        self.angle_ref = Input(unit="rad", doc="Reference joint angle")
+        self.speed_ref = Input(unit="rad/s", doc="Reference joint speed")
         self.controller = Controller(kp=self.kp, ks=self.ks, Ts=self.Ts, ratio=self.ratio,
                                      init=init)
         if self.feedforward:
@@ -500,6 +510,11 @@ class Axis(Model):
 
     def equations(self):
         c = mb.connect
+        yield c(self.motor.flange_motor, self.gear.flange_a)
+        yield c(self.gear.flange_b, self.flange)
+        if self.inverse:
+            yield c(self.command.y, self.motor.v)
+            return
         yield c(self.angle_ref, self.controller.angle_ref)
         yield c(self.speed_ref, self.controller.speed_ref)
         yield c(self.motor.phi, self.controller.motor_angle)
@@ -510,8 +525,6 @@ class Axis(Model):
             yield c(self.add_ff.y, self.motor.i_ref)
         else:
             yield c(self.controller.current_ref, self.motor.i_ref)
-        yield c(self.motor.flange_motor, self.gear.flange_a)
-        yield c(self.gear.flange_b, self.flange)
 
 
 def _drives(drives):
@@ -520,6 +533,12 @@ def _drives(drives):
     if len(drives) != 6:
         raise DeclarationError(f"drives: give the data of 6 axes, not {len(drives)}")
     return drives
+
+
+def _motion(q_begin, q_end):
+    """Start and end angles [rad]: the FullRobot motion unless given."""
+    return (np.radians(Q_START_DEG) if q_begin is None else np.asarray(q_begin, float),
+            np.radians(Q_END_DEG) if q_end is None else np.asarray(q_end, float))
 
 
 def _path(reference, q_begin, q_end, qd_max, qdd_max):
@@ -562,8 +581,7 @@ class FullRobot(Model):
                  qdd_max=QDD_MAX, feedforward=None, mLoad=M_LOAD, init: str = "steady",
                  drives=None, **modifiers):
         super().__init__(**modifiers)
-        q_begin = np.radians(Q_START_DEG) if q_begin is None else np.asarray(q_begin, float)
-        q_end = np.radians(Q_END_DEG) if q_end is None else np.asarray(q_end, float)
+        q_begin, q_end = _motion(q_begin, q_end)
         self.feedforward = feedforward
         drives = _drives(drives)
         self.mechanics = MechanicalStructure(q_start=q_begin, fixed=False,
@@ -651,38 +669,17 @@ class InverseRobot(Model):
                  qd_max=QD_MAX, qdd_max=QDD_MAX, mLoad=M_LOAD, drives=None, **modifiers):
         super().__init__(**modifiers)
         drives = _drives(drives)
-        q_begin = np.radians(Q_START_DEG) if q_begin is None else np.asarray(q_begin, float)
-        q_end = np.radians(Q_END_DEG) if q_end is None else np.asarray(q_end, float)
+        q_begin, q_end = _motion(q_begin, q_end)
         self.mechanics = MechanicalStructure(use_axis_flange=True, mLoad=mLoad)
         self.planner = _path(reference, q_begin, q_end, qd_max, qdd_max)
         for k in range(6):
-            self.add(f"axis{k + 1}", _InverseAxis(**drives[k]))
+            self.add(f"axis{k + 1}", Axis(inverse=True, **drives[k]))
 
     def equations(self):
         for k in range(1, 7):
             axis = getattr(self, f"axis{k}")
             yield mb.connect(axis.flange, getattr(self.mechanics, f"axis{k}"))
             yield getattr(self.mechanics, f"r{k}").phi == self.planner.q[k - 1]
-
-
-class _InverseAxis(Model):
-    """Motor (voltage-driven, the voltage a :class:`FreeSignal`) and gear of one axis."""
-
-    def __init__(self, gear=1, k=1.1616, w=4590.0, D=0.6, J=0.0013, ratio=-105.0, c=43.0,
-                 d=0.005, Rv0=0.4, Rv1=0.0, peak=1.0, **modifiers):
-        super().__init__(**modifiers)
-        self.command = blocks.FreeSignal()
-        self.motor = Motor(k=k, w=w, D=D, J=J, current_control=False, init="free")
-        common = dict(i=ratio, Rv0=Rv0, Rv1=Rv1, peak=peak, init="steady",
-                      friction="sliding")
-        self.gear = GearType1(c=c, d=d, **common) if gear == 1 else GearType2(**common)
-        self.flange = rot.Flange_b(doc="Drives the joint")
-
-    def equations(self):
-        c = mb.connect
-        yield c(self.command.y, self.motor.v)
-        yield c(self.motor.flange_motor, self.gear.flange_a)
-        yield c(self.gear.flange_b, self.flange)
 
 
 def feedforward(t_end, params=None, degree=80, **robot):
