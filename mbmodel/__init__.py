@@ -36,6 +36,8 @@ from .compiler import BuildTimes, CompiledModel, compile
 from .initialization import initialize
 from .result import Result, format_table
 from .simulate import simulate
+from .persist import PersistError, load
+from .sweep import sweep
 
 __version__ = "0.1.0"
 
@@ -48,4 +50,5 @@ __all__ = [
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
     "InitializationError", "SimulationError", "ImplicitStartWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
+    "load", "PersistError", "sweep",
 ]

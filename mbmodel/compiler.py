@@ -409,6 +409,19 @@ class CompiledModel:
             self._units = units
         return self._units
 
+    # -- saving -------------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write this compiled model to ``path``; :func:`mbmodel.load` reads it back in any
+        process without recompiling (see :mod:`mbmodel.persist`).
+
+        Example::
+
+            cm.save("robot.mbm")
+            cm = mb.load("robot.mbm")
+        """
+        from .persist import save
+        save(self, path)
+
     # -- running ------------------------------------------------------------------------------
     def evaluator(self, outputs: list[str] | None = None, native: bool = True):
         """A fast function ``(x, u, p, t) -> values`` for calls from Python: the state

@@ -195,6 +195,11 @@ class FlatModel:
     def variable(self, name: str) -> FlatVariable:
         return self.variables[self.index[name]]
 
+    def _persist_state(self) -> dict:
+        # The connection graph's nodes are the user's connector instances, which a saved
+        # model does not hold; nothing after flattening reads it.
+        return {**self.__dict__, "connection_graph": None}
+
 
 def describe(expr) -> str:
     """An expression as text for messages, cut to a readable length."""

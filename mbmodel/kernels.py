@@ -56,10 +56,12 @@ def _owner_keys(system) -> dict[int, object]:
     return key
 
 
-def structured_dynamics(system, parameter_mode: str = "symbolic"):
+def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TIME):
     """The model's ODE as an MX Function of kernel calls, in casadi's integrator signature
     (``t, x, z, p, u -> ode, alg, quad, zero``; ``p`` = free parameters then inputs), or
     ``None`` when the model has algebraic variables. Returns ``(function, KernelStats)``.
+    ``time_symbol`` is the time in the system's expressions (a loaded model has its own:
+    ``cm.symbols.t``).
 
     Example::
 
@@ -104,7 +106,7 @@ def structured_dynamics(system, parameter_mode: str = "symbolic"):
     T = ca.MX.sym("t")
     X = ca.MX.sym("x", n_x)
     PU = ca.MX.sym("p", n_p + n_u)
-    env: dict[int, ca.MX] = {TIME.element_hash(): T}
+    env: dict[int, ca.MX] = {time_symbol.element_hash(): T}
     for k, x in enumerate(ca.vertsplit(X)):
         env[symbols[system.states[k]].element_hash()] = x
     pu = ca.vertsplit(PU)

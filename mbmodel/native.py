@@ -148,7 +148,7 @@ def code_source(cm) -> ca.Function:
         from .kernels import structured_dynamics
         built = None
         if cm.dynamics.n_instructions() > KERNEL_INSTRUCTIONS:
-            built = structured_dynamics(cm.system, cm.parameter_mode)
+            built = structured_dynamics(cm.system, cm.parameter_mode, cm.symbols.t)
         source = built[0] if built is not None else cm.dynamics
         with _lock:
             source = _sources.setdefault(cm, source)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 
 import numpy as np
@@ -22,6 +23,7 @@ class Result:
         w = res["load.w"]
         res.to_csv("run.csv")
         res.plot(["load.w", "motor.i"], file="run.png")
+        res.save("run.npz")                 # mb.Result.load("run.npz") reads it back
     """
 
     def __init__(self, t, values, names, compiled=None, known=None, check=None):
@@ -91,7 +93,8 @@ class Result:
         Example: ``res.at(0.25, "inertia.w")``"""
         if not (self.t[0] <= t <= self.t[-1]):
             raise ValueError(f"t = {t} is outside the result's times [{self.t[0]}, {self.t[-1]}]")
-        discrete = set(getattr(self.compiled, "discrete", None) or ())
+        discrete = set(getattr(self.compiled, "discrete", None)
+                       or getattr(self, "_discrete", None) or ())
 
         def value(name):
             if name in discrete:
@@ -107,12 +110,49 @@ class Result:
         """The unit ``name`` was declared with ("" if none)."""
         if name in ("t", "time"):
             return "s"
-        units = getattr(self.compiled, "units", None) or {}
+        units = getattr(self, "_units", None)
+        if units is None:
+            units = getattr(self.compiled, "units", None) or {}
         return units.get(name, "")
 
     def _label(self, name: str) -> str:
         unit = self.unit(name)
         return f"{name} [{unit}]" if unit else name
+
+    # -- files ---------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the result to ``path`` as a numpy ``.npz`` archive: times, every
+        trajectory, names, units, the integration methods and the events (time and
+        causes). The file is complete or absent. :meth:`Result.load` reads it back.
+
+        Example: ``res.save("run.npz")``"""
+        meta = {"format": "mbmodel-result", "version": 1, "names": self.names,
+                "units": {n: self.unit(n) for n in self.names if self.unit(n)},
+                "discrete": list(getattr(self.compiled, "discrete", None) or ()),
+                "methods": list(self.methods),
+                "events": [{"time": float(e.time), "causes": [str(c) for c in e.causes]}
+                           for e in self.events]}
+        with atomic_write(path, "wb") as fh:
+            np.savez_compressed(fh, t=self.t, values=self.values,
+                                meta=np.array(json.dumps(meta)))
+
+    @classmethod
+    def load(cls, path) -> "Result":
+        """A result written by :meth:`save` (no compiled model attached: units, names,
+        events and methods come from the file).
+
+        Example: ``res = mb.Result.load("run.npz"); res["load.w"]``"""
+        from .events import Event
+        with np.load(path, allow_pickle=False) as archive:
+            meta = json.loads(str(archive["meta"]))
+            if meta.get("format") != "mbmodel-result":
+                raise ValueError(f"{path} is not a result saved by mbmodel")
+            result = cls(archive["t"], archive["values"], meta["names"])
+        result._units = dict(meta["units"])
+        result._discrete = list(meta.get("discrete", ()))
+        result.methods = list(meta["methods"])
+        result.events = [Event(e["time"], list(e["causes"])) for e in meta["events"]]
+        return result
 
     def to_dataframe(self, names=None):
         """A pandas DataFrame indexed by time (needs the ``dataframe`` extra)."""

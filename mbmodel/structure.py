@@ -173,6 +173,10 @@ class _Texts:
     def copy(self) -> "_Texts":
         return _Texts(self._items)
 
+    def _persist_state(self) -> dict:
+        # Saved as text: the lazy items refer to the flattening's working objects.
+        return {"_items": [self[i] for i in range(len(self))]}
+
 
 def _sx_list(expr: ca.SX) -> list:
     return [expr[k] for k in range(expr.numel())]
