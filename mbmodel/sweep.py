@@ -1,0 +1,286 @@
+"""Parameter sweeps and ensembles: many simulations of one compiled model, no recompilation.
+
+Runs go to local worker processes by default, or to a ``dask.distributed`` cluster when a
+client is given. The compiled model travels as the bytes of :func:`mbmodel.persist.dumps`
+(casadi's own serialization, never a pickle of casadi objects) and is loaded once per
+worker process; the generated C is built once, here, before the runs start, and the workers
+load it from the disk cache (:mod:`mbmodel.codegen`). Each worker process simulates with its
+own solver objects (:mod:`mbmodel.workspace`), so a dask worker running several tasks in
+threads shares one loaded model safely.
+
+The answer is one tidy table (pandas): a row per output time of each run, with the run's
+number, its parameter values, the time and the chosen outputs.
+
+Worker processes are started with ``multiprocessing``'s "spawn" method: a script that calls
+:func:`sweep` must guard its top level with ``if __name__ == "__main__":`` (as for any
+``concurrent.futures`` process pool).
+
+Example::
+
+    cm = mb.compile(RC())
+    table = mb.sweep(cm, 5e-3, params={"resistor.R": [500.0, 1e3, 2e3]},
+                     outputs=["capacitor.v"])
+    table.groupby("resistor.R")["capacitor.v"].max()
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+import numpy as np
+
+from .errors import SimulationError
+
+__all__ = ["sweep", "runs_of"]
+
+#: Options of :func:`mbmodel.simulate` a sweep passes on to every run.
+_RUN_OPTIONS = {"t_start", "n_points", "times", "rtol", "atol", "x0", "z0", "steady_state",
+                "method", "max_step", "native", "state_selection"}
+
+
+def runs_of(params=None, inputs=None) -> list[tuple[dict, dict, int | None]]:
+    """The runs a sweep makes: ``(parameters, inputs, input set)`` for each.
+
+    ``params``: ``None`` (the defaults), a dict ``name -> sequence of values`` (every
+    combination: a full grid, the last name varying fastest) or a list of dicts (one per
+    run). ``inputs``: ``None``, one dict for all runs (as :func:`mbmodel.simulate` takes
+    it), or a list of such dicts, each combined with every parameter set (the input set's
+    position is the run's ``input_set``).
+
+    Example: ``runs_of({"R": [1, 2], "C": [3, 4]})`` gives 4 runs."""
+    if params is None:
+        param_sets = [{}]
+    elif isinstance(params, dict):
+        names = list(params)
+        columns = []
+        for name in names:
+            values = params[name]
+            if np.isscalar(values):
+                values = [values]
+            try:
+                columns.append([float(v) for v in values])
+            except (TypeError, ValueError):
+                raise SimulationError(f"sweep: parameter '{name}': give a sequence of numbers, "
+                                      f"not {values!r}") from None
+        param_sets = [dict(zip(names, combo)) for combo in itertools.product(*columns)]
+    else:
+        param_sets = [dict(p) for p in params]
+        for k, p in enumerate(param_sets):
+            if not isinstance(p, dict):
+                raise SimulationError(f"sweep: run {k}: params must be dicts name -> value")
+    if inputs is None or isinstance(inputs, dict):
+        return [(p, dict(inputs or {}), None) for p in param_sets]
+    input_sets = [dict(u) for u in inputs]
+    return [(p, u, j) for p in param_sets for j, u in enumerate(input_sets)]
+
+
+def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client=None,
+          processes: int | None = None, progress="auto", errors: str = "raise",
+          **options):
+    """Simulate ``model`` (a :class:`~mbmodel.CompiledModel`, or a model compiled here once)
+    to ``t_end`` for every run of ``params`` × ``inputs`` (see :func:`runs_of`) and return
+    one pandas DataFrame: columns ``run``, the swept parameters, ``input_set`` (when
+    ``inputs`` is a list), ``time`` and each of ``outputs`` (default: the states), a row
+    per output time. ``df.attrs["units"]`` holds the outputs' units.
+
+    * ``client``: a ``dask.distributed.Client``: the runs go to its cluster (needs the
+      ``dask`` extra).
+    * ``processes``: local worker processes (default: one per CPU); ``0`` runs everything
+      in this process (no worker start-up; for few short runs, debugging, or inputs that
+      cannot be sent to another process).
+    * ``progress``: a tqdm progress bar over the runs: ``"auto"`` (when tqdm is installed),
+      ``True`` (needs the ``sweep`` extra) or ``False``.
+    * ``errors``: ``"raise"`` (a failed run raises :class:`~mbmodel.SimulationError` naming
+      its parameters) or ``"keep"`` (its rows hold NaN and the message in an ``error``
+      column: a run that fails in the middle keeps the times it reached).
+    * other keywords (``n_points``, ``times``, ``rtol``, ``method``, ...) go to every
+      :func:`mbmodel.simulate` call.
+
+    Example::
+
+        table = mb.sweep(cm, 2.0, params={"load.J": [1.0, 2.0, 4.0]}, outputs=["load.w"])
+    """
+    pd = _pandas()
+    cm = _compiled(model)
+    unknown = set(options) - _RUN_OPTIONS
+    if unknown:
+        raise SimulationError(f"sweep: unknown option(s) {', '.join(sorted(unknown))}; the "
+                              f"simulate options are {', '.join(sorted(_RUN_OPTIONS))}")
+    if errors not in ("raise", "keep"):
+        raise SimulationError(f"sweep: errors must be 'raise' or 'keep', not {errors!r}")
+    outputs = list(cm.states if outputs is None else outputs)
+    missing = [n for n in outputs if n not in cm.output_index]
+    if missing:
+        raise SimulationError(f"sweep: the model has no variable {', '.join(missing)}")
+    runs = runs_of(params, inputs)
+    for p, u, _ in runs:  # bad names and values fail here, not in a worker
+        cm.parameter_vector(p)
+    tasks = [(k, p, u, outputs, float(t_end), options) for k, (p, u, _) in enumerate(runs)]
+    bar = _progress_bar(progress, len(tasks))
+    try:
+        if client is not None:
+            answers = _on_cluster(client, cm, tasks, bar)
+        elif processes == 0 or len(tasks) == 1:
+            answers = [_tick(bar, _simulate_run(cm, task)) for task in tasks]
+        else:
+            answers = _in_processes(cm, tasks, processes, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    return _table(pd, cm, runs, answers, outputs, params, inputs, errors)
+
+
+# -- running ---------------------------------------------------------------------------------
+def _simulate_run(cm, task):
+    """One run: ``(run, times, values (outputs x times), error message or None)``."""
+    k, p, u, outputs, t_end, options = task
+    try:
+        res = cm.simulate(t_end, params=p, inputs=u, **options)
+    except SimulationError as exc:
+        reached = getattr(exc, "result", None)
+        if reached is None:
+            return k, np.zeros(0), np.zeros((len(outputs), 0)), str(exc)
+        return (k, reached.t, np.array([reached.values[reached._index[n]] for n in outputs]),
+                str(exc))
+    return k, res.t, np.array([res[n] for n in outputs]), None
+
+
+def _in_processes(cm, tasks, processes, bar):
+    from . import native
+    _prebuild(cm, native, tasks)
+    blob = _dumps(cm)
+    workers = min(processes or os.cpu_count() or 1, len(tasks))
+    chunk = max(1, len(tasks) // (4 * workers))
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
+                             initializer=_start_worker, initargs=(blob,)) as pool:
+        return [_tick(bar, answer) for answer in pool.map(_run_in_worker, tasks,
+                                                           chunksize=chunk)]
+
+
+def _on_cluster(client, cm, tasks, bar):
+    try:
+        from distributed import as_completed
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("sweep(client=...) needs dask.distributed: "
+                          "pip install 'mbmodel[dask]'") from exc
+    from . import native
+    _prebuild(cm, native, tasks)
+    blob = _dumps(cm)
+    key = hashlib.sha256(blob).hexdigest()
+    model = client.scatter(blob, broadcast=True)
+    futures = client.map(_run_on_cluster, tasks, model=model, key_of_model=key, pure=False)
+    answers = []
+    for future in as_completed(futures):
+        answers.append(_tick(bar, future.result()))
+    return sorted(answers, key=lambda a: a[0])
+
+
+def _prebuild(cm, native, tasks):
+    """Build the generated C here, once, so the workers load it from the disk cache."""
+    choice = tasks[0][5].get("native", "auto")
+    if choice and cm.states:
+        native.dynamics(cm, True)
+
+
+def _dumps(cm) -> bytes:
+    from .persist import dumps
+    return dumps(cm)
+
+
+_worker_model = None
+_cluster_models: dict[str, object] = {}
+_cluster_lock = threading.Lock()
+
+
+def _start_worker(blob: bytes):
+    global _worker_model
+    from .persist import loads
+    _worker_model = loads(blob, source="the sweep's model")
+
+
+def _run_in_worker(task):
+    return _simulate_run(_worker_model, task)
+
+
+def _run_on_cluster(task, model: bytes, key_of_model: str):
+    with _cluster_lock:  # a dask worker runs tasks in threads: load each model once
+        cm = _cluster_models.get(key_of_model)
+        if cm is None:
+            from .persist import loads
+            cm = _cluster_models[key_of_model] = loads(model, source="the sweep's model")
+    return _simulate_run(cm, task)
+
+
+# -- answers -------------------------------------------------------------------------------
+def _table(pd, cm, runs, answers, outputs, params, inputs, errors):
+    failed = [(k, message) for k, _, _, message in answers if message is not None]
+    if failed and errors == "raise":
+        k, message = failed[0]
+        shown = ", ".join(f"{n} = {v:g}" for n, v in runs[k][0].items()) or "the defaults"
+        more = f" ({len(failed) - 1} more runs failed)" if len(failed) > 1 else ""
+        raise SimulationError(f"sweep: run {k} ({shown}) failed{more}: {message}")
+    swept = list(params) if isinstance(params, dict) else \
+        sorted({n for p, _, _ in runs for n in p})
+    frames = []
+    for k, t, values, message in answers:
+        p, _, input_set = runs[k]
+        if len(t) == 0:  # a run that failed before its first output time keeps one row
+            t, values = np.array([np.nan]), np.full((len(outputs), 1), np.nan)
+        n = len(t)
+        columns = {"run": np.full(n, k, dtype=int)}
+        for name in swept:
+            columns[name] = np.full(n, p.get(name, np.nan), dtype=float)
+        if isinstance(inputs, (list, tuple)):
+            columns["input_set"] = np.full(n, input_set, dtype=int)
+        columns["time"] = t
+        for name, row in zip(outputs, values):
+            columns[name] = row
+        if failed:
+            columns["error"] = [message] * n
+        frames.append(pd.DataFrame(columns))
+    table = pd.concat(frames, ignore_index=True)
+    units = cm.units
+    table.attrs["units"] = {n: units[n] for n in outputs if n in units}
+    table.attrs["units"]["time"] = "s"
+    return table
+
+
+def _compiled(model):
+    from .compiler import CompiledModel, compile
+    from .core import Model
+    if isinstance(model, CompiledModel):
+        return model
+    if isinstance(model, Model):
+        return compile(model)
+    raise SimulationError(f"sweep: give a compiled model or a Model, not {type(model).__name__}")
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("sweep() returns a pandas table: pip install 'mbmodel[sweep]'") from exc
+    return pandas
+
+
+def _progress_bar(progress, total):
+    if progress is False:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        if progress is True:
+            raise ImportError("progress=True needs tqdm: pip install 'mbmodel[sweep]'") from None
+        return None
+    return tqdm(total=total, desc="sweep", unit="run")
+
+
+def _tick(bar, answer):
+    if bar is not None:
+        bar.update(1)
+    return answer

@@ -1,0 +1,136 @@
+"""Parameter sweeps (mbmodel.sweep): every row against a closed form, the same numbers in
+this process, in local worker processes and on a dask.distributed cluster, failed runs
+reported or kept, and bad requests refused before any worker starts."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import mbmodel as mb  # noqa: E402
+from mbmodel.libraries import rotational as rot  # noqa: E402
+from test_persist import RC  # noqa: E402
+
+pytest.importorskip("pandas")
+R_VALUES, C_VALUES = [500.0, 1e3, 2e3], [2e-7, 1e-6]
+
+
+@pytest.fixture(scope="module")
+def rc():
+    return mb.compile(RC())
+
+
+def check_rc_rows(table):
+    """v_C = 1 - exp(-t / RC) in every row."""
+    tau = table["resistor.R"] * table["capacitor.C"]
+    assert np.allclose(table["capacitor.v"], 1 - np.exp(-table["time"] / tau), rtol=0,
+                       atol=1e-7)
+
+
+def test_grid_sweep_in_processes_matches_the_closed_form_and_this_process(rc):
+    params = {"resistor.R": R_VALUES, "capacitor.C": C_VALUES}
+    table = mb.sweep(rc, 2e-3, params, outputs=["capacitor.v"], n_points=21, processes=2,
+                     progress=False)
+    assert list(table.columns) == ["run", "resistor.R", "capacitor.C", "time", "capacitor.v"]
+    assert len(table) == 6 * 21 and table["run"].nunique() == 6
+    # every combination, the last name varying fastest
+    runs = table.groupby("run")[["resistor.R", "capacitor.C"]].first()
+    assert runs.values.tolist() == [[r, c] for r in R_VALUES for c in C_VALUES]
+    check_rc_rows(table)
+    here = mb.sweep(rc, 2e-3, params, outputs=["capacitor.v"], n_points=21, processes=0,
+                    progress=False)
+    assert here.equals(table)  # the loaded model in the workers runs the same code
+    assert table.attrs["units"] == {"capacitor.v": "V", "time": "s"}
+
+
+def test_sweep_on_a_dask_cluster_gives_the_same_table(rc):
+    distributed = pytest.importorskip("distributed")
+    params = [{"resistor.R": r, "capacitor.C": c} for r, c in zip(R_VALUES, [1e-6, 2e-6, 5e-7])]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        table = mb.sweep(rc, 2e-3, params, outputs=["capacitor.v"], n_points=11,
+                         client=client, progress=False)
+        loaded = client.run(lambda: sorted(sys.modules["mbmodel.sweep"]._cluster_models))
+    check_rc_rows(table)
+    assert table.equals(mb.sweep(rc, 2e-3, params, outputs=["capacitor.v"], n_points=11,
+                                 processes=0, progress=False))
+    assert all(len(keys) == 1 for keys in loaded.values())  # loaded once per worker
+
+
+class Spun(mb.Model):
+    """An inertia driven by a torque input against a damper: J w' = tau - d w."""
+
+    tau = mb.Input()
+    source = rot.Torque()
+    inertia = rot.Inertia(J=2.0, phi=mb.Fixed(0.0), w=mb.Fixed(0.0))
+    damper = rot.Damper(d=0.5)
+    fixed = rot.Fixed()
+
+    def equations(self):
+        yield mb.connect(self.tau, self.source.tau)
+        yield mb.connect(self.source.flange, self.inertia.flange_a)
+        yield mb.connect(self.inertia.flange_b, self.damper.flange_a)
+        yield mb.connect(self.damper.flange_b, self.fixed.flange)
+
+
+def test_input_sets_combine_with_every_parameter_set():
+    cm = mb.compile(Spun())
+    inputs = [{"tau": 1.0}, {"tau": ([0.0, 1.0], [0.0, 3.0])}]  # constant; a step at t = 1
+    table = mb.sweep(cm, 2.0, {"inertia.J": [1.0, 4.0]}, inputs, outputs=["inertia.w"],
+                     times=[0.5, 1.0, 1.5, 2.0], processes=0, progress=False)
+    assert table.groupby("run")[["inertia.J", "input_set"]].first().values.tolist() == \
+        [[1.0, 0], [1.0, 1], [4.0, 0], [4.0, 1]]
+    for _, row in table.iterrows():
+        J, d, t = row["inertia.J"], 0.5, row["time"]
+        if row["input_set"] == 0:
+            w = 1.0 / d * (1 - np.exp(-d * t / J))
+        else:
+            w = 3.0 / d * (1 - np.exp(-d * max(t - 1.0, 0.0) / J))
+        assert row["inertia.w"] == pytest.approx(w, abs=1e-7)
+
+
+class Escape(mb.Model):
+    """x' = k x^2 from x(0) = 1: x = 1 / (1 - k t) leaves every bound at t = 1 / k."""
+
+    k = mb.Parameter(1.0)
+    x = mb.Variable(start=1.0, fixed=True)
+
+    def equations(self):
+        yield mb.der(self.x) == self.k * self.x ** 2
+
+
+def test_failed_runs_are_reported_or_kept():
+    cm = mb.compile(Escape())
+    with pytest.raises(mb.SimulationError, match=r"sweep: run 1 \(k = 2\) failed: .*t = 0.4"):
+        mb.sweep(cm, 1.0, {"k": [0.5, 2.0]}, n_points=11, processes=0, progress=False)
+    table = mb.sweep(cm, 1.0, {"k": [0.5, 2.0]}, n_points=11, processes=0, progress=False,
+                     errors="keep")
+    good, bad = table[table["run"] == 0], table[table["run"] == 1]
+    assert good["error"].isna().all() and len(good) == 11
+    assert bad["error"].str.contains("t = 0.4").all() and 4 <= len(bad) <= 5
+    # up to where the run got (near a blow-up the relative error grows with x)
+    for part, rtol in ((good, 1e-6), (bad, 1e-5)):
+        assert np.allclose(part["x"], 1 / (1 - part["k"] * part["time"]), rtol=rtol, atol=0)
+
+
+def test_bad_requests_are_refused_before_any_run(rc):
+    with pytest.raises(mb.ParameterError, match="resistor.Rx"):
+        mb.sweep(rc, 1e-3, {"resistor.Rx": [1.0]}, processes=2, progress=False)
+    with pytest.raises(mb.SimulationError, match="no variable capacitor.q"):
+        mb.sweep(rc, 1e-3, outputs=["capacitor.q"], progress=False)
+    with pytest.raises(mb.SimulationError, match="unknown option.*n_point"):
+        mb.sweep(rc, 1e-3, n_point=3, progress=False)
+    with pytest.raises(mb.SimulationError, match="resistor.R.*sequence of numbers"):
+        mb.sweep(rc, 1e-3, {"resistor.R": ["a"]}, progress=False)
+
+
+def test_progress_bar_counts_the_runs(rc, capsys):
+    pytest.importorskip("tqdm")
+    mb.sweep(rc, 1e-3, {"resistor.R": R_VALUES}, processes=0, progress=True)
+    assert "3/3" in capsys.readouterr().err
