@@ -31,6 +31,7 @@ from .forces import (Damper, Force, LineForceWithFlanges, Spring, SpringDamperPa
                      WorldForce, WorldTorque)
 from .sensors import AbsoluteSensor, CutForceAndTorque, RelativeSensor
 from . import loops
+from .urdf import from_urdf
 
 __all__ = [
     "Frame", "World", "Fixed", "FixedTranslation", "FixedRotation", "Body", "BodyShape",
@@ -38,5 +39,5 @@ __all__ = [
     "Universal",
     "FreeMotion", "WorldForce", "WorldTorque", "Force", "Torque", "Spring", "Damper",
     "SpringDamperParallel", "LineForceWithFlanges", "AbsoluteSensor", "RelativeSensor", "CutForceAndTorque",
-    "spatial",
+    "spatial", "from_urdf",
 ]
