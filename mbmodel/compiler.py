@@ -422,6 +422,14 @@ class CompiledModel:
         from .persist import save
         save(self, path)
 
+    def export_fmu(self, path, **options):
+        """Write this model as an FMI 2.0 FMU (Model Exchange and Co-Simulation); see
+        :func:`mbmodel.fmu.export_fmu` for the options and what is exported.
+
+        Example: ``cm.export_fmu("rc.fmu", outputs=["capacitor.v"])``"""
+        from .fmu import export_fmu
+        return export_fmu(self, path, **options)
+
     # -- running ------------------------------------------------------------------------------
     def evaluator(self, outputs: list[str] | None = None, native: bool = True):
         """A fast function ``(x, u, p, t) -> values`` for calls from Python: the state

@@ -1,0 +1,295 @@
+"""FMU export: a compiled model as an FMI 2.0 Functional Mock-up Unit, for Model Exchange
+and Co-Simulation, to run in any FMI tool (FMPy, OpenModelica, Dymola, Simulink, ...).
+
+The FMU holds ``modelDescription.xml`` (every variable with its unit and start value, the
+parameters, inputs and outputs), a shared library for this platform built from the model's
+generated C (casadi) and a small runtime (``fmu_runtime.c``: the FMI functions, Newton's
+method for torn nonlinear blocks, and for Co-Simulation the Dormand-Prince 5(4) integrator
+with error control that stops at every time event), and the C sources under ``sources/``.
+
+What is exported:
+
+* continuous models, with their time events (steps and other discontinuities at known
+  times: ``nextEventTime`` in Model Exchange, step boundaries in Co-Simulation);
+* free parameters (``causality="parameter"``, ``variability="fixed"``: set them before
+  initialization), external inputs, and every other variable as ``local`` (those named in
+  ``outputs`` as ``output``);
+* the states' start values are those mbmodel's initialization computes for the default
+  parameters; setting a parameter in the FMU does not recompute them (set the states'
+  start values too when they depend on it).
+
+Not exported: models with state events or ``when`` clauses (relations crossing zero,
+friction, ideal diodes), which raise :class:`FMUExportError`.
+
+Example::
+
+    cm = mb.compile(RC())
+    cm.export_fmu("rc.fmu")
+    import fmpy
+    res = fmpy.simulate_fmu("rc.fmu", stop_time=5e-3, output=["capacitor.v"])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+from .codegen import _compiler_command, _truncate
+from .errors import ModelError
+
+__all__ = ["export_fmu", "FMUExportError"]
+
+_RUNTIME = Path(__file__).with_name("fmu_runtime.c")
+#: Co-Simulation integrator tolerances unless the importer sets one (fmi2SetupExperiment).
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-10, 1e-12
+
+
+class FMUExportError(ModelError):
+    """The compiled model cannot be exported as an FMU (what and why in the message)."""
+
+
+def export_fmu(cm, path, *, outputs=None, inputs=None, model_identifier: str | None = None,
+               stop_time: float = 1.0, compiler=None) -> Path:
+    """Write ``cm`` as an FMI 2.0 FMU (Model Exchange and Co-Simulation) to ``path``.
+
+    ``outputs``: variable names exported with ``causality="output"`` (all others are
+    readable ``local`` variables); ``model_identifier``: the name of the shared library
+    (default: the model's name); ``stop_time``: the default experiment's stop time;
+    ``inputs``: start values of the external inputs (name -> number; default 0), also
+    used to compute the states' start values; ``compiler``: the C compiler (default
+    ``$CC``, ``cc`` or ``gcc``).
+
+    Example: ``cm.export_fmu("motor.fmu", outputs=["load.w"])``"""
+    _check_exportable(cm)
+    identifier = _identifier(model_identifier or cm.name)
+    outputs = list(outputs or [])
+    unknown = [n for n in outputs if n not in cm.output_index]
+    if unknown:
+        raise FMUExportError(f"export_fmu: the model has no variable {', '.join(unknown)}")
+    u0 = {name: 0.0 for name in cm.inputs}
+    u0.update(inputs or {})
+    x0, z0 = cm.initialize(inputs=u0)
+    layout = _Layout(cm, outputs)
+    c_source = _c_source(cm, x0, z0, [float(u0[n]) for n in cm.inputs], layout)
+    guid = "{" + str(uuid.UUID(hashlib.sha256(c_source.encode()).hexdigest()[:32])) + "}"
+    c_source = c_source.replace("@GUID@", guid)
+    xml = _model_description(cm, identifier, guid, x0, u0, layout, stop_time)
+    with tempfile.TemporaryDirectory(prefix="mbmodel-fmu-") as tmp:
+        library = Path(tmp) / f"{identifier}.so"
+        _build(c_source, Path(tmp) / f"{identifier}.c", library, compiler)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as fmu:
+            fmu.writestr("modelDescription.xml", xml)
+            fmu.write(library, f"binaries/{_platform()}/{identifier}.so")
+            fmu.writestr(f"sources/{identifier}.c", c_source)
+        os.replace(partial, path)
+    return path
+
+
+def _check_exportable(cm):
+    if cm.events is not None:
+        raise FMUExportError(
+            f"export_fmu: {cm.name} has state events or when clauses (relations that cross "
+            f"zero, e.g. friction, ideal switches or diodes); FMU export supports continuous "
+            f"models with time events only")
+    if sys.platform != "linux":
+        raise FMUExportError(f"export_fmu builds the FMU's binary for Linux only, not for "
+                             f"{sys.platform}")
+
+
+def _identifier(name: str) -> str:
+    cleaned = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"model_{cleaned}"
+
+
+def _platform() -> str:
+    return "linux64" if sys.maxsize > 2 ** 32 else "linux32"
+
+
+class _Layout:
+    """Value references: states, their derivatives, inputs, parameters, other variables."""
+
+    def __init__(self, cm, outputs):
+        self.states = list(cm.states)
+        self.derivatives = [f"der({s})" for s in cm.states]
+        self.inputs = list(cm.inputs)
+        self.parameters = list(cm.parameters)
+        taken = set(self.states) | set(self.derivatives) | set(self.inputs) | \
+            set(self.parameters)
+        self.others = [n for n in cm.output_names if n not in taken]
+        self.other_index = [cm.output_index[n] for n in self.others]
+        self.outputs = set(outputs)
+
+    @property
+    def names(self) -> list[str]:
+        return self.states + self.derivatives + self.inputs + self.parameters + self.others
+
+
+def _c_source(cm, x0, z0, u0, layout) -> str:
+    sym = cm.symbols
+    X, Z, U, P = (ca.SX.sym(k, sym_.numel()) for k, sym_ in
+                  (("x", sym.x), ("z", sym.z), ("u", sym.u), ("p", sym.p)))
+    T = ca.SX.sym("t")
+    args = [X, Z, U, P, T]
+    alg = cm.alg(X, Z, U, P, T)
+    functions = [
+        ca.Function("mbm_ode", args, [cm.ode(X, Z, U, P, T)]),
+        ca.Function("mbm_alg", args, [alg]),
+        ca.Function("mbm_alg_jac", args, [ca.densify(ca.jacobian(alg, Z))]),
+        ca.Function("mbm_out", args, [cm.output_function(X, Z, U, P, T)]),
+        ca.Function("mbm_tev", [P], [cm.event_function(P)]),
+    ]
+    generator = ca.CodeGenerator("mbmodel_fmu.c", {"with_header": False})
+    for fn in functions:
+        generator.add(fn)
+    generated = generator.dump()
+    p0 = np.asarray(cm.parameter_defaults, dtype=float)
+
+    def values(array):
+        return ", ".join(repr(float(v)) for v in array) or "0"
+
+    n_tev = cm.event_function.size1_out(0)
+    macros = {
+        "NX": len(layout.states), "NZ": sym.z.numel(), "NU": sym.u.numel(),
+        "NP": len(layout.parameters), "NP_ALL": sym.p.numel(), "NY": len(layout.others),
+        "N_OUT": len(cm.output_names), "N_TEV": n_tev,
+        "SZ_ARG": max(fn.sz_arg() for fn in functions),
+        "SZ_RES": max(fn.sz_res() for fn in functions),
+        "SZ_IW": max(fn.sz_iw() for fn in functions),
+        "SZ_W": max(fn.sz_w() for fn in functions),
+        "DEFAULT_RTOL": repr(DEFAULT_RTOL), "DEFAULT_ATOL": repr(DEFAULT_ATOL),
+        "X_START_VALUES": values(x0), "Z_START_VALUES": values(z0),
+        "U_START_VALUES": values(u0), "P_START_VALUES": values(p0),
+        "Y_INDEX_VALUES": ", ".join(str(i) for i in layout.other_index) or "0",
+        "MODEL_GUID": '"@GUID@"',
+        "P_POSITION(k)": "(k)",
+    }
+    defines = "\n".join(f"#define {k} {v}" for k, v in macros.items())
+    return (f"/* {cm.name}: generated by mbmodel {_version()} for FMI 2.0 */\n"
+            f"{generated}\n{defines}\n{_RUNTIME.read_text()}")
+
+
+def _build(source: str, c_file: Path, library: Path, compiler):
+    command = _compiler_command(compiler)
+    if command is None:
+        raise FMUExportError("export_fmu needs a C compiler (set $CC or install gcc)")
+    c_file.write_text(source)
+    args = [*command, "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-o", str(library),
+            str(c_file), "-lm"]
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise FMUExportError(f"export_fmu: {command[0]} failed (status {done.returncode}):\n"
+                             f"{_truncate((done.stderr or done.stdout).strip())}")
+
+
+def _model_description(cm, identifier, guid, x0, u0, layout, stop_time) -> str:
+    free = {q.name: q for q in getattr(cm, "_free", ())}
+    units = {**{q.name: q.unit for q in free.values() if q.unit}, **cm.units}
+    root = ET.Element("fmiModelDescription", {
+        "fmiVersion": "2.0", "modelName": cm.name, "guid": guid,
+        "generationTool": f"mbmodel {_version()}", "variableNamingConvention": "flat",
+        "numberOfEventIndicators": "0"})
+    common = {"modelIdentifier": identifier, "canNotUseMemoryManagementFunctions": "true",
+              "canGetAndSetFMUstate": "false", "canSerializeFMUstate": "false",
+              "providesDirectionalDerivative": "false"}
+    ET.SubElement(root, "ModelExchange", common)
+    ET.SubElement(root, "CoSimulation", {**common,
+                                         "canHandleVariableCommunicationStepSize": "true"})
+    used = sorted({units[n] for n in layout.names if units.get(n)} |
+                  {f"{units[s]}/s" for s in layout.states if units.get(s)})
+    if used:
+        definitions = ET.SubElement(root, "UnitDefinitions")
+        for unit in used:
+            ET.SubElement(definitions, "Unit", {"name": unit})
+    ET.SubElement(root, "DefaultExperiment", {"startTime": "0", "stopTime": repr(stop_time),
+                                              "tolerance": "1e-08"})
+    variables = ET.SubElement(root, "ModelVariables")
+    descriptions = _descriptions(cm)
+
+    def add(name, vr, causality, variability, initial=None, start=None, unit=None, **real):
+        attrs = {"name": name, "valueReference": str(vr), "causality": causality,
+                 "variability": variability}
+        if descriptions.get(name):
+            attrs["description"] = descriptions[name]
+        if initial:
+            attrs["initial"] = initial
+        var = ET.SubElement(variables, "ScalarVariable", attrs)
+        real_attrs = {k: v for k, v in real.items() if v is not None}
+        if unit:
+            real_attrs["unit"] = unit
+        if start is not None:
+            real_attrs["start"] = repr(float(start))
+        ET.SubElement(var, "Real", real_attrs)
+
+    vr = 0
+    for k, name in enumerate(layout.states):
+        add(name, vr, "local", "continuous", "exact", x0[k], units.get(name))
+        vr += 1
+    for k, name in enumerate(layout.derivatives):
+        unit = units.get(name) or (f"{units[layout.states[k]]}/s"
+                                   if units.get(layout.states[k]) else None)
+        add(name, vr, "local", "continuous", "calculated", None, unit, derivative=str(k + 1))
+        vr += 1
+    for name in layout.inputs:
+        add(name, vr, "input", "continuous", None, u0[name], units.get(name))
+        vr += 1
+    for k, name in enumerate(layout.parameters):
+        q = free.get(name)
+        bounds = {}
+        if q is not None and np.isfinite(q.min):
+            bounds["min"] = repr(float(q.min))
+        if q is not None and np.isfinite(q.max):
+            bounds["max"] = repr(float(q.max))
+        add(name, vr, "parameter", "fixed", "exact", cm.parameter_defaults[k],
+            units.get(name), **bounds)
+        vr += 1
+    for name in layout.others:
+        causality = "output" if name in layout.outputs else "local"
+        add(name, vr, causality, "continuous", "calculated", None, units.get(name))
+        vr += 1
+    structure = ET.SubElement(root, "ModelStructure")
+    index_of = {name: i + 1 for i, name in enumerate(layout.names)}  # 1-based
+    out_names = [n for n in layout.others if n in layout.outputs]
+    if out_names:
+        block = ET.SubElement(structure, "Outputs")
+        for name in out_names:
+            ET.SubElement(block, "Unknown", {"index": str(index_of[name])})
+    if layout.derivatives:
+        block = ET.SubElement(structure, "Derivatives")
+        for name in layout.derivatives:
+            ET.SubElement(block, "Unknown", {"index": str(index_of[name])})
+    initial = out_names + layout.derivatives
+    if initial:
+        block = ET.SubElement(structure, "InitialUnknowns")
+        for name in sorted(initial, key=index_of.__getitem__):
+            ET.SubElement(block, "Unknown", {"index": str(index_of[name])})
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def _descriptions(cm) -> dict:
+    """Declared doc strings of the variables and parameters, where the flat model has them."""
+    found = {}
+    system = cm.system
+    for item in list(system.variables) + list(system.parameters):
+        doc = getattr(item, "doc", None) or getattr(item, "description", None)
+        if isinstance(doc, str) and doc:
+            found[item.name] = doc
+    return found
+
+
+def _version() -> str:
+    from . import __version__
+    return __version__
