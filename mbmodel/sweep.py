@@ -30,6 +30,7 @@ import itertools
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 
 import numpy as np
@@ -156,10 +157,17 @@ def _in_processes(cm, tasks, processes, bar):
     blob = _dumps(cm)
     workers = min(processes or os.cpu_count() or 1, len(tasks))
     chunk = max(1, len(tasks) // (4 * workers))
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
-                             initializer=_start_worker, initargs=(blob,)) as pool:
-        return [_tick(bar, answer) for answer in pool.map(_run_in_worker, tasks,
-                                                           chunksize=chunk)]
+    try:
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
+                                 initializer=_start_worker, initargs=(blob,)) as pool:
+            return [_tick(bar, answer) for answer in pool.map(_run_in_worker, tasks,
+                                                               chunksize=chunk)]
+    except BrokenProcessPool:
+        raise SimulationError(
+            "sweep: a worker process ended abruptly. Workers are started with the 'spawn' "
+            "method and import the main script: if you called sweep from a script, guard its "
+            "top level with  if __name__ == \"__main__\":  (or run in this process with "
+            "processes=0)") from None
 
 
 def _on_cluster(client, cm, tasks, bar):

@@ -134,3 +134,31 @@ def test_progress_bar_counts_the_runs(rc, capsys):
     pytest.importorskip("tqdm")
     mb.sweep(rc, 1e-3, {"resistor.R": R_VALUES}, processes=0, progress=True)
     assert "3/3" in capsys.readouterr().err
+
+
+def test_an_unguarded_script_is_told_to_guard_its_top_level(tmp_path):
+    import subprocess
+    import textwrap
+    script = tmp_path / "unguarded.py"
+    script.write_text(textwrap.dedent("""
+        import mbmodel as mb
+        from mbmodel.libraries import electrical as el
+
+        class RC(mb.Model):
+            source = el.ConstantVoltage(V=1.0)
+            resistor = el.Resistor(R=1e3)
+            capacitor = el.Capacitor(C=1e-6, v=mb.Fixed(0.0))
+            ground = el.Ground()
+
+            def equations(self):
+                yield mb.connect(self.source.p, self.resistor.p)
+                yield mb.connect(self.resistor.n, self.capacitor.p)
+                yield mb.connect(self.capacitor.n, self.source.n, self.ground.p)
+
+        mb.sweep(mb.compile(RC()), 1e-3, {"resistor.R": [1e3, 2e3]}, processes=2,
+                 progress=False)
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode != 0
+    assert 'guard its top level with  if __name__ == "__main__":' in done.stderr
