@@ -187,10 +187,12 @@ def relations_at(cm, x, z, u, p, t):
 
 
 def simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, method,
-                         rtol, atol, max_step, native, params, inputs):
+                         rtol, atol, max_step, native, params, inputs, progress=None):
     """The run of a model with events; returns (X, Z, U, events, methods) on ``grid``.
-    A SimulationError carries ``reached`` = (X, Z, U, rows filled) for the partial result."""
+    A SimulationError carries ``reached`` = (X, Z, U, rows filled) for the partial result.
+    ``progress(t)``, if given, is told the time reached after each integrator call."""
     run = _Run(cm, p, u_of, method, rtol, atol, max_step, native, t_start, t_end)
+    run.progress = progress
     try:
         return run.run(grid, x0, steady_state, params, inputs)
     except SimulationError as exc:
@@ -224,6 +226,7 @@ class _Run:
         self.last_good = t_start
         self.chosen = None  # the method for "auto" until the next event
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
+        self.progress = None  # told the time reached (a progress bar)
 
     # -- evaluation ----------------------------------------------------------------------
     def values(self, x, z, u, t):
@@ -248,7 +251,7 @@ class _Run:
 
     # -- the run ---------------------------------------------------------------------------
     def run(self, grid, x0, steady_state, params, inputs):
-        cm, lay = self.cm, self.layout
+        lay = self.layout
         t = self.t_start
         u = self.u_of(t)
         D = u[lay.n_ext:].copy()
@@ -269,6 +272,8 @@ class _Run:
         n_intervals = 1  # output intervals per integrator call: doubles while no event comes
         probe = True  # the first stretch after an event (or the start) is probed
         while t < self.t_end:
+            if self.progress is not None:
+                self.progress(t)
             real_event = min(time_events[0] if time_events else math.inf,
                              min((tk for tk, _ in ticks), default=math.inf))
             next_time_event = min(real_event, self.t_end)

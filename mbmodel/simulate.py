@@ -15,6 +15,7 @@ from .diagnose import explain_point, locate_non_finite
 from .errors import SimulationError
 from .inputs import input_function
 from .native import dynamics
+from .progress import time_bar
 from .result import Result
 from .workspace import built, remember, workspace
 
@@ -25,6 +26,9 @@ from .workspace import built, remember, workspace
 #: variables remain. "cvodes" is BDF with the torn nonlinear blocks solved inside the ODE.
 METHODS = ("auto", "adams", "bdf", "cvodes", "idas")
 
+#: With ``progress=True`` a run without events is cut into about this many integrator calls.
+PROGRESS_CHUNKS = 20
+
 #: "auto" takes Adams when stability would not limit its steps to more than about this many
 #: over the run: spectral radius of the Jacobian at the start times the duration.
 STIFFNESS_LIMIT = 1e4
@@ -33,7 +37,7 @@ STIFFNESS_LIMIT = 1e4
 def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, params=None,
                       inputs=None, rtol=1e-8, atol=1e-10, x0=None, steady_state=False,
                       method=None, max_step=None, native="auto", z0=None,
-                      state_selection="dynamic") -> Result:
+                      state_selection="dynamic", progress=False) -> Result:
     t_start, t_end, n_points, rtol, atol, max_step = _checked_options(
         t_start, t_end, n_points, rtol, atol, max_step)
     p = cm.parameter_vector(params)
@@ -59,6 +63,20 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         raise SimulationError(f"state_selection must be 'dynamic' or 'static', not "
                               f"{state_selection!r}")
     u_of = input_function(cm, inputs)
+    bar = time_bar(progress, t_start, t_end, cm.name)
+    try:
+        result = _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
+                           z0, steady_state, method, max_step, native, state_selection, bar)
+        if bar is not None:
+            bar(t_end)
+        return result
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0, z0,
+              steady_state, method, max_step, native, state_selection, bar) -> Result:
     if (state_selection == "dynamic" and cm.system.state_set is not None
             and cm.events is None and grid[-1] > t_start):
         from .state_selection import simulate_switching
@@ -68,7 +86,8 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
             state_selection="static"))
     if cm.events is not None:
         return _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state,
-                                     method, rtol, atol, max_step, native, params, inputs)
+                                     method, rtol, atol, max_step, native, params, inputs,
+                                     bar)
     if x0 is None:
         x, z = cm.initialize(params=params, inputs=inputs, t_start=t_start,
                              steady_state=steady_state)
@@ -79,6 +98,11 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
     bounds = [t_start] + time_events(cm, p, u_of, t_start, t_end) + [t_end]
+    if bar is not None:
+        # The bar moves between integrator calls: the run is cut at output times into
+        # about PROGRESS_CHUNKS calls (each restarts the integrator).
+        cuts = grid[::max(1, len(grid) // PROGRESS_CHUNKS)]
+        bounds = sorted(set(bounds) | {float(c) for c in cuts if t_start < c < t_end})
     n_x, n_z = len(x), len(z)
     X = np.zeros((n_x, len(grid)))
     Z = np.zeros((n_z, len(grid)))
@@ -136,11 +160,13 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
                       np.concatenate([p, u_seg]))
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
+        if bar is not None:
+            bar(b)
     return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)
 
 
 def _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, method, rtol,
-                          atol, max_step, native, params, inputs) -> Result:
+                          atol, max_step, native, params, inputs, bar=None) -> Result:
     """A model with events (see :mod:`mbmodel.events`); the result has ``events``."""
     from .events import simulate_with_events
     if x0 is not None:
@@ -150,7 +176,7 @@ def _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, m
     try:
         X, Z, U, events, methods = simulate_with_events(
             cm, grid, t_start, t_end, p, u_of, x0, steady_state, method, rtol, atol, max_step,
-            native, params, inputs)
+            native, params, inputs, bar)
     except SimulationError as exc:
         reached = getattr(exc, "reached", None)
         if reached is not None and exc.result is None:
@@ -507,7 +533,10 @@ def simulate(model, t_end: float, **options) -> Result:
     (``"auto"``: the dynamics run as generated C, built once per model structure and cached
     on disk, when cached or quick to build, else in casadi's virtual machine while the C
     builds in the background; True: always C, building it first; False: the virtual
-    machine).
+    machine), ``progress`` (True: a tqdm progress bar over simulated time, shown once the
+    run has taken a second; a run without events is then cut into about 20 integrator calls
+    at output times, each restarting the integrator, so its numbers differ within the
+    tolerances from a run without the bar and ``res.methods`` has an entry per call).
 
     Example::
 

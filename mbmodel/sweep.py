@@ -36,6 +36,7 @@ from multiprocessing import get_context
 import numpy as np
 
 from .errors import SimulationError
+from .progress import run_bar
 
 __all__ = ["sweep", "runs_of"]
 
@@ -122,7 +123,7 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
     for p, u, _ in runs:  # bad names and values fail here, not in a worker
         cm.parameter_vector(p)
     tasks = [(k, p, u, outputs, float(t_end), options) for k, (p, u, _) in enumerate(runs)]
-    bar = _progress_bar(progress, len(tasks))
+    bar = run_bar(progress, len(tasks))
     try:
         if client is not None:
             answers = _on_cluster(client, cm, tasks, bar)
@@ -274,18 +275,6 @@ def _pandas():
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("sweep() returns a pandas table: pip install 'mbmodel[sweep]'") from exc
     return pandas
-
-
-def _progress_bar(progress, total):
-    if progress is False:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        if progress is True:
-            raise ImportError("progress=True needs tqdm: pip install 'mbmodel[sweep]'") from None
-        return None
-    return tqdm(total=total, desc="sweep", unit="run")
 
 
 def _tick(bar, answer):

@@ -162,3 +162,21 @@ def test_an_unguarded_script_is_told_to_guard_its_top_level(tmp_path):
                           timeout=300, cwd=tmp_path)
     assert done.returncode != 0
     assert 'guard its top level with  if __name__ == "__main__":' in done.stderr
+
+
+def test_progress_bar_over_simulated_time(rc, capsys, monkeypatch):
+    pytest.importorskip("tqdm")
+    from mbmodel import progress
+    from test_persist import BouncingBall
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)  # shown at once, not after a second
+    res = rc.simulate(5e-3, progress=True)
+    assert "5e-03/5e-03 s simulated" in capsys.readouterr().err.replace("0.005", "5e-03")
+    assert len(res.methods) == 20  # the run cut into integrator calls for the bar
+    assert np.allclose(res["capacitor.v"], 1 - np.exp(-res.t / 1e-3), rtol=0, atol=1e-7)
+    ball = mb.compile(BouncingBall())
+    quiet = ball.simulate(2.0)
+    shown = ball.simulate(2.0, progress=True)
+    assert "2/2 s simulated" in capsys.readouterr().err
+    assert [e.time for e in shown.events] == [e.time for e in quiet.events]  # not cut
+    rc.simulate(5e-3, progress=False)
+    assert capsys.readouterr().err == ""
