@@ -316,6 +316,56 @@ class CompiledModel:
         self._check_parameters(values)
         return values
 
+    def state_vector(self, values: dict | None = None) -> np.ndarray:
+        """The state vector ``x`` (in the order of ``states``) from ``values`` (name ->
+        number); states not named keep their start values (``start``).
+
+        Example: ``x = cm.state_vector({"joint1.phi": 0.3, "joint1.w": 0.0})``"""
+        return self._named_vector(values, self.states, self.start, "state", required=False)
+
+    def input_vector(self, values: dict | None = None) -> np.ndarray:
+        """The external input vector ``u`` (in the order of ``inputs``) from ``values``
+        (name -> number); every input must be named.
+
+        Example: ``u = cm.input_vector({"tau": 1.5})``"""
+        return self._named_vector(values, self.inputs, np.zeros(len(self.inputs)), "input",
+                                  required=True)
+
+    def named(self, vector, kind: str = "states") -> dict:
+        """``{name: value}`` for a vector ordered like ``states``, ``inputs``,
+        ``parameters`` or ``output_names`` (``kind``).
+
+        Example: ``cm.named(cm.evaluator()(x), "states")`` names the state derivatives by
+        their states."""
+        names = {"states": self.states, "inputs": self.inputs, "parameters": self.parameters,
+                 "outputs": self.output_names}.get(kind)
+        if names is None:
+            raise ValueError(f"kind must be 'states', 'inputs', 'parameters' or 'outputs', "
+                             f"not {kind!r}")
+        values = np.asarray(vector, dtype=float).reshape(-1)
+        if len(values) != len(names):
+            raise ValueError(f"{len(values)} values for the {len(names)} {kind} of {self.name}")
+        return dict(zip(names, values.tolist()))
+
+    def _named_vector(self, values, names, defaults, kind, required):
+        vector = np.array(defaults, dtype=float)
+        index = {n: i for i, n in enumerate(names)}
+        values = dict(values or {})
+        unknown = [n for n in values if n not in index]
+        if unknown:
+            tail = unknown[0].split(".")[-1]
+            close = [n for n in names if n.split(".")[-1] == tail][:5]
+            raise SimulationError(f"{self.name} has no {kind} {', '.join(unknown)}; its {kind}s are "
+                             + (", ".join(close) + ", ..." if close else
+                                ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")))
+        missing = [n for n in names if n not in values] if required else []
+        if missing:
+            raise SimulationError(f"give a value for every {kind} of {self.name}; missing: "
+                             f"{', '.join(missing)}")
+        for name, value in values.items():
+            vector[index[name]] = scalar(value, f"{kind} '{name}'", SimulationError)
+        return vector
+
     def _check_parameters(self, values):
         """Bounds of free and bound parameters, the components' conditions (``mb.Assert``)
         and the parameter divisors the equations were sorted with (nonzero at the declared

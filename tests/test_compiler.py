@@ -626,3 +626,29 @@ def test_result_units_interpolation_and_plot_leave_the_backend_alone(tmp_path):
     path = tmp_path / "u.csv"
     res.to_csv(path, ["capacitors[0].v"])
     assert path.read_text().splitlines()[0] == "time [s],capacitors[0].v [V]"
+
+
+def test_state_and_input_vectors_by_name():
+    class Driven(mb.Model):
+        u = mb.Input()
+        x = mb.Variable(start=2.0, fixed=True)
+        v = mb.Variable(start=0.5, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == self.v
+            yield mb.der(self.v) == self.u - self.x
+
+    cm = mb.compile(Driven())
+    x = cm.state_vector({"v": -1.0})
+    assert dict(zip(cm.states, x)) == {"x": 2.0, "v": -1.0}  # x keeps its start value
+    u = cm.input_vector({"u": 3.0})
+    xdot = np.array(cm.ode(x, [], u, cm.parameter_defaults, 0.0)).ravel()
+    assert cm.named(xdot) == {"x": -1.0, "v": 1.0}  # d/dt x = v, d/dt v = u - x
+    with pytest.raises(mb.SimulationError, match="has no state w"):
+        cm.state_vector({"w": 1.0})
+    with pytest.raises(mb.SimulationError, match="missing: u"):
+        cm.input_vector({})
+    with pytest.raises(mb.SimulationError, match="state 'x' must be a number"):
+        cm.state_vector({"x": "1"})
+    with pytest.raises(ValueError, match="3 values for the 2 states"):
+        cm.named([1, 2, 3])
