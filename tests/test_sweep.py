@@ -140,22 +140,13 @@ def test_an_unguarded_script_is_told_to_guard_its_top_level(tmp_path):
     import subprocess
     import textwrap
     script = tmp_path / "unguarded.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
         import mbmodel as mb
-        from mbmodel.libraries import electrical as el
+        from test_persist import RC
 
-        class RC(mb.Model):
-            source = el.ConstantVoltage(V=1.0)
-            resistor = el.Resistor(R=1e3)
-            capacitor = el.Capacitor(C=1e-6, v=mb.Fixed(0.0))
-            ground = el.Ground()
-
-            def equations(self):
-                yield mb.connect(self.source.p, self.resistor.p)
-                yield mb.connect(self.resistor.n, self.capacitor.p)
-                yield mb.connect(self.capacitor.n, self.source.n, self.ground.p)
-
-        mb.sweep(mb.compile(RC()), 1e-3, {"resistor.R": [1e3, 2e3]}, processes=2,
+        mb.sweep(mb.compile(RC()), 1e-3, {{"resistor.R": [1e3, 2e3]}}, processes=2,
                  progress=False)
     """))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
