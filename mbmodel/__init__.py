@@ -37,6 +37,7 @@ from .initialization import initialize
 from .result import Result, format_table
 from .simulate import simulate
 from .persist import PersistError, load
+from .visuals import VisualShape
 from .sweep import sweep
 
 __version__ = "0.1.0"
@@ -50,5 +51,5 @@ __all__ = [
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
     "InitializationError", "SimulationError", "ImplicitStartWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
-    "load", "PersistError", "sweep",
+    "load", "PersistError", "sweep", "VisualShape",
 ]

@@ -234,6 +234,8 @@ class CompiledModel:
         sys_ = system
         self.flat = flat
         self.system = system
+        #: The shapes ``Result.animate`` draws (plain data, see :mod:`mbmodel.visuals`).
+        self.visuals = list(flat.visuals) if flat is not None else []
         self.name = sys_.model_name
         self.states = [sys_.names[v] for v in sys_.states]
         self.algebraic = [sys_.names[v] for v in sys_.algebraic]

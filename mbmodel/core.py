@@ -920,6 +920,11 @@ class Model:
         """Yield equations that hold at the start time only (e.g. ``der(x) == 0``)."""
         return ()
 
+    def visuals(self) -> Iterable:
+        """Yield the :class:`~mbmodel.visuals.VisualShape` objects this component shows when
+        a result is animated (``Result.animate``); called once when the model is flattened."""
+        return ()
+
     def __repr__(self):
         return f"<{type(self).__name__} {self.path or '(top)'}>"
 

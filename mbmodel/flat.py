@@ -191,6 +191,8 @@ class FlatModel:
     loop_components: set = field(default_factory=set)
     #: names of the flow variables at loop cuts (tearing takes them first)
     tear_hints: set = field(default_factory=set)
+    #: shapes to animate, as plain data (see :func:`mbmodel.visuals.resolve`)
+    visuals: list = field(default_factory=list)
 
     def variable(self, name: str) -> FlatVariable:
         return self.variables[self.index[name]]

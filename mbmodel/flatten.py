@@ -26,6 +26,7 @@ from .errors import DeclarationError, ModelError
 from .discrete import RelationsSwitchAtEvents, When
 from .flat import FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable, describe
 from .hybrid import HybridCollector
+from .visuals import resolve as resolve_visuals
 from .orientation import (choose_roots_early, collect_roles, emit_tree_equations,
                           overdetermined_variable, spanning_tree)
 
@@ -469,6 +470,25 @@ def _new_time_events(fl, derived) -> list:
     return [at for at, dup in zip(derived, same.any(axis=1)) if not dup]
 
 
+def _visuals(fl) -> list[dict]:
+    """The components' visual shapes (``Model.visuals()``) as plain data
+    (:func:`mbmodel.visuals.resolve`)."""
+    found = []
+    for comp in fl.components:
+        try:
+            found += [(comp.path, shape) for shape in comp.visuals() or ()]
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - named with its component
+            raise DeclarationError(f"{_where(comp)}: visuals() failed: {exc}") from exc
+
+    def variable_name(symbol):
+        record = fl.symbols.get(symbol.element_hash())
+        return None if record is None or record.is_parameter else \
+            fl.variables[record.position].name
+    return resolve_visuals(found, variable_name, fl.parameters)
+
+
 def flatten(model: Model, analysis: str = "forward",
             parameters: str = "symbolic") -> FlatModel:
     """Flatten a model instance into a :class:`FlatModel` for ``analysis`` ("forward" or
@@ -536,6 +556,7 @@ def flatten(model: Model, analysis: str = "forward",
     flat.hybrid = fl.hybrid.part
     flat.loop_components = fl.loop_components
     flat.tear_hints = fl.tear_hints
+    flat.visuals = _visuals(fl)
     return flat
 
 

@@ -215,6 +215,21 @@ class Result:
                 fig.savefig(fh, dpi=110, format=kind)
         return fig
 
+    def animate(self, path, **options):
+        """Write ``path``: a self-contained HTML page that plays the model's shapes (e.g. a
+        mechanism's bodies and joints) along this result in the browser, with play/pause,
+        a time slider, a speed control and orbit controls; no network access needed.
+        Options (``model``, ``fps``, ``max_frames``, ``speed``, ``up``, ``title``): see
+        :func:`mbmodel.animation.animate`. Returns the path.
+
+        Example::
+
+            res = mb.simulate(DoublePendulum(), 3.0)
+            res.animate("double_pendulum.html")
+        """
+        from .animation import animate
+        return animate(self, path, **options)
+
 
 def format_table(header, rows, left=(0,)) -> str:
     """Rows of cells as an aligned text table (columns in ``left`` left-aligned, the others

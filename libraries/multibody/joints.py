@@ -43,6 +43,7 @@ from mbmodel.libraries import rotational, translational
 from mbmodel.libraries.drive_trains import drive_load
 
 from . import spatial as sp
+from . import visualizers as vis
 from .frames import (Frame, axis_check, classical_accelerations, cut_force, numeric_value,
                      unit_axis)
 
@@ -226,6 +227,9 @@ class Revolute(_AxisJoint):
         declared = numeric_value(self, "n") if self.parameters_folded else None
         return (sp.axis_rotation(e, q, declared), None, ca.vertcat(e, ca.SX.zeros(3, 1)))
 
+    def visuals(self):
+        return vis.revolute(self)
+
 
 class Prismatic(_AxisJoint):
     """Translation of frame_b along axis ``n`` (resolved in frame_a) by ``s`` (MSL
@@ -248,6 +252,9 @@ class Prismatic(_AxisJoint):
 
     def motion(self, e, q):
         return None, e * q, ca.vertcat(ca.SX.zeros(3, 1), e)
+
+    def visuals(self):
+        return vis.prismatic(self)
 
 
 def _coordinate_equations(joint, q, qd, qdd, driven):
@@ -299,6 +306,9 @@ class Spherical(_Joint):
             yield self.tau == ca.SX.zeros(3, 1)
         yield from joint_equations(self, sp.quaternion_rotation(self.Q), None, Phi,
                                    self.w_rel, self.z_rel, self.tau)
+
+    def visuals(self):
+        return vis.ball(self)
 
 
 class FreeMotion(_Joint):
@@ -395,3 +405,6 @@ class SphericalConstraint(Model):
         yield force_a[0:3] == ca.SX.zeros(3, 1)
         yield force_b[0:3] == ca.SX.zeros(3, 1)
         yield force_b[3:6] == -(fb.R @ (fa.R.T @ force_a[3:6]))
+
+    def visuals(self):
+        return vis.ball(self)

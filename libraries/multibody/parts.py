@@ -19,6 +19,7 @@ from mbmodel import Branch, Model, Parameter, Root
 from mbmodel.errors import ParameterError
 
 from . import spatial as sp
+from . import visualizers as vis
 from .frames import (Frame, axis_check, cut_force, numeric_value, rigid_forces, rigid_kinematics,
                      unit_axis, world_of)
 
@@ -53,6 +54,8 @@ class World(_Gravity, Model):
     (``-mue r/|r|^3`` towards the origin) or ``"none"``. frame_b is the root of the
     orientation graph: ``r_0 = 0``, ``T = identity``, ``v = 0``, ``a = [0; -g]``.
     Declare one World per model; without one, bodies fall with 9.81 m/s² along -y.
+    ``nominal_length`` (m) scales the default shapes of an animation (joints, bodies; see
+    :mod:`.visualizers`); default: twice the largest offset of the model's rigid parts.
 
     Example::
 
@@ -65,11 +68,19 @@ class World(_Gravity, Model):
                     doc="Gravity field constant (point gravity)")
     frame_b = Frame()
 
-    def __init__(self, gravity_type: str = "uniform", **modifiers):
+    def __init__(self, gravity_type: str = "uniform", nominal_length: float | None = None,
+                 **modifiers):
         super().__init__(**modifiers)
         if gravity_type not in GRAVITY_TYPES:
             raise mb.DeclarationError(f"World: gravity_type must be one of {GRAVITY_TYPES}")
         self.gravity_type = gravity_type
+        if nominal_length is not None and not float(nominal_length) > 0:
+            raise mb.DeclarationError(f"World: nominal_length must be positive, not "
+                                      f"{nominal_length}")
+        self.nominal_length = None if nominal_length is None else float(nominal_length)
+
+    def visuals(self):
+        return vis.world_axes(self)
 
     def connection_roles(self):
         yield Root(self.frame_b.R)
@@ -142,6 +153,9 @@ class FixedTranslation(Model):
         yield from rigid_kinematics(self.frame_a, self.frame_b, None, r)
         yield from rigid_forces(self, self.frame_a, self.frame_b, None, r)
 
+    def visuals(self):
+        return vis.translation(self)
+
 
 class FixedRotation(Model):
     """frame_b translated by ``r`` and rotated by ``angle`` (rad) about axis ``n`` relative
@@ -172,6 +186,9 @@ class FixedRotation(Model):
         r = sp.vec(self.r)
         yield from rigid_kinematics(self.frame_a, self.frame_b, E, r)
         yield from rigid_forces(self, self.frame_a, self.frame_b, E, r)
+
+    def visuals(self):
+        return vis.translation(self)
 
 
 def _check_inertia(component, m, I_c, triangle=True):
@@ -418,6 +435,9 @@ class Body(_RigidBody):
         inertia = np.array([float(np.ravel(v)[0]) for v in values[2:]]).reshape(3, 3)
         return float(np.ravel(values[0])[0]), np.ravel(values[1]), inertia
 
+    def visuals(self):
+        return vis.body(self)
+
 
 class _Shape:
     """Mix-in: frame_b rigidly attached to the body's frame_a at offset ``r``."""
@@ -467,6 +487,9 @@ class BodyShape(_Shape, Body):
 
         link = BodyShape(r=[0, 0.65, 0], r_CM=[0.172, 0.205, 0], m=56.5, I_11=2.58)
     """
+
+    def visuals(self):
+        return vis.body_shape(self)
 
 
 def _orthonormal_basis(length_direction, width_direction):
@@ -523,6 +546,9 @@ class BodyBox(_Shape, _RigidBody):
                      (m_out * (length ** 2 + width ** 2) - m_in * (length ** 2 + wi ** 2)) / 12]
         return m, r / 2, _rotate_principal(self, principal)
 
+    def visuals(self):
+        return vis.box(self)
+
 
 class BodyCylinder(_Shape, _RigidBody):
     """A cylinder of ``length = |r|`` along ``r`` with ``diameter`` and optional
@@ -546,6 +572,9 @@ class BodyCylinder(_Shape, _RigidBody):
         axial = m * (d ** 2 + di ** 2) / 8
         transverse = m * (length ** 2 + 3 * (d ** 2 + di ** 2) / 4) / 12
         return m, r / 2, _rotate_principal(self, [axial, transverse, transverse])
+
+    def visuals(self):
+        return vis.cylinder(self)
 
 
 def _rotate_principal(body, principal):
