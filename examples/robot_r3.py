@@ -2,8 +2,8 @@
 dynamics (joint torques along a point-to-point motion).
 
 The model is the multibody part of the MSL ``MultiBody.Examples.Systems.RobotR3``
-(``Utilities.MechanicalStructure``), with the published data of
-``/work/shared/reference/robot_r3.md``: six revolute joints (axes r1 y, r2 x, r3 x, r4 y,
+(``Utilities.MechanicalStructure``), with DLR's published data (the library's
+``robot_r3.LINKS``): six revolute joints (axes r1 y, r2 x, r3 x, r4 y,
 r5 x, r6 y) and seven ``BodyShape`` links; the load (15 kg at ``rLoad = (0.1, 0.25, 0.1)``
 from the last flange, inertia 0.001 kg.m2 about its centre) sits at ``b6.frame_b``. Gravity
 is 9.81 m/s² along -y.

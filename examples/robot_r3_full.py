@@ -1,7 +1,7 @@
 """The whole Manutec r3 robot: six current-controlled DC motors, elastic and rigid gears
 with stick–slip bearing friction, P–PI cascade controllers and the path planner, driving
 the multibody mechanics (the MSL ``RobotR3.FullRobot``, Otter, Elmqvist and Cellier 1993;
-data in ``robot_r3.md``). Components: :mod:`mbmodel.libraries.robot_r3`.
+DLR's published data). Components: :mod:`mbmodel.libraries.robot_r3`.
 
 Three runs, all built from the same component models:
 

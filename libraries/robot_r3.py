@@ -1,6 +1,7 @@
 """The Manutec r3 industrial robot with its drive trains (after the MSL
 ``MultiBody.Examples.Systems.RobotR3`` and Otter, Elmqvist and Cellier 1993), built from
-the electrical, rotational, block and multibody libraries. Data: ``robot_r3.md`` (DLR).
+the electrical, rotational, block and multibody libraries. Data: DLR's published
+measurements (``LINKS``, ``DRIVES``).
 
 Components (each usable on its own, as the MSL's ``Utilities``):
 
@@ -55,10 +56,12 @@ __all__ = ["AXES", "LINKS", "DRIVES", "G", "M_LOAD", "R_LOAD", "Q_START_DEG", "Q
            "GearType2", "Controller", "Axis", "FullRobot", "OneAxis", "InverseRobot",
            "feedforward"]
 
+#: Gravity [m/s²], along -y.
 G = 9.81
 #: Joint axes, resolved in each joint's frame_a.
 AXES = ([0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0],
         [0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+#: Names of the six revolute joints in MechanicalStructure.
 JOINTS = tuple(f"r{i}" for i in range(1, 7))
 #: Links: r (frame_a -> frame_b), r_CM, m, inertia about the centre of mass (entries not
 #: given are the BodyShape defaults: diagonal 0.001, off-diagonal 0).
@@ -78,9 +81,11 @@ LINKS = {
                I_11=1.25, I_22=0.81, I_33=1.53),
     "b6": dict(r=[0.0, 0.0, 0.0], r_CM=[0.05, 0.05, 0.05], m=0.5),
 }
+#: Mass of the load [kg].
 M_LOAD = 15.0
+#: Centre of mass of the load in the frame of the last flange (b6.frame_b) [m].
 R_LOAD = [0.1, 0.25, 0.1]
-#: Drive data per axis (robot_r3.md): gear type, motor k, w, D, J, gear ratio, elastic
+#: Drive data per axis (DLR's published data): gear type, motor k, w, D, J, gear ratio, elastic
 #: gear c, d (type 1), bearing friction Rv0, Rv1 and peak.
 DRIVES = (
     dict(gear=1, k=1.1616, w=4590.0, D=0.6, J=0.0013, ratio=-105.0, c=43.0, d=0.005,
@@ -96,10 +101,13 @@ DRIVES = (
     dict(gear=2, k=0.0842, w=7400.0, D=0.27, J=4.3e-5, ratio=-99.0, Rv0=10.9, Rv1=3.92,
          peak=16.8 / 10.9),
 )
-#: FullRobot motion.
+#: FullRobot motion: start angles of the joints [deg].
 Q_START_DEG = (-60.0, 20.0, 90.0, 0.0, -110.0, 0.0)
+#: FullRobot motion: end angles of the joints [deg].
 Q_END_DEG = (60.0, -70.0, -35.0, 45.0, 110.0, 45.0)
+#: FullRobot motion: speed limits of the joints [rad/s].
 QD_MAX = (3.0, 1.5, 5.0, 3.1, 3.1, 4.1)
+#: FullRobot motion: acceleration limits of the joints [rad/s²].
 QDD_MAX = (15.0, 15.0, 15.0, 60.0, 60.0, 60.0)
 #: Controller gains (all axes).
 KP, KS, TS = 5.0, 0.5, 0.05
