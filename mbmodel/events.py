@@ -892,16 +892,17 @@ def _fractions(m, geometric) -> np.ndarray:
 def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False):
     """An integrator over scaled time s in [0, 1] with outputs at the fractions of
     :func:`_fractions`; parameters ``(p, u, t0, dt)``."""
+    from .native import dynamics
+    from .simulate import _solver_options, newton_dynamics
+    # The C dynamics replace the virtual machine's once a background build is done.
+    rhs = dynamics(cm, native) if method == "adams" else newton_dynamics(cm, native)
     cache = workspace(cm, "integrators")
-    key = ("events", method, m, rtol, atol, max_step_scaled, native, geometric)
+    key = ("events", method, m, rtol, atol, max_step_scaled, id(rhs), geometric)
     F = cache.get(key)
     if F is not None:
         return F
 
     def build():
-        from .native import dynamics
-        from .simulate import _solver_options
-        rhs = dynamics(cm, native) if method == "adams" else cm.dynamics
         n_x, n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
         n_pu = cm.symbols.p.numel() + cm.symbols.u.numel()
         X, Z = ca.MX.sym("x", n_x), ca.MX.sym("z", n_z)

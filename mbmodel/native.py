@@ -55,7 +55,7 @@ def _empty():
 AUTO_BUILD_INSTRUCTIONS = 12000
 
 
-def dynamics(cm, native: bool | str = True) -> ca.Function:
+def dynamics(cm, native: bool | str = True, derivatives: bool = False) -> ca.Function:
     """The compiled model's DAE (``t, x, z, p, u -> ode, alg``; ``p`` = parameters then
     external inputs) for casadi's integrators: ``cm.dynamics`` in generated C when
     ``native`` is True (C source generated and the library built, or loaded from the disk
@@ -63,7 +63,9 @@ def dynamics(cm, native: bool | str = True) -> ca.Function:
     virtual machine) when False. ``"auto"``: the C library if it is cached or quick to
     build (:data:`AUTO_BUILD_INSTRUCTIONS`), else the virtual machine while the library
     builds in the background for later runs. Call it after ``mb.compile`` to choose when
-    the C compiler runs (e.g. before timing or forking workers).
+    the C compiler runs (e.g. before timing or forking workers). ``derivatives=True``: a
+    library that also holds the forward derivative in C, for the exact Jacobians of Newton's
+    method in BDF and IDAS (a separate library, built when first asked for).
 
     Example::
 
@@ -74,23 +76,30 @@ def dynamics(cm, native: bool | str = True) -> ca.Function:
         raise DeclarationError(f"native must be True, False or 'auto', not {native!r}")
     if not native:
         return cm.dynamics
+    built = _built_with_derivatives if derivatives else _built
     with _lock:
-        fn = _built.get(cm)
+        fn = built.get(cm)
     if fn is not None:
         return fn
     from .codegen import compile_function
     source = code_source(cm)
-    # Kernel code (see mbmodel.kernels) compiles ~4x faster than the flat function.
+    # Kernel code (see mbmodel.kernels) compiles ~4x faster than the flat function; the
+    # forward derivative triples the code.
     limit = AUTO_BUILD_INSTRUCTIONS * (4 if source is not cm.dynamics else 1)
+    limit /= 3 if derivatives else 1
     large = native == "auto" and cm.dynamics.n_instructions() > limit
-    fn = compile_function(source, background=large,
-                          external_options={"enable_fd": True, "fd_method": "forward"})
+    options = {} if derivatives else {"enable_fd": True, "fd_method": "forward"}
+    fn = compile_function(source, background=large, external_options=options,
+                          derivatives=derivatives)
     if fn is source:
         fn = cm.dynamics  # no compiler, or a background build under way: the VM meanwhile
     if fn is not cm.dynamics or not large:  # a background build is asked for again later
         with _lock:
-            fn = _built.setdefault(cm, fn)
+            fn = built.setdefault(cm, fn)
     return fn
+
+
+_built_with_derivatives: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 _sources: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -496,23 +496,34 @@ def _solve_algebraic(cm, z, p, u, t):
     return z_new
 
 
+#: BDF and IDAS integrate generated C with its forward derivative (exact Jacobians from
+#: one directional derivative per state, a dense solve) for models of at most this many
+#: states and algebraic variables; larger ones the symbolic dynamics, whose Jacobian is
+#: sparse (a ladder of 500 states: a tridiagonal solve).
+DENSE_JACOBIAN_SIZE = 80
+
+
+def newton_dynamics(cm, native) -> ca.Function:
+    """The dynamics BDF and IDAS integrate (see :data:`DENSE_JACOBIAN_SIZE`): generated C
+    with its derivative where ``native`` allows it and the model is small enough, else the
+    symbolic ``cm.dynamics`` (casadi's virtual machine, also while the C builds in the
+    background)."""
+    if not native or cm.symbols.x.numel() + cm.symbols.z.numel() > DENSE_JACOBIAN_SIZE:
+        return cm.dynamics
+    return dynamics(cm, native, derivatives=True)
+
+
 def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step):
-    cache = workspace(cm, "integrators")
-    key = (id(dyn), method, t0, tuple(tout), rtol, atol, max_step)
-    F = cache.get(key)
-    if F is not None:
-        return F
     opts = _solver_options(rtol, atol, max_step)
     grid = [float(t) for t in tout]
     solver = "idas" if method == "idas" else "cvodes"
     rhs = dyn
     if method == "adams":
         opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
-    else:
-        # Newton's method needs the Jacobian: the symbolic one is exact and sparse (a
-        # ladder of 500 states: a tridiagonal solve), where finite differences of the
-        # compiled code would cost one right-hand side per state and a dense solve.
-        rhs = cm.dynamics
+    else:  # Newton's method needs exact Jacobians
+        rhs = newton_dynamics(cm, "auto" if dyn is not cm.dynamics else False)
+    cache = workspace(cm, "integrators")
+    key = (id(rhs), method, t0, tuple(tout), rtol, atol, max_step)
     return built(cache, key, lambda: ca.integrator("sim", solver, rhs, float(t0), grid, opts))
 
 
