@@ -37,7 +37,7 @@ STIFFNESS_LIMIT = 1e4
 def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, params=None,
                       inputs=None, rtol=1e-8, atol=1e-10, x0=None, steady_state=False,
                       method=None, max_step=None, native="auto", z0=None,
-                      state_selection="dynamic", progress=False) -> Result:
+                      state_selection="dynamic", progress="auto") -> Result:
     t_start, t_end, n_points, rtol, atol, max_step = _checked_options(
         t_start, t_end, n_points, rtol, atol, max_step)
     p = cm.parameter_vector(params)
@@ -66,7 +66,8 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
     bar = time_bar(progress, t_start, t_end, cm.name)
     try:
         result = _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
-                           z0, steady_state, method, max_step, native, state_selection, bar)
+                           z0, steady_state, method, max_step, native, state_selection, bar,
+                           progress is True)
         if bar is not None:
             bar(t_end)
         return result
@@ -76,7 +77,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
 
 
 def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0, z0,
-              steady_state, method, max_step, native, state_selection, bar) -> Result:
+              steady_state, method, max_step, native, state_selection, bar, cut) -> Result:
     if (state_selection == "dynamic" and cm.system.state_set is not None
             and cm.events is None and grid[-1] > t_start):
         from .state_selection import simulate_switching
@@ -98,7 +99,7 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
     bounds = [t_start] + time_events(cm, p, u_of, t_start, t_end) + [t_end]
-    if bar is not None:
+    if bar is not None and cut:
         # The bar moves between integrator calls: the run is cut at output times into
         # about PROGRESS_CHUNKS calls (each restarts the integrator).
         cuts = grid[::max(1, len(grid) // PROGRESS_CHUNKS)]
@@ -544,10 +545,12 @@ def simulate(model, t_end: float, **options) -> Result:
     (``"auto"``: the dynamics run as generated C, built once per model structure and cached
     on disk, when cached or quick to build, else in casadi's virtual machine while the C
     builds in the background; True: always C, building it first; False: the virtual
-    machine), ``progress`` (True: a tqdm progress bar over simulated time, shown once the
-    run has taken a second; a run without events is then cut into about 20 integrator calls
-    at output times, each restarting the integrator, so its numbers differ within the
-    tolerances from a run without the bar and ``res.methods`` has an entry per call).
+    machine), ``progress`` (a tqdm progress bar over simulated time, shown once a run has
+    taken a second; ``"auto"``, the default, moves it where the run stops anyway: after each
+    integrator call of a run with events, at time events; True also cuts a run without
+    events into about 20 integrator calls at output times so that the bar moves, each
+    restarting the integrator: its numbers then differ within the tolerances from a run
+    without the bar, and ``res.methods`` has an entry per call; False: no bar).
 
     Example::
 

@@ -141,8 +141,8 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
 def _simulate_run(cm, task):
     """One run: ``(run, times, values (outputs x times), error message or None)``."""
     k, p, u, outputs, t_end, options = task
-    try:
-        res = cm.simulate(t_end, params=p, inputs=u, **options)
+    try:  # the sweep's own bar counts the runs; none per run
+        res = cm.simulate(t_end, params=p, inputs=u, progress=False, **options)
     except SimulationError as exc:
         reached = getattr(exc, "result", None)
         if reached is None:
