@@ -32,6 +32,7 @@ from .forces import (Damper, Force, LineForceWithFlanges, Spring, SpringDamperPa
 from .sensors import AbsoluteSensor, CutForceAndTorque, RelativeSensor
 from . import loops
 from .urdf import from_urdf
+from .joint_space import JointSpace
 
 __all__ = [
     "Frame", "World", "Fixed", "FixedTranslation", "FixedRotation", "Body", "BodyShape",
@@ -39,5 +40,5 @@ __all__ = [
     "Universal",
     "FreeMotion", "WorldForce", "WorldTorque", "Force", "Torque", "Spring", "Damper",
     "SpringDamperParallel", "LineForceWithFlanges", "AbsoluteSensor", "RelativeSensor", "CutForceAndTorque",
-    "spatial", "from_urdf",
+    "spatial", "from_urdf", "JointSpace",
 ]

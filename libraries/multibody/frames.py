@@ -99,6 +99,46 @@ def numeric_value(component, name):
     return np.asarray(value, dtype=float)
 
 
+def evaluate_at_declared_values(component, expressions, what):
+    """``expressions`` (SX of ``component``'s own parameters) as numpy arrays at the
+    parameters' declared values: what a component exposes as numbers (a body's mass
+    properties). ``what`` names the quantity in the error raised when a parameter it needs
+    is bound to an expression of other parameters (whose value is known only once the model
+    is compiled).
+
+    Example: ``m, c, I_c = evaluate_at_declared_values(body, body.mass_properties(),
+    "mass properties")``"""
+    symbols, values, bound = [], [], {}
+    for name, member in component.members().items():
+        if not isinstance(member, mb.Parameter):
+            continue
+        symbol = ca.vec(member.symbol)
+        if isinstance(member.value, (ca.SX, ca.MX)):
+            for k in range(symbol.numel()):
+                bound[symbol[k].element_hash()] = (name, member.value)
+            continue
+        symbols.append(symbol)
+        values.append(ca.DM(np.asarray(member.value, dtype=float).reshape(-1, order="F")))
+    known = ca.vertcat(*symbols) if symbols else ca.SX(0, 1)
+    numbers = ca.vertcat(*values) if values else ca.DM(0, 1)
+    out = []
+    for expr in expressions:
+        expr = ca.substitute(ca.SX(expr), known, ca.SX(numbers))
+        free = ca.symvar(expr)
+        if free:
+            culprits = {}
+            for s in free:
+                name, binding = bound.get(s.element_hash(), (str(s), "?"))
+                culprits[name] = binding
+            shown = ", ".join(f"{n} = {b}" for n, b in sorted(culprits.items()))
+            raise ParameterError(
+                f"{type(component).__name__} '{component.path or '(top level)'}': its {what} "
+                f"can be evaluated only from numeric parameter values, but {shown} is bound "
+                f"to an expression of other parameters; give it a number")
+        out.append(np.array(ca.evalf(expr), dtype=float))
+    return out
+
+
 def unit_axis(component, name="n"):
     """The unit vector of an axis parameter; a zero-length numeric axis is an error."""
     value = numeric_value(component, name)

@@ -30,6 +30,11 @@ in, joint forces out. Joints with ``use_axis_flange=True`` take their motion fro
 drives the flange (e.g. a rotational Position source). In a kinematic loop only the
 independent coordinates can be prescribed: give the other joints of the loop
 ``prescribed=False`` (passive: their motion follows from the loop in both analyses).
+
+Driving a joint: ``actuated=True`` makes the driving torque ``<joint>.tau`` (force
+``<joint>.f`` of a prismatic joint) an external input of the forward analysis, the same
+variable the inverse analysis gives as an output; ``use_axis_flange=True`` takes it from a
+1-D drive train on the ``axis`` flange instead (motor, gear, friction).
 """
 
 from __future__ import annotations
@@ -126,10 +131,25 @@ class _AxisJoint(_Joint):
     flange_library = None
     flange_names: tuple[str, str]
 
-    def __init__(self, use_axis_flange: bool = False, prescribed: bool = True, **modifiers):
+    def __init__(self, use_axis_flange: bool = False, prescribed: bool = True,
+                 actuated: bool = False, **modifiers):
         super().__init__(**modifiers)
         self.use_axis_flange = bool(use_axis_flange)
         self.prescribed = bool(prescribed)
+        self.actuated = bool(actuated)
+        force = self.coordinates[3]
+        if self.actuated:
+            if self.use_axis_flange:
+                what, source = (("torque", "rotational.Torque") if force == "tau"
+                                else ("force", "translational.Force"))
+                raise mb.DeclarationError(
+                    f"{type(self).__name__}: actuated=True makes the driving {what} "
+                    f"'{force}' an input, use_axis_flange=True takes it from the flange; "
+                    f"choose one (to feed an input into a drive train, connect a {source} "
+                    f"source to the flange)")
+            # The driving force is an external input of the forward analysis; the inverse
+            # analysis still gives it as an output (the same name in both).
+            self.declaration(force).input_in = "forward"
         if self.use_axis_flange or not self.prescribed:
             # The flange drives the motion, or the joint is a passive joint of a kinematic
             # loop whose motion the loop determines: not an input of the inverse analysis.
@@ -165,6 +185,8 @@ class _AxisJoint(_Joint):
             yield getattr(self.axis, across) == q
             yield getattr(self.support, across) == 0
             yield force == getattr(self.axis, through)
+        elif self.analysis == "forward" and self.actuated:
+            pass  # the driving force is an external input
         elif self.analysis == "forward" or not self.prescribed:
             yield force == 0
         E, r, Phi = self.motion(e, q)
@@ -199,13 +221,16 @@ class Revolute(_AxisJoint):
     angle ``phi`` (MSL ``Joints.Revolute``).
 
     ``E = n n' + (1 - n n') cos(phi) - n~ sin(phi)``, ``Phi = [n; 0]``, ``w = der(phi)``,
-    ``a = der(w)``; ``tau`` is the driving torque about ``n`` (from the axis flange if
-    ``use_axis_flange=True``, else zero in the forward analysis). The support flange is fixed
-    (its reaction torque goes to the world, as in the MSL).
+    ``a = der(w)``; ``tau`` is the driving torque about ``n`` (positive: accelerates
+    ``phi`` positively): with ``actuated=True`` an external input of the forward analysis
+    (named ``<joint>.tau``), from the axis flange if ``use_axis_flange=True``, else zero in
+    the forward analysis; in the inverse analysis always the output. The support flange is
+    fixed (its reaction torque goes to the world, as in the MSL).
 
     Example::
 
         joint = Revolute(n=[0, 0, 1], phi=mb.Fixed(0.3), w=mb.Fixed(0.0))
+        motor = Revolute(n=[0, 1, 0], actuated=True)   # forward model input: motor.tau
     """
 
     n = Parameter([0.0, 0.0, 1.0], shape=3, doc="Axis of rotation resolved in frame_a and frame_b")
@@ -234,7 +259,14 @@ class Revolute(_AxisJoint):
 class Prismatic(_AxisJoint):
     """Translation of frame_b along axis ``n`` (resolved in frame_a) by ``s`` (MSL
     ``Joints.Prismatic``): ``r = n s``, ``Phi = [0; n]``; ``f`` is the driving force along
-    ``n`` (from the axis flange of the translational library if ``use_axis_flange=True``).
+    ``n``: an external input of the forward analysis with ``actuated=True`` (named
+    ``<joint>.f``), from the axis flange of the translational library if
+    ``use_axis_flange=True``, else zero in the forward analysis; the output of the inverse
+    analysis.
+
+    Example::
+
+        slide = Prismatic(n=[1, 0, 0], actuated=True)   # forward model input: slide.f
     """
 
     n = Parameter([1.0, 0.0, 0.0], shape=3, doc="Axis of translation resolved in frame_a and frame_b")
@@ -319,6 +351,26 @@ class FreeMotion(_Joint):
     (of the origin), both resolved in frame_b: ``der(r_rel) = E' v_rel``,
     ``der(Q) = Q_der(Q, w_rel)``, ``Phi = 1`` (6 x 6). The orientation is never described by
     rotation-matrix states. Put it between the world and a free body.
+
+    Velocity conventions (``E``: frame_a -> frame_b coordinates, ``E' = R_world`` of
+    frame_b when frame_a is the world):
+
+    * ``v_rel`` is resolved in **frame_b** (the body frame): ``v_rel = E der(r_rel)``, and
+      ``a_rel = der(v_rel)`` (derivative of the frame_b components). ``w_rel`` and
+      ``z_rel = der(w_rel)`` are resolved in frame_b too. ``tau = [torque; force]`` acts on
+      frame_b at its origin, resolved in frame_b.
+    * The MSL's ``Joints.FreeMotion`` uses ``v_rel_a = der(r_rel_a)`` and
+      ``a_rel_a = der(v_rel_a)`` resolved in **frame_a**, and ``w_rel_b``, ``z_rel_b``
+      in frame_b: ``v_rel_a = E' v_rel``, ``a_rel_a = E' (a_rel + w_rel x v_rel)``,
+      ``w_rel_b = w_rel``, ``z_rel_b = z_rel``.
+    * Pinocchio's free-flyer (``JointModelFreeFlyer``, velocities in the *local* frame)
+      is exactly this joint: ``q = [r_rel; Q]`` (``Q = [x, y, z, w]``, Pinocchio's
+      quaternion coefficients), ``v = [v_rel; w_rel]``, ``a = [a_rel; z_rel]`` (the
+      derivative of the local velocity, Pinocchio's spatial acceleration) and
+      ``tau = [force; torque]``, i.e. this joint's ``tau`` with its halves swapped.
+      MuJoCo's free joint differs: ``qvel`` has the linear velocity in the parent
+      (world) frame, ``v_rel_a``, then the angular one in the body frame, ``w_rel``;
+      ``qpos`` holds the quaternion scalar first.
 
     Example::
 

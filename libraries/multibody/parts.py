@@ -20,8 +20,8 @@ from mbmodel.errors import ParameterError
 
 from . import spatial as sp
 from . import visualizers as vis
-from .frames import (Frame, axis_check, cut_force, numeric_value, rigid_forces, rigid_kinematics,
-                     unit_axis, world_of)
+from .frames import (Frame, axis_check, cut_force, evaluate_at_declared_values, numeric_value,
+                     rigid_forces, rigid_kinematics, unit_axis, world_of)
 
 GRAVITY_TYPES = ("uniform", "point", "none")
 
@@ -160,7 +160,21 @@ class FixedTranslation(Model):
 class FixedRotation(Model):
     """frame_b translated by ``r`` and rotated by ``angle`` (rad) about axis ``n`` relative
     to frame_a (both resolved in frame_a); massless (MSL ``Parts.FixedRotation``, angle in
-    radians)."""
+    radians).
+
+    The constructors :meth:`from_matrix`, :meth:`from_quaternion` and :meth:`from_euler`
+    take the rotation in the other usual forms and convert it to ``n`` and ``angle`` (which
+    stay the component's parameters). Their rotation is the *active* rotation that turns
+    frame_a's axes into frame_b's: the matrix ``R`` whose columns are frame_b's axes
+    resolved in frame_a (``v_a = R v_b``; scipy's ``Rotation``, Pinocchio's ``SE3``
+    rotation, URDF's ``rpy``). The MSL's orientation object of the same rotation is ``R'``
+    (frame_a -> frame_b coordinates, like the Frame's ``R``).
+
+    Example::
+
+        elbow = FixedRotation(r=[0, 0, 0.3], n=[0, 1, 0], angle=np.pi / 2)
+        same = FixedRotation.from_euler("y", np.pi / 2, r=[0, 0, 0.3])
+    """
 
     r = Parameter([0.0, 0.0, 0.0], shape=3, unit="m",
                   doc="Vector from frame_a to frame_b resolved in frame_a")
@@ -171,6 +185,96 @@ class FixedRotation(Model):
 
     def connection_roles(self):
         yield Branch(self.frame_a.R, self.frame_b.R)
+
+    @classmethod
+    def from_matrix(cls, R, r=(0.0, 0.0, 0.0), **modifiers) -> "FixedRotation":
+        """A FixedRotation whose frame_b has the axes of the columns of ``R`` (resolved in
+        frame_a: ``v_a = R v_b``; pass ``R.T`` for an MSL orientation object or a Frame's
+        ``R``, which map frame_a coordinates to frame_b coordinates), at offset ``r``
+        (resolved in frame_a).
+
+        Raises:
+            ParameterError: ``R`` is not a 3x3 matrix of finite numbers, not orthonormal
+                (``|R'R - 1| > 1e-6``) or a reflection (``det R = -1``).
+
+        Example::
+
+            turn = FixedRotation.from_matrix([[0, -1, 0], [1, 0, 0], [0, 0, 1]], r=[1, 0, 0])
+            # = FixedRotation(r=[1, 0, 0], n=[0, 0, 1], angle=pi/2)
+        """
+        R = _rotation_matrix(R, f"{cls.__name__}.from_matrix")
+        return cls._from_quaternion_xyzw(sp.rotation_to_quaternion(R.T), r, modifiers)
+
+    @classmethod
+    def from_quaternion(cls, q, r=(0.0, 0.0, 0.0), scalar_first: bool = False,
+                        **modifiers) -> "FixedRotation":
+        """A FixedRotation by the rotation of the quaternion ``q``, at offset ``r``
+        (resolved in frame_a). Component order: ``[x, y, z, w]``, scalar *last* (scipy's
+        default, Pinocchio's ``coeffs()``, the library's ``Spherical.Q`` and
+        ``FreeMotion.Q``); ``scalar_first=True`` takes ``[w, x, y, z]`` (MuJoCo, Eigen's
+        constructor). The quaternion rotates frame_a's axes into frame_b's (its matrix
+        is :meth:`from_matrix`'s ``R``); it is normalised, so only its direction counts.
+
+        Raises:
+            ParameterError: ``q`` is not 4 finite numbers, or is zero.
+
+        Example::
+
+            half_turn = FixedRotation.from_quaternion([0, 0, 1, 0])  # pi about z
+        """
+        where = f"{cls.__name__}.from_quaternion"
+        try:
+            q = np.asarray(q, dtype=float)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{where}: q must be 4 finite numbers, not {q!r}") from None
+        if q.shape != (4,) or not np.all(np.isfinite(q)):
+            raise ParameterError(f"{where}: q must be 4 finite numbers, not {q.tolist()}")
+        norm = np.linalg.norm(q)
+        if not norm > 1e-12:
+            raise ParameterError(f"{where}: q = {q.tolist()} is zero; a rotation's quaternion has "
+                                 f"unit length")
+        if scalar_first:
+            q = np.roll(q, -1)
+        return cls._from_quaternion_xyzw(q / norm, r, modifiers)
+
+    @classmethod
+    def from_euler(cls, seq: str, angles, r=(0.0, 0.0, 0.0), degrees: bool = False,
+                   **modifiers) -> "FixedRotation":
+        """A FixedRotation by successive rotations about coordinate axes (scipy's
+        ``Rotation.from_euler`` convention), at offset ``r`` (resolved in frame_a).
+
+        ``seq``: up to three of ``x``, ``y``, ``z`` (no axis twice in a row). Lower case is
+        *extrinsic*: each rotation about frame_a's fixed axes, ``R = R3 R2 R1`` (URDF's
+        ``rpy`` is ``"xyz"``, angles ``[roll, pitch, yaw]``). Upper case is *intrinsic*:
+        each about the axes turned by the rotations before it, ``R = R1 R2 R3`` (the MSL's
+        ``axesRotations(sequence, angles)``, e.g. ``"XYZ"`` for ``{1, 2, 3}``). ``angles``
+        in radians (degrees with ``degrees=True``), one per axis.
+
+        Raises:
+            ParameterError: an invalid sequence, or not one finite angle per axis.
+
+        Example::
+
+            link = FixedRotation.from_euler("xyz", [0.1, -0.2, 0.3], r=[0, 0, 0.5])
+            tilt = FixedRotation.from_euler("Z", 90, degrees=True)
+        """
+        R = _euler_matrix(seq, angles, degrees, f"{cls.__name__}.from_euler")
+        return cls._from_quaternion_xyzw(sp.rotation_to_quaternion(R.T), r, modifiers)
+
+    @classmethod
+    def _from_quaternion_xyzw(cls, q, r, modifiers):
+        """Axis and angle of a unit quaternion ``[x, y, z, w]``: the angle in [0, pi]
+        (the quaternion's sign chosen so that w >= 0), the axis ``(0, 0, 1)`` for none."""
+        q = np.asarray(q, dtype=float)
+        if q[3] < 0:
+            q = -q
+        s = float(np.linalg.norm(q[:3]))
+        if s < 1e-15:
+            return cls(r=list(map(float, np.ravel(r))), n=[0.0, 0.0, 1.0], angle=0.0,
+                       **modifiers)
+        angle = 2.0 * float(np.arctan2(s, q[3]))
+        return cls(r=list(map(float, np.ravel(r))), n=list(map(float, q[:3] / s)), angle=angle,
+                   **modifiers)
 
     def relative_rotation(self):
         """The constant rotation at the declared values (see :func:`.loops.loop_plane`)."""
@@ -189,6 +293,65 @@ class FixedRotation(Model):
 
     def visuals(self):
         return vis.translation(self)
+
+
+def _rotation_matrix(R, where, tol=1e-6) -> np.ndarray:
+    """``R`` as a checked rotation matrix: 3x3, finite, orthonormal, right-handed."""
+    try:
+        R = np.asarray(R, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{where}: R must be a 3x3 matrix of numbers, not {R!r}") from None
+    if R.shape != (3, 3) or not np.all(np.isfinite(R)):
+        raise ParameterError(f"{where}: R must be a 3x3 matrix of finite numbers, not "
+                             f"{R.tolist()}")
+    deviation = float(np.abs(R.T @ R - np.eye(3)).max())
+    if deviation > tol:
+        raise ParameterError(
+            f"{where}: R is not orthonormal (max |R'R - 1| = {deviation:.3g} > {tol:g}): a "
+            f"rotation matrix has unit, mutually orthogonal columns (frame_b's axes resolved "
+            f"in frame_a); check the entries, or orthonormalise it (e.g. scipy's "
+            f"Rotation.from_matrix(R).as_matrix())")
+    if np.linalg.det(R) < 0:
+        raise ParameterError(
+            f"{where}: R has determinant -1: it is a reflection, not a rotation (a "
+            f"right-handed frame stays right-handed); negate one of its columns or swap two "
+            f"of them")
+    return R
+
+
+def _elementary_rotation(axis: str, angle: float) -> np.ndarray:
+    """Active rotation by ``angle`` about coordinate axis ``axis`` ("x", "y" or "z")."""
+    c, s = np.cos(angle), np.sin(angle)
+    i = "xyz".index(axis)
+    j, k = (i + 1) % 3, (i + 2) % 3
+    R = np.eye(3)
+    R[j, j], R[j, k], R[k, j], R[k, k] = c, -s, s, c
+    return R
+
+
+def _euler_matrix(seq, angles, degrees, where) -> np.ndarray:
+    """Matrix of an Euler sequence (see :meth:`FixedRotation.from_euler`)."""
+    if (not isinstance(seq, str) or not 1 <= len(seq) <= 3
+            or not (seq.islower() or seq.isupper()) or set(seq.lower()) - set("xyz")
+            or any(a == b for a, b in zip(seq, seq[1:]))):
+        raise ParameterError(
+            f"{where}: seq must be one to three of the axes x, y, z, all lower case "
+            f"(extrinsic: about frame_a's fixed axes) or all upper case (intrinsic: about the "
+            f"rotated axes), no axis twice in a row; not {seq!r}")
+    try:
+        angles = np.atleast_1d(np.asarray(angles, dtype=float)).ravel()
+    except (TypeError, ValueError):
+        raise ParameterError(f"{where}: angles must be numbers, not {angles!r}") from None
+    if len(angles) != len(seq) or not np.all(np.isfinite(angles)):
+        raise ParameterError(f"{where}: give one finite angle per axis of {seq!r}, not "
+                             f"{angles.tolist()}")
+    if degrees:
+        angles = np.deg2rad(angles)
+    R = np.eye(3)
+    for axis, angle in zip(seq.lower(), angles):
+        step = _elementary_rotation(axis, float(angle))
+        R = R @ step if seq.isupper() else step @ R
+    return R
 
 
 def _check_inertia(component, m, I_c, triangle=True):
@@ -312,7 +475,57 @@ class _RigidBody(Model):
     frame_a = Frame()
 
     def mass_properties(self):
+        """``(m, c, I_c)`` as SX expressions of the parameters: mass, centre of mass from
+        frame_a and inertia about the centre of mass, both resolved in frame_a."""
         raise NotImplementedError
+
+    # -- the mass properties as numbers (what the MSL shows as final parameters) -------------
+    def mass_properties_values(self):
+        """``(mass, center_of_mass, inertia)`` as numbers at the declared parameter values:
+        a float (kg), a (3,) array (m, from frame_a's origin, resolved in frame_a) and a
+        (3, 3) array (kg.m2, about the centre of mass, resolved in frame_a). The same
+        formulas the equations use (for ``BodyBox``/``BodyCylinder``: from geometry and
+        density), e.g. to build the body in another dynamics library.
+
+        Raises:
+            ParameterError: a parameter they depend on is bound to an expression of other
+                parameters (its value is known only in the compiled model), or the declared
+                values are not physical.
+
+        Example::
+
+            box = BodyBox(r=[0.5, 0, 0], width=0.1, density=1000.0)
+            m, c, I = box.mass_properties_values()   # 5.0, [0.25, 0, 0], diag(...)
+            # pinocchio.Inertia(m, c, I) is the same rigid body
+        """
+        m, c, I_c = evaluate_at_declared_values(self, self.mass_properties(),
+                                                "mass properties")
+        return float(m.ravel()[0]), c.reshape(3), I_c.reshape(3, 3)
+
+    @property
+    def mass(self) -> float:
+        """Mass in kg at the declared parameter values (see :meth:`mass_properties_values`).
+
+        Example: ``BodyCylinder(r=[1, 0, 0], diameter=0.1, density=1000.0).mass`` is
+        ``1000 * pi * 0.05**2``."""
+        return self.mass_properties_values()[0]
+
+    @property
+    def center_of_mass(self) -> np.ndarray:
+        """Centre of mass from frame_a's origin, resolved in frame_a (m), shape (3,), at the
+        declared parameter values (see :meth:`mass_properties_values`).
+
+        Example: ``BodyBox(r=[0.5, 0, 0]).center_of_mass`` is ``[0.25, 0, 0]``."""
+        return self.mass_properties_values()[1]
+
+    @property
+    def inertia(self) -> np.ndarray:
+        """Inertia tensor about the centre of mass, resolved in frame_a (kg.m2), shape
+        (3, 3), at the declared parameter values (see :meth:`mass_properties_values`).
+
+        Example: ``Body(m=2.0, I_11=0.1, I_22=0.2, I_33=0.3).inertia`` is
+        ``diag(0.1, 0.2, 0.3)``."""
+        return self.mass_properties_values()[2]
 
     def parameter_checks(self):
         """``mb.Assert``s on the mass properties, so that run-time parameter values are

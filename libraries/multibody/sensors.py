@@ -6,6 +6,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
+import mbmodel as mb
 from mbmodel import Branch, Model, Output
 
 from . import spatial as sp
@@ -18,11 +19,30 @@ def _no_force(component, frame):
 
 
 class AbsoluteSensor(Model):
-    carries_no_inertia = True  # its frame exerts no force (see joints._ends_at_loop_cut)
-
     """Absolute kinematics of frame_a: position ``r`` and velocity ``v`` of the origin and
     its acceleration ``a`` (gravity excluded, i.e. d²r/dt²), all resolved in the world;
-    angular velocity ``w`` and acceleration ``z`` resolved in frame_a."""
+    angular velocity ``w`` and acceleration ``z`` resolved in frame_a; and the orientation
+    in two conventions:
+
+    * ``R`` — world -> frame_a coordinates (``v_a = R v_world``), the Frame's ``R`` and the
+      MSL's orientation object ``T``; its rows are frame_a's axes resolved in the world;
+    * ``R_world`` = ``R'`` — frame_a -> world coordinates (``v_world = R_world v_a``), the
+      rotation *of* frame_a in the world ("body to world"): its columns are frame_a's axes
+      resolved in the world. This is Pinocchio's ``data.oMi[i].rotation`` (and
+      ``oMf``), MuJoCo's ``xmat`` (row-major), scipy's ``Rotation.as_matrix()``;
+    * ``Q`` — the quaternion ``[x, y, z, w]`` (scalar last) of ``R_world``, sign chosen so
+      that ``w >= 0`` (it jumps where ``w`` passes zero; q and -q are one rotation). It is
+      ``FreeMotion.Q`` of a free body on the world (up to the sign), Pinocchio's
+      ``Quaternion(oMi.rotation).coeffs()`` and scipy's ``Rotation.from_matrix(R_world)
+      .as_quat(canonical=True)``; MuJoCo's ``xquat`` is ``[w, x, y, z]``.
+
+    Example::
+
+        sensor = AbsoluteSensor()
+        # connect(link.frame_b, sensor.frame_a); outputs sensor.r[0..2], sensor.R_world[i,j]
+    """
+
+    carries_no_inertia = True  # its frame exerts no force (see joints._ends_at_loop_cut)
 
     frame_a = Frame()
     r = Output(shape=3, unit="m", doc="Position of the origin (world)")
@@ -30,6 +50,10 @@ class AbsoluteSensor(Model):
     a = Output(shape=3, unit="m/s2", doc="Acceleration of the origin (world)")
     w = Output(shape=3, unit="rad/s", doc="Angular velocity (frame_a)")
     z = Output(shape=3, unit="rad/s2", doc="Angular acceleration (frame_a)")
+    R = Output(shape=(3, 3), doc="Orientation: world -> frame_a coordinates (the Frame's R)")
+    R_world = Output(shape=(3, 3),
+                     doc="Rotation of frame_a in the world: frame_a -> world coordinates (R')")
+    Q = Output(shape=4, doc="Quaternion [x, y, z, w] of R_world (w >= 0)")
 
     def equations(self):
         f = self.frame_a
@@ -39,14 +63,18 @@ class AbsoluteSensor(Model):
         yield self.a == f.R.T @ classical_acceleration(f, world_of(self), self)
         yield self.w == f.v[0:3]
         yield self.z == f.a[0:3]
+        yield self.R == f.R
+        yield self.R_world == f.R.T
+        # evaluated as written (a sensor output: its branches switch no events)
+        yield self.Q == mb.noEvent(sp.quaternion_of(f.R))
 
 
 class RelativeSensor(Model):
-    carries_no_inertia = True
-
     """Relative kinematics of frame_b with respect to frame_a, resolved in frame_a:
     position ``r_rel`` and its derivative ``v_rel`` (seen from frame_a), relative angular
     velocity ``w_rel``."""
+
+    carries_no_inertia = True
 
     frame_a = Frame()
     frame_b = Frame()

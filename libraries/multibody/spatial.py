@@ -153,6 +153,44 @@ def quaternion_derivative(Q, w) -> ca.SX:
                             -q1 * w[0] - q2 * w[1] - q3 * w[2])
 
 
+def quaternion_of(E) -> ca.SX:
+    """Quaternion ``[q1, q2, q3, q4]`` (vector part first, as :func:`quaternion_rotation`
+    takes it) of the rotation matrix ``E`` (a -> b coordinates), as an SX expression:
+    Shepperd's method (the largest of ``|q4|``, ``|q1|``, ``|q2|``, ``|q3|`` is formed from a
+    square root, the others from it, so no branch loses precision), sign chosen so that
+    ``q4 >= 0``. Inside ``equations()`` wrap it in ``mb.noEvent``: its comparisons pick a
+    formula, they are no events.
+
+    Example: ``Q = mb.noEvent(quaternion_of(frame.R))`` (of the frame's rotation in the
+    world, :class:`~.sensors.AbsoluteSensor`)"""
+    R = E.T  # the rotation of frame b seen from a
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    d = [R[0, 0], R[1, 1], R[2, 2]]
+    # each candidate: ([x, y, z, w] up to the factor 1/(4 * its large component))
+    cands = []
+    s = ca.sqrt(ca.fmax(1 + tr, 0)) * 2                                   # 4 w
+    cands.append([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s,
+                  s / 4])
+    s = ca.sqrt(ca.fmax(1 + d[0] - d[1] - d[2], 0)) * 2                   # 4 x
+    cands.append([s / 4, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s,
+                  (R[2, 1] - R[1, 2]) / s])
+    s = ca.sqrt(ca.fmax(1 + d[1] - d[0] - d[2], 0)) * 2                   # 4 y
+    cands.append([(R[0, 1] + R[1, 0]) / s, s / 4, (R[1, 2] + R[2, 1]) / s,
+                  (R[0, 2] - R[2, 0]) / s])
+    s = ca.sqrt(ca.fmax(1 + d[2] - d[0] - d[1], 0)) * 2                   # 4 z
+    cands.append([(R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, s / 4,
+                  (R[1, 0] - R[0, 1]) / s])
+    keys = [tr, d[0], d[1], d[2]]
+    q = [ca.vertcat(*c) for c in cands]
+    # pick the candidate of the largest key (ties: the first)
+    best, key = q[3], keys[3]
+    for k in (2, 1, 0):
+        take = keys[k] >= key
+        best = ca.if_else(take, q[k], best)
+        key = ca.fmax(keys[k], key)
+    return ca.if_else(best[3] < 0, -best, best)
+
+
 def rotation_to_quaternion(E) -> np.ndarray:
     """Numeric quaternion ``[q1, q2, q3, q4]`` of a rotation matrix (a -> b coordinates)."""
     E = np.asarray(E, dtype=float)
