@@ -53,7 +53,7 @@ from .friction import STUCK
 
 __all__ = ["AXES", "LINKS", "DRIVES", "G", "M_LOAD", "R_LOAD", "Q_START_DEG", "Q_END_DEG",
            "QD_MAX", "QDD_MAX", "JOINTS", "MechanicalStructure", "Motor", "GearType1",
-           "GearType2", "Controller", "Axis", "FullRobot", "OneAxis", "InverseRobot",
+           "GearType2", "Controller", "Axis", "Transducer", "FullRobot", "OneAxis", "InverseRobot",
            "feedforward"]
 
 #: Gravity [m/s²], along -y.
@@ -172,6 +172,20 @@ class MechanicalStructure(Model):
         yield c(self.b6.frame_b, self.load.frame_a)
 
 
+class Transducer(Model):
+    """A current signal as a voltage signal: ``v = gain * i``, ``gain`` in V/A (the MSL's
+    Motor connects the two signals directly, a unit mismatch that the unit check reports).
+
+    Example: ``Transducer(gain=1.0)`` between a current sensor and a signal voltage."""
+
+    gain = Parameter(1.0, unit="V/A", doc="Volts per ampere")
+    i = Input(unit="A", doc="Current signal")
+    v = Output(unit="V", doc="Voltage signal")
+
+    def equations(self):
+        yield self.v == self.gain * self.i
+
+
 class Motor(Model):
     """DC motor of an r3 axis with its analog current controller (MSL ``RobotR3``
     ``Utilities.Motor``).
@@ -223,6 +237,7 @@ class Motor(Model):
             self.i_ref = Input(unit="A", doc="Current reference")
             self.Vs = el.SignalVoltage()        # reference as a voltage, 1 V/A
             self.hall2 = el.SignalVoltage()     # measured current as a voltage, 1 V/A
+            self.to_Vs, self.to_hall2 = Transducer(), Transducer()
             self.diff, self.OpI, self.power = el.IdealOpAmp(), el.IdealOpAmp(), el.IdealOpAmp()
             for name in ("Rd1", "Rd2", "Rd3", "Rd4"):
                 self.add(name, el.Resistor(R=100.0))
@@ -253,8 +268,10 @@ class Motor(Model):
             yield c(self.source.n, self.g_motor.p)
             return
         g = self.ground.p
-        yield c(self.i_ref, self.Vs.v)
-        yield c(self.hall1.i, self.hall2.v)
+        yield c(self.i_ref, self.to_Vs.i)
+        yield c(self.to_Vs.v, self.Vs.v)
+        yield c(self.hall1.i, self.to_hall2.i)
+        yield c(self.to_hall2.v, self.hall2.v)
         # difference amplifier: output diff.p2 = measured - reference
         yield c(self.Vs.p, self.Rd2.p)
         yield c(self.Rd2.n, self.diff.n1, self.Rd1.p)

@@ -39,6 +39,7 @@ from .simulate import simulate
 from .persist import PersistError, load
 from .visuals import VisualShape
 from .sweep import sweep
+from .units import UnitError
 
 __version__ = "0.1.0"
 
@@ -51,5 +52,5 @@ __all__ = [
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
     "InitializationError", "SimulationError", "ImplicitStartWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
-    "load", "PersistError", "sweep", "VisualShape",
+    "load", "PersistError", "sweep", "VisualShape", "UnitError",
 ]

@@ -543,7 +543,7 @@ def _vcat(items):
 
 def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbolic",
             state_priority: dict[str, int] | None = None,
-            outputs: list[str] | None = None) -> CompiledModel:
+            outputs: list[str] | None = None, check_units: bool = False) -> CompiledModel:
     """Flatten, analyse and compile ``model`` into a :class:`CompiledModel`.
 
     ``analysis`` is what the model is compiled for: ``"forward"`` (dynamics: states and
@@ -555,6 +555,9 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     ``parameters="constant"`` folds parameter values into the generated expressions (smaller
     code; changing them needs a recompile). ``outputs`` (variable names) limits the results
     to those variables and drops every equation neither they nor the state derivatives need.
+    ``check_units=True`` checks that the two sides of every equation have the same unit
+    (with pint, the ``units`` extra; see :mod:`mbmodel.units`) and raises
+    :class:`~mbmodel.units.UnitError` naming the equations that disagree.
 
     Example::
 
@@ -578,6 +581,9 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     try:
         t0 = _clock.perf_counter()
         flat = flatten(model, analysis, parameters)       # instance tree -> flat DAE
+        if check_units:
+            from .units import check_units as units_agree
+            units_agree(flat)                             # pint: both sides alike
         t1 = _clock.perf_counter()
         if state_priority:
             unknown = [n for n in state_priority if n not in flat.index]

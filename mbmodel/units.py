@@ -1,0 +1,241 @@
+"""Unit checking of the flat equations with pint (``mb.compile(model, check_units=True)``).
+
+Every variable and parameter may declare a unit (Modelica's syntax: ``"N.m"``, ``"m/s2"``,
+``"m3/(s.Pa)"``; a derivative has its variable's unit per second, time is in seconds).
+Walking each equation's residual (``lhs - rhs``), the two sides of every sum, difference,
+comparison, ``fmin``/``fmax``/``atan2`` must have the same unit, and the arguments of
+``sin``, ``exp``, ``log``, ... must be dimensionless. Units are compared exactly, scale
+included: ``kPa`` and ``Pa`` disagree, because the equations convert nothing.
+
+Numbers written in an equation have no unit of their own, as in Modelica: in a sum they take
+the unit of the other side; a product or quotient with a number is not checked further
+(``sin(2*pi*time/4)``: the 4 is a period in seconds). Nor is anything computed from a
+variable or parameter declared without a unit, or a power with a variable exponent
+(``c * d^n``: the unit of ``c`` depends on ``n``).
+
+Example::
+
+    cm = mb.compile(model, check_units=True)   # raises mb.UnitError naming the equations
+"""
+
+from __future__ import annotations
+
+import re
+
+import casadi as ca
+
+from .errors import DeclarationError
+
+__all__ = ["check_units", "UnitError", "pint_unit"]
+
+#: How many disagreeing equations a UnitError lists.
+SHOWN = 10
+
+
+class UnitError(DeclarationError):
+    """Equations whose two sides (or the terms of a sum) have different units; ``problems``
+    lists ``(origin, equation text, explanation)``."""
+
+    problems: list = []
+
+
+_NAMES = {"Ohm": "ohm", "degC": "kelvin", "1": "dimensionless", "S": "siemens"}
+_TOKEN = re.compile(r"([A-Za-z_]+)(-?\d+)?")
+
+
+def pint_unit(text: str, registry):
+    """The pint unit of a Modelica unit string (``"N.m/rad"``, ``"m3/(s.Pa)"``, ``"1/K"``).
+
+    Example: ``pint_unit("kg.m2", ureg)`` is ``kg·m²``"""
+    if not text or text == "1":
+        return registry.dimensionless
+
+    def name(match):
+        word, power = match.group(1), match.group(2)
+        word = _NAMES.get(word, word)
+        return f"{word}**{power}" if power else word
+    expression = _TOKEN.sub(name, text).replace(".", "*")
+    return registry.parse_units(expression)
+
+
+class _Free:
+    """A written number: takes the unit of the other side of a sum; a product with it is
+    not checked (its unit is unknown)."""
+
+
+_FREE = _Free()
+_UNKNOWN = None  # a variable or parameter without unit: nothing is checked through it
+
+def _ops(*names) -> set:
+    return {getattr(ca, f"OP_{n}") for n in names if hasattr(ca, f"OP_{n}")}
+
+
+_SAME = _ops("ADD", "SUB", "FMIN", "FMAX", "LT", "LE", "EQ", "NE", "ATAN2")
+_KEEP = _ops("NEG", "FABS")
+_DIMENSIONLESS_IN = _ops("SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "EXP", "LOG", "SINH",
+                         "COSH", "TANH", "ASINH", "ACOSH", "ATANH", "ERF", "LOG1P", "EXPM1")
+_NUMBER_OUT = _ops("SIGN", "NOT", "AND", "OR", "LT", "LE", "EQ", "NE", "FLOOR", "CEIL")
+
+
+class _Mismatch(Exception):
+    def __init__(self, text):
+        super().__init__(text)
+        self.text = text
+
+
+def check_units(flat) -> list:
+    """``(origin, equation, explanation)`` of every flat equation (and initial equation)
+    whose units disagree; raises :class:`UnitError` listing them if there are any. Needs
+    pint (``pip install 'mbmodel[units]'``)."""
+    try:
+        import pint
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("check_units=True needs pint: pip install 'mbmodel[units]'") from exc
+    registry = pint.UnitRegistry()
+    known = {}
+    bad_units = []
+    for var in flat.variables:
+        unit = var.unit
+        if not unit and var.derivative_of is not None:
+            base = flat.variables[var.derivative_of].unit
+            unit = f"({base})/s" if base else ""
+        known[var.symbol.element_hash()] = (var.name, unit)
+    for par in flat.parameters:
+        known[par.symbol.element_hash()] = (par.name, par.unit)
+    from .core import time
+    known[time.element_hash()] = ("time", "s")
+    units = {}
+    for key, (name, text) in known.items():
+        if not text:
+            units[key] = _UNKNOWN
+            continue
+        try:
+            units[key] = pint_unit(text, registry)
+        except Exception:  # noqa: BLE001 - pint's parse errors vary
+            bad_units.append(f"{name}: unit {text!r} is not understood")
+            units[key] = _UNKNOWN
+    checker = _Checker(units, registry)
+    problems = []
+    for eq in list(flat.equations) + list(flat.initial_equations):
+        try:
+            checker.equation(eq.residual)
+        except _Mismatch as mismatch:
+            problems.append((eq.origin, eq.description, mismatch.text))
+    if problems or bad_units:
+        lines = [f"  in {origin}: {text}\n      {why}" for origin, text, why in problems[:SHOWN]]
+        more = len(problems) - SHOWN
+        if more > 0:
+            lines.append(f"  ... and {more} more")
+        lines += [f"  {b}" for b in bad_units]
+        error = UnitError(f"{flat.name}: {len(problems)} equation(s) whose units disagree"
+                          + (f", {len(bad_units)} unit(s) not understood" if bad_units else "")
+                          + ":\n" + "\n".join(lines))
+        error.problems = problems
+        raise error
+    return problems
+
+
+class _Checker:
+    def __init__(self, units, registry):
+        self.units = units
+        self.registry = registry
+        self.memo = {}
+
+    def equation(self, residual):
+        residual = ca.SX(residual)
+        for k in range(residual.numel()):
+            element = residual[k]
+            if element.is_constant():
+                continue
+            node = element
+            if node.n_dep() == 2 and node.op() == ca.OP_SUB:  # lhs - rhs: say both sides
+                left, right = self.unit(node.dep(0)), self.unit(node.dep(1))
+                self.join(left, right, node, "the two sides")
+            else:
+                self.unit(node)
+
+    def unit(self, node):
+        key = node.element_hash()
+        if key in self.memo:
+            return self.memo[key]
+        result = self._unit(node)
+        self.memo[key] = result
+        return result
+
+    def _unit(self, node):
+        if node.is_constant():
+            return _FREE
+        if node.is_symbolic():
+            return self.units.get(node.element_hash(), _UNKNOWN)
+        op = node.op()
+        args = [self.unit(node.dep(i)) for i in range(node.n_dep())]
+        if op in _SAME:
+            joined = self.join(args[0], args[1], node, "the terms")
+            if op == ca.OP_ATAN2:
+                return self.registry.radian
+            return _FREE if op in _NUMBER_OUT else joined
+        if op in _KEEP:
+            return args[0]
+        if op in (ca.OP_MUL, ca.OP_DIV):
+            a, b = args
+            if a is _FREE and b is _FREE:
+                return _FREE
+            if a in (_UNKNOWN, _FREE) or b in (_UNKNOWN, _FREE):
+                return _UNKNOWN
+            return a * b if op == ca.OP_MUL else a / b
+        if op in (ca.OP_SQ, ca.OP_TWICE, ca.OP_SQRT, ca.OP_INV):
+            a = args[0]
+            if a is _UNKNOWN or a is _FREE:
+                return a
+            return {ca.OP_SQ: a ** 2, ca.OP_TWICE: a, ca.OP_SQRT: a ** 0.5,
+                    ca.OP_INV: 1 / a}[op]
+        if op in (ca.OP_POW, ca.OP_CONSTPOW):
+            base = args[0]
+            power = node.dep(1)
+            if base in (_UNKNOWN, _FREE):
+                return base
+            if power.is_constant():
+                return base ** float(power)
+            return _UNKNOWN
+        if op in _DIMENSIONLESS_IN:
+            self.dimensionless(args[0], node, "the argument")
+            return _FREE
+        if op in _NUMBER_OUT:
+            return _FREE
+        if op == ca.OP_IF_ELSE_ZERO:
+            return args[1]
+        return _UNKNOWN  # anything else (a call, a lookup table) is not checked
+
+    def join(self, a, b, node, what):
+        if a is _UNKNOWN or b is _UNKNOWN:
+            return _UNKNOWN
+        if a is _FREE:
+            return b
+        if b is _FREE:
+            return a
+        if not _same(a, b, self.registry):
+            raise _Mismatch(f"{what} of {_text(node)} have units {_show(a)} and {_show(b)}")
+        return a
+
+    def dimensionless(self, unit, node, what):
+        if unit in (_UNKNOWN, _FREE):
+            return
+        if not _same(unit, self.registry.dimensionless, self.registry):
+            raise _Mismatch(f"{what} of {_text(node)} has unit {_show(unit)}, not a pure "
+                            f"number")
+
+
+def _same(a, b, registry) -> bool:
+    """Same dimension and the same scale (kPa is not Pa: the equations convert nothing)."""
+    quotient = (1 * a / b).to_base_units()
+    return quotient.dimensionless and abs(quotient.magnitude - 1.0) <= 1e-12
+
+
+def _show(unit) -> str:
+    text = f"{unit:~}"
+    return text or "1"
+
+
+def _text(node) -> str:
+    text = str(node)
+    return text if len(text) <= 120 else text[:117] + "..."
