@@ -141,6 +141,14 @@ class Declaration:
         base = self.owner.path if self.owner is not None else ""
         return f"{base}.{self.name}" if base else self.name
 
+    def __repr__(self):
+        # What help() and the docs show for a declaration in a class body.
+        shown = [f"{k}={v!r}" for k, v in self._shown() if v not in (None, "", (), False)]
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def _shown(self):
+        return [("unit", getattr(self, "unit", "")), ("doc", self.doc)]
+
 
 class Parameter(Declaration):
     """A constant of the model whose value can change between runs without recompiling.
@@ -166,6 +174,15 @@ class Parameter(Declaration):
                                                                   isinstance(value, ca.SX) else value.shape)
         self.symbol: ca.SX | None = None
         self.value = None  # number/array, or SX binding
+
+    def _shown(self):
+        value = self.value if self.value is not None else self.default
+        if isinstance(value, (ca.SX, ca.MX)):
+            value = str(value)
+        elif isinstance(value, np.ndarray):
+            value = value.tolist()
+        bounds = [(k, v) for k, v in (("min", self.min), ("max", self.max)) if math.isfinite(v)]
+        return [("value", value), ("unit", self.unit)] + bounds + [("doc", self.doc)]
 
     def _instantiate(self, owner, name, modifier=None):
         new = self._copy_for(owner, name)
@@ -248,6 +265,11 @@ class Variable(Declaration):
         self.state_select = state_select
         self.shape = _shape_of(shape)
         self.symbol: ca.SX | None = None
+
+    def _shown(self):
+        start = self.start.tolist() if isinstance(self.start, np.ndarray) else self.start
+        return [("start", start if self.start_given else None), ("fixed", self.fixed),
+                ("unit", self.unit), ("doc", self.doc)]
 
     def _instantiate(self, owner, name, modifier=None):
         new = self._copy_for(owner, name)

@@ -652,3 +652,14 @@ def test_state_and_input_vectors_by_name():
         cm.state_vector({"x": "1"})
     with pytest.raises(ValueError, match="3 values for the 2 states"):
         cm.named([1, 2, 3])
+
+
+def test_declarations_show_their_values_in_help():
+    import pydoc
+    from mbmodel.libraries import electrical as el
+    assert repr(el.Resistor.R) == ("Parameter(value=1.0, unit='Ohm', doc='Resistance at "
+                                   "temperature T_ref')")
+    assert repr(mb.Variable(start=0.5, fixed=True, unit="m", doc="height")) == \
+        "Variable(start=0.5, fixed=True, unit='m', doc='height')"
+    assert "R = Parameter(value=1.0, unit='Ohm'" in pydoc.render_doc(el.Resistor,
+                                                                   renderer=pydoc.plaintext)
