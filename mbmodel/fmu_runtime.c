@@ -52,6 +52,9 @@ typedef struct {
 } fmi2EventInfo;
 
 #define FMI_EXPORT __attribute__((visibility("default")))
+#define STALE_DERIVATIVES 1
+#define STALE_OUTPUTS 2
+#define STALE_ALL 3
 #define SIZE(n) ((n) > 0 ? (n) : 1)
 #define VR_DER (NX)
 #define VR_U (2 * NX)
@@ -75,7 +78,7 @@ typedef struct {
   double x[SIZE(NX)], z[SIZE(NZ)], u[SIZE(NU)], p[SIZE(NP_ALL)];
   double xdot[SIZE(NX)], out[SIZE(N_OUT)];
   double tev[SIZE(N_TEV)];
-  int stale; /* derivatives and outputs must be computed again */
+  int stale; /* what must be computed again: STALE_DERIVATIVES | STALE_OUTPUTS */
   double rtol, atol, h;
   /* work space of the generated functions and of the integrator */
   const casadi_real *arg[SZ_ARG];
@@ -169,11 +172,17 @@ static int derivatives(Instance *c, const double *x, double *xdot) {
   return 0;
 }
 
-static int refresh(Instance *c) {
-  if (!c->stale) return 0;
-  if (derivatives(c, c->x, c->xdot)) return -1;
-  call(c, mbm_out, c->x, c->z, c->out);
-  c->stale = 0;
+/* The derivatives (and the algebraic variables), then the other variables if ``need``s
+ * them: an integrator asking for derivatives does not pay for every variable. */
+static int refresh(Instance *c, int need) {
+  if (c->stale & STALE_DERIVATIVES) {
+    if (derivatives(c, c->x, c->xdot)) return -1;
+    c->stale &= ~STALE_DERIVATIVES;
+  }
+  if ((need & STALE_OUTPUTS) && (c->stale & STALE_OUTPUTS)) {
+    call(c, mbm_out, c->x, c->z, c->out);
+    c->stale &= ~STALE_OUTPUTS;
+  }
   return 0;
 }
 
@@ -183,7 +192,7 @@ static void reset(Instance *c) {
   memcpy(c->u, U_START, sizeof c->u);
   memcpy(c->p, P_START, sizeof c->p);
   c->t = 0.0;
-  c->stale = 1;
+  c->stale = STALE_ALL;
   c->rtol = DEFAULT_RTOL;
   c->atol = DEFAULT_ATOL;
   c->h = 0.0;
@@ -259,7 +268,7 @@ FMI_EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean tolerance
     m->rtol = tolerance;
     m->atol = tolerance * 1e-2;
   }
-  m->stale = 1;
+  m->stale = STALE_ALL;
   return fmi2OK;
 }
 
@@ -268,8 +277,8 @@ FMI_EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; re
 FMI_EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
   Instance *m = (Instance *)c;
   time_events(m);
-  m->stale = 1;
-  return refresh(m) ? fmi2Error : fmi2OK;
+  m->stale = STALE_ALL;
+  return refresh(m, STALE_ALL) ? fmi2Error : fmi2OK;
 }
 
 FMI_EXPORT fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; }
@@ -279,7 +288,7 @@ FMI_EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[]
                                   fmi2Real value[]) {
   Instance *m = (Instance *)c;
   size_t i;
-  if (n && refresh(m)) return fmi2Error;
+  if (n && refresh(m, STALE_ALL)) return fmi2Error;
   for (i = 0; i < n; ++i) {
     unsigned r = vr[i];
     if (r < VR_DER) value[i] = m->x[r];
@@ -311,7 +320,7 @@ FMI_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[]
       return fmi2Error;
     }
   }
-  m->stale = 1;
+  m->stale = STALE_ALL;
   return fmi2OK;
 }
 
@@ -371,7 +380,7 @@ FMI_EXPORT fmi2Status fmi2CompletedIntegratorStep(fmi2Component c, fmi2Boolean n
 FMI_EXPORT fmi2Status fmi2SetTime(fmi2Component c, fmi2Real t) {
   Instance *m = (Instance *)c;
   m->t = t;
-  m->stale = 1;
+  m->stale = STALE_ALL;
   return fmi2OK;
 }
 
@@ -379,14 +388,14 @@ FMI_EXPORT fmi2Status fmi2SetContinuousStates(fmi2Component c, const fmi2Real x[
   Instance *m = (Instance *)c;
   if (n != NX) return unsupported(c, "setting a number of states other than the model's");
   memcpy(m->x, x, n * sizeof(double));
-  m->stale = 1;
+  m->stale = STALE_ALL;
   return fmi2OK;
 }
 
 FMI_EXPORT fmi2Status fmi2GetDerivatives(fmi2Component c, fmi2Real d[], size_t n) {
   Instance *m = (Instance *)c;
   if (n != NX) return unsupported(c, "asking for a number of derivatives other than the model's");
-  if (refresh(m)) return fmi2Error;
+  if (refresh(m, STALE_DERIVATIVES)) return fmi2Error;
   memcpy(d, m->xdot, n * sizeof(double));
   return fmi2OK;
 }
@@ -500,8 +509,8 @@ FMI_EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Bo
   }
   if (integrate(m, t_end, next_event(m, m->t, &when) &&
                           when <= t_end + EVENT_SNAP * fmax(1.0, fabs(t_end)))) return fmi2Error;
-  m->stale = 1;
-  return refresh(m) ? fmi2Error : fmi2OK;
+  m->stale = STALE_ALL;
+  return refresh(m, STALE_ALL) ? fmi2Error : fmi2OK;
 }
 
 FMI_EXPORT fmi2Status fmi2CancelStep(fmi2Component c) { return unsupported(c, "fmi2CancelStep"); }
