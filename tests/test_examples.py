@@ -41,7 +41,8 @@ def test_plot_written(results, name):
     assert png.is_file() and png.stat().st_size > 10_000
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+# The engine's main (12 s) runs in the fixture above and as a script below already.
+@pytest.mark.parametrize("name", [s for s in SCRIPTS if s != "engine"])
 def test_main_without_plot(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = load(name).main(plot=False)
