@@ -23,6 +23,9 @@ def atomic_write(path, mode: str = "w", **open_options):
     handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
                                          dir=directory)
     try:
+        # mkstemp makes the file private (0600); the result gets the mode a plain open()
+        # would give it: the replaced file's, else 0666 less the umask.
+        os.chmod(temporary, _mode_for(path))
         with os.fdopen(handle, mode, **open_options) as fh:
             yield fh
             fh.flush()
@@ -32,3 +35,25 @@ def atomic_write(path, mode: str = "w", **open_options):
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _mode_for(path) -> int:
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where /proc tells it (os.umask can only
+    read it by setting it, which races with other threads)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

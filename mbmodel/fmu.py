@@ -73,9 +73,14 @@ def export_fmu(cm, path, *, outputs=None, inputs=None, model_identifier: str | N
     _check_exportable(cm)
     identifier = _identifier(model_identifier or cm.name)
     outputs = list(outputs or [])
-    unknown = [n for n in outputs if n not in cm.output_index]
+    unknown = [n for n in outputs if n not in cm.output_index and n not in cm.inputs
+               and n not in cm.parameters]
     if unknown:
         raise FMUExportError(f"export_fmu: the model has no variable {', '.join(unknown)}")
+    given = [n for n in outputs if n in cm.inputs or n in cm.parameters]
+    if given:
+        raise FMUExportError(f"export_fmu: {', '.join(given)} are inputs or parameters of the "
+                             f"FMU (set by the importer), not outputs")
     u0 = {name: 0.0 for name in cm.inputs}
     u0.update(inputs or {})
     x0, z0 = cm.initialize(inputs=u0)
@@ -235,7 +240,8 @@ def _model_description(cm, identifier, guid, x0, u0, layout, stop_time) -> str:
 
     vr = 0
     for k, name in enumerate(layout.states):
-        add(name, vr, "local", "continuous", "exact", x0[k], units.get(name))
+        causality = "output" if name in layout.outputs else "local"
+        add(name, vr, causality, "continuous", "exact", x0[k], units.get(name))
         vr += 1
     for k, name in enumerate(layout.derivatives):
         unit = units.get(name) or (f"{units[layout.states[k]]}/s"
@@ -261,7 +267,7 @@ def _model_description(cm, identifier, guid, x0, u0, layout, stop_time) -> str:
         vr += 1
     structure = ET.SubElement(root, "ModelStructure")
     index_of = {name: i + 1 for i, name in enumerate(layout.names)}  # 1-based
-    out_names = [n for n in layout.others if n in layout.outputs]
+    out_names = [n for n in layout.states + layout.others if n in layout.outputs]
     if out_names:
         block = ET.SubElement(structure, "Outputs")
         for name in out_names:
@@ -270,7 +276,8 @@ def _model_description(cm, identifier, guid, x0, u0, layout, stop_time) -> str:
         block = ET.SubElement(structure, "Derivatives")
         for name in layout.derivatives:
             ET.SubElement(block, "Unknown", {"index": str(index_of[name])})
-    initial = out_names + layout.derivatives
+    # Outputs whose start is computed, and the derivatives (states start exactly).
+    initial = [n for n in out_names if n not in layout.states] + layout.derivatives
     if initial:
         block = ET.SubElement(structure, "InitialUnknowns")
         for name in sorted(initial, key=index_of.__getitem__):

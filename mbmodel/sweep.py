@@ -35,7 +35,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from .errors import SimulationError
+from .errors import ModelError, SimulationError
 from .progress import run_bar
 
 __all__ = ["sweep", "runs_of"]
@@ -98,8 +98,12 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
     * ``progress``: a tqdm progress bar over the runs: ``"auto"`` (when tqdm is installed),
       ``True`` (needs the ``sweep`` extra) or ``False``.
     * ``errors``: ``"raise"`` (a failed run raises :class:`~mbmodel.SimulationError` naming
-      its parameters) or ``"keep"`` (its rows hold NaN and the message in an ``error``
-      column: a run that fails in the middle keeps the times it reached).
+      its parameters; a parameter value out of its bounds or making an equation singular
+      raises before any run) or ``"keep"`` (its rows hold NaN and the message in an
+      ``error`` column: a run that fails in the middle keeps the times it reached; a run
+      whose parameter values are refused keeps one row). A parameter name the model does
+      not have raises in either case. A run that does not set a swept parameter shows its
+      default in that column.
     * other keywords (``n_points``, ``times``, ``rtol``, ``method``, ...) go to every
       :func:`mbmodel.simulate` call.
 
@@ -120,21 +124,33 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
     if missing:
         raise SimulationError(f"sweep: the model has no variable {', '.join(missing)}")
     runs = runs_of(params, inputs)
-    for p, u, _ in runs:  # bad names and values fail here, not in a worker
-        cm.parameter_vector(p)
-    tasks = [(k, p, u, outputs, float(t_end), options) for k, (p, u, _) in enumerate(runs)]
-    bar = run_bar(progress, len(tasks))
+    defaults = dict(zip(cm.parameters, cm.parameter_defaults.tolist()))
+    for name in {n for p, _, _ in runs for n in p}:  # a wrong name fails every run: now
+        cm.parameter_vector({name: defaults.get(name, 0.0)})
+    tasks, refused = [], []
+    for k, (p, u, _) in enumerate(runs):  # bad values fail here, not in a worker
+        try:
+            cm.parameter_vector(p)
+        except ModelError as exc:
+            if errors == "raise":
+                raise
+            refused.append((k, np.zeros(0), np.zeros((len(outputs), 0)), str(exc)))
+            continue
+        tasks.append((k, p, u, outputs, float(t_end), options))
+    bar = run_bar(progress, len(runs))
     try:
-        if client is not None:
-            answers = _on_cluster(client, cm, tasks, bar)
-        elif processes == 0 or len(tasks) == 1:
-            answers = [_tick(bar, _simulate_run(cm, task)) for task in tasks]
+        answers = [_tick(bar, answer) for answer in refused]
+        if client is not None and tasks:
+            answers += _on_cluster(client, cm, tasks, bar)
+        elif processes == 0 or len(tasks) <= 1:
+            answers += [_tick(bar, _simulate_run(cm, task)) for task in tasks]
         else:
-            answers = _in_processes(cm, tasks, processes, bar)
+            answers += _in_processes(cm, tasks, processes, bar)
     finally:
         if bar is not None:
             bar.close()
-    return _table(pd, cm, runs, answers, outputs, params, inputs, errors)
+    answers.sort(key=lambda a: a[0])
+    return _table(pd, cm, runs, answers, outputs, params, inputs, errors, defaults)
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -226,7 +242,7 @@ def _run_on_cluster(task, model: bytes, key_of_model: str):
 
 
 # -- answers -------------------------------------------------------------------------------
-def _table(pd, cm, runs, answers, outputs, params, inputs, errors):
+def _table(pd, cm, runs, answers, outputs, params, inputs, errors, defaults):
     failed = [(k, message) for k, _, _, message in answers if message is not None]
     if failed and errors == "raise":
         k, message = failed[0]
@@ -243,7 +259,7 @@ def _table(pd, cm, runs, answers, outputs, params, inputs, errors):
         n = len(t)
         columns = {"run": np.full(n, k, dtype=int)}
         for name in swept:
-            columns[name] = np.full(n, p.get(name, np.nan), dtype=float)
+            columns[name] = np.full(n, p.get(name, defaults.get(name, np.nan)), dtype=float)
         if isinstance(inputs, (list, tuple)):
             columns["input_set"] = np.full(n, input_set, dtype=int)
         columns["time"] = t

@@ -122,14 +122,15 @@ def check_units(flat) -> list:
         except _Mismatch as mismatch:
             problems.append((eq.origin, eq.description, mismatch.text))
     if problems or bad_units:
-        lines = [f"  in {origin}: {text}\n      {why}" for origin, text, why in problems[:SHOWN]]
+        lines = [f"  in {origin or 'the model itself'}: {text}\n      {why}"
+                 for origin, text, why in problems[:SHOWN]]
         more = len(problems) - SHOWN
         if more > 0:
             lines.append(f"  ... and {more} more")
         lines += [f"  {b}" for b in bad_units]
-        error = UnitError(f"{flat.name}: {len(problems)} equation(s) whose units disagree"
-                          + (f", {len(bad_units)} unit(s) not understood" if bad_units else "")
-                          + ":\n" + "\n".join(lines))
+        found = [f"{len(problems)} equation(s) whose units disagree"] if problems else []
+        found += [f"{len(bad_units)} unit(s) not understood"] if bad_units else []
+        error = UnitError(f"{flat.name}: {' and '.join(found)}:\n" + "\n".join(lines))
         error.problems = problems
         raise error
     return problems

@@ -116,10 +116,25 @@ def test_model_description_names_units_starts_and_causalities(tmp_path):
     assert float(resistance.find("Real").get("start")) == 1e3
     assert resistance.find("Real").get("unit") == "Ohm"
     assert by_name["capacitor.i"].get("causality") == "output"
+    assert by_name["capacitor.v"].get("causality") == "local"
     units = {u.get("name") for u in root.find("UnitDefinitions")}
     assert {"V", "V/s", "Ohm", "A"} <= units
     outputs = [int(u.get("index")) for u in root.find("ModelStructure/Outputs")]
     assert [variables[i - 1].get("name") for i in outputs] == ["capacitor.i"]
+
+
+def test_a_state_can_be_an_output(tmp_path):
+    cm = mb.compile(RC())
+    path = exported(cm, tmp_path, outputs=["capacitor.v", "capacitor.i"])
+    with zipfile.ZipFile(path) as fmu:
+        root = ET.fromstring(fmu.read("modelDescription.xml"))
+    variables = root.find("ModelVariables").findall("ScalarVariable")
+    outputs = [variables[int(u.get("index")) - 1].get("name")
+               for u in root.find("ModelStructure/Outputs")]
+    assert outputs == ["capacitor.v", "capacitor.i"]
+    res = fmpy.simulate_fmu(str(path), stop_time=5e-3)  # records the outputs by default
+    assert set(res.dtype.names) == {"time", "capacitor.v", "capacitor.i"}
+    assert np.max(np.abs(res["capacitor.v"] - (1 - np.exp(-res["time"] / 1e-3)))) < 1e-6
 
 
 def test_what_cannot_be_exported_says_why(tmp_path):
@@ -128,6 +143,8 @@ def test_what_cannot_be_exported_says_why(tmp_path):
     cm = mb.compile(RC())
     with pytest.raises(FMUExportError, match="no variable capacitor.q"):
         cm.export_fmu(tmp_path / "rc.fmu", outputs=["capacitor.q"])
+    with pytest.raises(FMUExportError, match="resistor.R are inputs or parameters"):
+        cm.export_fmu(tmp_path / "rc.fmu", outputs=["resistor.R"])
     with pytest.raises(FMUExportError, match="needs a C compiler"):
         cm.export_fmu(tmp_path / "rc.fmu", compiler="/nonexistent/cc")
     assert not (tmp_path / "rc.fmu").exists()

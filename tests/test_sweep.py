@@ -119,6 +119,22 @@ def test_failed_runs_are_reported_or_kept():
         assert np.allclose(part["x"], 1 / (1 - part["k"] * part["time"]), rtol=rtol, atol=0)
 
 
+def test_refused_values_are_kept_as_failed_runs_and_unset_parameters_show_defaults(rc):
+    params = [{"resistor.R": 2e3}, {"resistor.R": -5.0}, {"capacitor.C": 2e-7}]
+    with pytest.raises(mb.ParameterError, match="resistor.R"):
+        mb.sweep(rc, 1e-3, params, outputs=["capacitor.v"], processes=0, progress=False)
+    table = mb.sweep(rc, 1e-3, params, outputs=["capacitor.v"], processes=0,
+                     progress=False, errors="keep", n_points=5)
+    good = table[table["error"].isna()]
+    assert sorted(good["run"].unique()) == [0, 2]
+    assert set(good[good["run"] == 2]["resistor.R"]) == {1e3}   # the default, not NaN
+    assert set(good[good["run"] == 0]["capacitor.C"]) == {1e-6}
+    check_rc_rows(good)
+    bad = table[table["run"] == 1]
+    assert len(bad) == 1 and bad["capacitor.v"].isna().all()
+    assert "resistor.R" in bad["error"].iloc[0]
+
+
 def test_bad_requests_are_refused_before_any_run(rc):
     with pytest.raises(mb.ParameterError, match="resistor.Rx"):
         mb.sweep(rc, 1e-3, {"resistor.Rx": [1.0]}, processes=2, progress=False)
