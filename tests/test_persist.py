@@ -223,3 +223,6 @@ def test_result_round_trips_with_units_and_events(tmp_path):
     assert back.at(0.51, "bounces") == res.at(0.51, "bounces")  # held, not interpolated
     back.to_csv(tmp_path / "run.csv")
     assert (tmp_path / "run.csv").read_text().splitlines()[0].startswith("time [s],")
+    (tmp_path / "plain.txt").write_text("")  # what open() gives under this umask
+    plain = (tmp_path / "plain.txt").stat().st_mode & 0o777
+    assert all((tmp_path / f).stat().st_mode & 0o777 == plain for f in ("run.npz", "run.csv"))
