@@ -32,7 +32,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,7 @@ import numpy as np
 
 from .codegen import _compiler_command, _truncate
 from .errors import ModelError
+from .files import atomic_write
 
 __all__ = ["export_fmu", "FMUExportError"]
 
@@ -94,12 +94,12 @@ def export_fmu(cm, path, *, outputs=None, inputs=None, model_identifier: str | N
         _build(c_source, Path(tmp) / f"{identifier}.c", library, compiler)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as fmu:
-            fmu.writestr("modelDescription.xml", xml)
-            fmu.write(library, f"binaries/{_platform()}/{identifier}.so")
-            fmu.writestr(f"sources/{identifier}.c", c_source)
-        os.replace(partial, path)
+        # Complete or absent, also when several processes export to the same path at once.
+        with atomic_write(path, "wb") as handle:
+            with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as fmu:
+                fmu.writestr("modelDescription.xml", xml)
+                fmu.write(library, f"binaries/{_platform()}/{identifier}.so")
+                fmu.writestr(f"sources/{identifier}.c", c_source)
     return path
 
 
