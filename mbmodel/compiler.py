@@ -9,6 +9,7 @@ output ``y(x, z, u, p, t)``. Parameters stay symbolic unless ``parameters="const
 from __future__ import annotations
 
 import gc
+import re
 import time as _clock
 from dataclasses import dataclass
 
@@ -457,7 +458,7 @@ class CompiledModel:
                 if var.derivative_of is not None:
                     base = self.system.variables[var.derivative_of]
                     if base.unit and var.name not in units:
-                        units[var.name] = f"{base.unit}/s"
+                        units[var.name] = per_second(base.unit)
             self._units = units
         return self._units
 
@@ -535,6 +536,17 @@ class CompiledModel:
     def __repr__(self):
         return (f"<CompiledModel {self.name}: {len(self.states)} states, {len(self.algebraic)} "
                 f"algebraic, {len(self.inputs)} inputs, {len(self.parameters)} parameters>")
+
+
+def per_second(unit: str) -> str:
+    """The unit of a derivative in Modelica's notation: ``"m"`` -> ``"m/s"``, ``"m/s"`` ->
+    ``"m/s2"``, ``"rad/s2"`` -> ``"rad/s3"``.
+
+    Example: ``per_second("rad/s")`` is ``"rad/s2"``"""
+    match = re.fullmatch(r"(.*)/s(\d*)", unit)
+    if match and "(" not in match.group(1):
+        return f"{match.group(1)}/s{int(match.group(2) or 1) + 1}"
+    return f"{unit}/s"
 
 
 def _vcat(items):

@@ -44,6 +44,7 @@ import casadi as ca
 import numpy as np
 
 from .codegen import _compiler_command, _truncate
+from .compiler import per_second
 from .errors import ModelError
 from .files import atomic_write
 
@@ -213,7 +214,7 @@ def _model_description(cm, identifier, guid, x0, u0, layout, stop_time) -> str:
     ET.SubElement(root, "CoSimulation", {**common,
                                          "canHandleVariableCommunicationStepSize": "true"})
     used = sorted({units[n] for n in layout.names if units.get(n)} |
-                  {f"{units[s]}/s" for s in layout.states if units.get(s)})
+                  {per_second(units[s]) for s in layout.states if units.get(s)})
     if used:
         definitions = ET.SubElement(root, "UnitDefinitions")
         for unit in used:
@@ -244,7 +245,7 @@ def _model_description(cm, identifier, guid, x0, u0, layout, stop_time) -> str:
         add(name, vr, causality, "continuous", "exact", x0[k], units.get(name))
         vr += 1
     for k, name in enumerate(layout.derivatives):
-        unit = units.get(name) or (f"{units[layout.states[k]]}/s"
+        unit = units.get(name) or (per_second(units[layout.states[k]])
                                    if units.get(layout.states[k]) else None)
         add(name, vr, "local", "continuous", "calculated", None, unit, derivative=str(k + 1))
         vr += 1

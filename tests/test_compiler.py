@@ -640,6 +640,9 @@ def test_state_and_input_vectors_by_name():
 
     cm = mb.compile(Driven())
     x = cm.state_vector({"v": -1.0})
+    from mbmodel.compiler import per_second
+    assert [per_second(u) for u in ("m", "m/s", "rad/s2", "m3/(s.Pa)")] == \
+        ["m/s", "m/s2", "rad/s3", "m3/(s.Pa)/s"]
     assert dict(zip(cm.states, x)) == {"x": 2.0, "v": -1.0}  # x keeps its start value
     u = cm.input_vector({"u": 3.0})
     xdot = np.array(cm.ode(x, [], u, cm.parameter_defaults, 0.0)).ravel()
