@@ -319,6 +319,12 @@ class CompiledModel:
         self._check_parameters(values)
         return values
 
+    @property
+    def free_parameters(self) -> list:
+        """The declarations (:class:`~mbmodel.flat.FlatParameter`: value, unit, bounds) of
+        the parameters a run can set, in the order of ``parameter_vector``."""
+        return list(self._free)
+
     def state_vector(self, values: dict | None = None) -> np.ndarray:
         """The state vector ``x`` (in the order of ``states``) from ``values`` (name ->
         number); states not named keep their start values (``start``).

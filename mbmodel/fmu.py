@@ -201,7 +201,7 @@ def _build(source: str, c_file: Path, library: Path, compiler):
 
 
 def _model_description(cm, identifier, guid, x0, u0, layout, stop_time) -> str:
-    free = {q.name: q for q in getattr(cm, "_free", ())}
+    free = {q.name: q for q in cm.free_parameters}
     units = {**{q.name: q.unit for q in free.values() if q.unit}, **cm.units}
     root = ET.Element("fmiModelDescription", {
         "fmiVersion": "2.0", "modelName": cm.name, "guid": guid,

@@ -163,7 +163,8 @@ def _simulate_run(cm, task):
         reached = getattr(exc, "result", None)
         if reached is None:
             return k, np.zeros(0), np.zeros((len(outputs), 0)), str(exc)
-        return (k, reached.t, np.array([reached.values[reached._index[n]] for n in outputs]),
+        rows = dict(zip(reached.names, reached.values))  # unchecked: NaN may be why it failed
+        return (k, reached.t, np.array([rows[n] for n in outputs]),
                 str(exc))
     return k, res.t, np.array([res[n] for n in outputs]), None
 

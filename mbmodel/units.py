@@ -141,6 +141,7 @@ class _Checker:
         self.units = units
         self.registry = registry
         self.memo = {}
+        self.compared = {}
 
     def equation(self, residual):
         residual = ca.SX(residual)
@@ -207,6 +208,13 @@ class _Checker:
             return args[1]
         return _UNKNOWN  # anything else (a call, a lookup table) is not checked
 
+    def same(self, a, b) -> bool:
+        # pint's arithmetic costs ~0.1 ms; a model repeats few unit pairs many times.
+        key = (a, b)
+        if key not in self.compared:
+            self.compared[key] = _same(a, b, self.registry)
+        return self.compared[key]
+
     def join(self, a, b, node, what):
         if a is _UNKNOWN or b is _UNKNOWN:
             return _UNKNOWN
@@ -214,14 +222,14 @@ class _Checker:
             return b
         if b is _FREE:
             return a
-        if not _same(a, b, self.registry):
+        if not self.same(a, b):
             raise _Mismatch(f"{what} of {_text(node)} have units {_show(a)} and {_show(b)}")
         return a
 
     def dimensionless(self, unit, node, what):
         if unit in (_UNKNOWN, _FREE):
             return
-        if not _same(unit, self.registry.dimensionless, self.registry):
+        if not self.same(unit, self.registry.dimensionless):
             raise _Mismatch(f"{what} of {_text(node)} has unit {_show(unit)}, not a pure "
                             f"number")
 
