@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 import threading
@@ -334,6 +335,14 @@ def test_solver_caches_are_bounded_in_count_and_in_memory(monkeypatch):
     for k in range(3, 3 + ws.MAX_PER_KIND):
         ws.remember(cache, k, f"solver {k}")
     assert len(cache) == ws.MAX_PER_KIND and 1 not in cache
-    # a built entry records what its construction took
-    value = ws.built(cache, "big", lambda: bytes(range(256)) * (1 << 18))  # 64 MB, touched
+    # a built entry records what its construction took. The 64 MB come from a fresh
+    # anonymous mapping, every page written: malloc could instead hand back heap the
+    # process freed earlier and still holds resident (seen in CI), which costs no new RSS
+    def touched_mapping():
+        block = mmap.mmap(-1, 64 << 20)
+        for offset in range(0, len(block), mmap.PAGESIZE):
+            block[offset] = 1
+        return block
+
+    value = ws.built(cache, "big", touched_mapping)
     assert len(value) == 64 << 20 and cache.sizes["big"] >= 32 << 20
