@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mbmodel as mb  # noqa: E402
 from mbmodel import codegen  # noqa: E402
 from mbmodel.libraries import electrical as el  # noqa: E402
+from mbmodel.libraries import translational as tr  # noqa: E402
 from mb_trees import TreeModel, force_names, mbmodel_values, random_tree  # noqa: E402
 
 pin = pytest.importorskip("pinocchio")
@@ -101,6 +102,43 @@ def test_stiff_circuit_chooses_bdf_and_matches_the_analytic_solution():
     t = res.t
     assert np.allclose(res["slow_c.v"], 1 - np.exp(-t / 1e-3), atol=1e-7)
     assert np.allclose(res["fast_c.v"][1:], 1 - np.exp(-t[1:] / 1e-7), atol=1e-7)
+
+
+class FastOscillator(mb.Model):
+    """An undamped mass on a spring, omega = 1000 rad/s, starting 1 mm out of rest."""
+
+    fixed = tr.Fixed()
+    spring = tr.Spring(c=1e6)
+    mass = tr.Mass(m=1.0, s=mb.Fixed(1e-3), v=mb.Fixed(0.0))
+
+    def equations(self):
+        yield mb.connect(self.fixed.flange, self.spring.flange_a)
+        yield mb.connect(self.spring.flange_b, self.mass.flange_a)
+
+
+class DampedOscillator(FastOscillator):
+    """The same with a damper: two modes that decay without oscillating (-101, -9899)."""
+
+    damper = tr.Damper(d=1e4)
+
+    def equations(self):
+        yield from super().equations()
+        yield mb.connect(self.fixed.flange, self.damper.flange_a)
+        yield mb.connect(self.damper.flange_b, self.mass.flange_a)
+
+
+def test_auto_takes_adams_for_a_fast_oscillation_and_bdf_for_a_fast_decay():
+    # |lambda| * duration = 1000 * 20 s = 2e4 > STIFFNESS_LIMIT in both models; only the
+    # decaying one is stiff: an oscillation must be followed step by step by either method
+    res = mb.compile(FastOscillator()).simulate(20.0, n_points=3)
+    assert res.methods == ["adams"]
+    assert abs(res["mass.s"][-1] - 1e-3 * np.cos(1000.0 * 20.0)) < 1e-6 * 1e-3 * 20000
+    # |lambda| * duration = 9899 * 2 s; x = x0 (l2 e^(l1 t) - l1 e^(l2 t)) / (l2 - l1)
+    res = mb.compile(DampedOscillator()).simulate(2.0, times=[0.0, 1e-4, 0.02, 2.0])
+    assert res.methods == ["bdf"]
+    l1, l2 = np.roots([1.0, 1e4, 1e6])
+    exact = 1e-3 * (l2 * np.exp(l1 * res.t) - l1 * np.exp(l2 * res.t)) / (l2 - l1)
+    assert np.allclose(res["mass.s"], exact, rtol=0, atol=1e-11)
 
 
 def test_bdf_runs_generated_c_with_its_derivative_and_agrees_with_the_virtual_machine():
