@@ -88,7 +88,8 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
     to ``t_end`` for every run of ``params`` × ``inputs`` (see :func:`runs_of`) and return
     one pandas DataFrame: columns ``run``, the swept parameters, ``input_set`` (when
     ``inputs`` is a list), ``time`` and each of ``outputs`` (default: the states), a row
-    per output time. ``df.attrs["units"]`` holds the outputs' units.
+    per output time. ``df.attrs["units"]`` holds the units of the swept parameters and
+    the outputs.
 
     * ``client``: a ``dask.distributed.Client``: the runs go to its cluster (needs the
       ``dask`` extra).
@@ -271,7 +272,9 @@ def _table(pd, cm, runs, answers, outputs, params, inputs, errors, defaults):
         frames.append(pd.DataFrame(columns))
     table = pd.concat(frames, ignore_index=True)
     units = cm.units
-    table.attrs["units"] = {n: units[n] for n in outputs if n in units}
+    table.attrs["units"] = {q.name: q.unit for q in cm.free_parameters
+                            if q.name in swept and q.unit}
+    table.attrs["units"].update({n: units[n] for n in outputs if n in units})
     table.attrs["units"]["time"] = "s"
     return table
 

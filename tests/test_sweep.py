@@ -45,7 +45,8 @@ def test_grid_sweep_in_processes_matches_the_closed_form_and_this_process(rc):
     here = mb.sweep(rc, 2e-3, params, outputs=["capacitor.v"], n_points=21, processes=0,
                     progress=False)
     assert here.equals(table)  # the loaded model in the workers runs the same code
-    assert table.attrs["units"] == {"capacitor.v": "V", "time": "s"}
+    assert table.attrs["units"] == {"resistor.R": "Ohm", "capacitor.C": "F",
+                                    "capacitor.v": "V", "time": "s"}
 
 
 def test_sweep_on_a_dask_cluster_gives_the_same_table(rc):
