@@ -26,7 +26,7 @@ import casadi as ca
 
 from .errors import DeclarationError
 
-__all__ = ["check_units", "UnitError", "pint_unit"]
+__all__ = ["check_units", "UnitError", "pint_unit", "modelica_unit_problem", "SYMBOLS"]
 
 #: How many disagreeing equations a UnitError lists.
 SHOWN = 10
@@ -42,13 +42,81 @@ class UnitError(DeclarationError):
 _NAMES = {"Ohm": "ohm", "degC": "kelvin", "1": "dimensionless", "S": "siemens"}
 _TOKEN = re.compile(r"([A-Za-z_]+)(-?\d+)?")
 
+#: Unit symbols a Modelica unit string may use (SI base and derived units, and the
+#: units accepted for use with them), each with or without a decimal prefix.
+SYMBOLS = frozenset(
+    "m s g A K mol cd rad sr Hz N Pa J W C V F Ohm S Wb T H lm lx Bq Gy Sv kat degC "
+    "min h d l L bar eV ha t deg rev".split())
+_PREFIXES = ("da", "Y", "Z", "E", "P", "T", "G", "M", "k", "h", "d", "c", "m", "u", "p",
+             "f", "a", "z", "y")
+_SYNTAX = re.compile(r"[A-Za-z]+[+-]?\d*|\d+|[./()]")
+
+
+def _symbol_known(word: str) -> bool:
+    return word in SYMBOLS or any(word.startswith(p) and word[len(p):] in SYMBOLS
+                                  for p in _PREFIXES)
+
+
+def modelica_unit_problem(text: str) -> str | None:
+    """Why ``text`` is not a unit in Modelica's syntax (factors joined by ``.``, one ``/``,
+    integer exponents written after the symbol: ``"N.m"``, ``"m/s2"``, ``"m3/(s.Pa)"``,
+    ``"1/K"``; symbols from :data:`SYMBOLS` with decimal prefixes), or None if it is one.
+
+    Example: ``modelica_unit_problem("meter/sec")`` says ``'meter'`` is no unit symbol."""
+    tokens = _SYNTAX.findall(text)
+    if "".join(tokens) != text:
+        bad = next(ch for ch in text if not _SYNTAX.fullmatch(ch) and not ch.isalnum())
+        return f"{bad!r} is not part of Modelica's unit syntax (use '.' and '/')"
+    position = 0
+
+    def expression():  # numerator ["/" denominator]
+        nonlocal position
+        problem = factors(numerator=True)
+        if problem is None and position < len(tokens) and tokens[position] == "/":
+            position += 1
+            problem = factors(numerator=False)
+        return problem
+
+    def factors(numerator):
+        nonlocal position
+        if position < len(tokens) and tokens[position] == "(":
+            position += 1
+            problem = expression()
+            if problem is None and (position >= len(tokens) or tokens[position] != ")"):
+                problem = "a '(' is not closed"
+            position += 1
+            return problem
+        if numerator and position < len(tokens) and tokens[position] == "1":
+            position += 1
+            return None
+        while True:
+            if position >= len(tokens) or not tokens[position][0].isalpha():
+                return "a unit symbol is missing"
+            word = re.match(r"[A-Za-z]+", tokens[position]).group()
+            if not _symbol_known(word):
+                return f"{word!r} is not a unit symbol (e.g. 'm', 's', 'kg', 'N', 'Pa', 'V')"
+            position += 1
+            if not numerator or position >= len(tokens) or tokens[position] != ".":
+                return None
+            position += 1
+
+    problem = expression()
+    if problem is None and position != len(tokens):
+        problem = f"{''.join(tokens[position:])!r} is left over (one '/' at most; group a " \
+                  f"denominator in parentheses: 'm3/(s.Pa)')"
+    return problem
+
 
 def pint_unit(text: str, registry):
     """The pint unit of a Modelica unit string (``"N.m/rad"``, ``"m3/(s.Pa)"``, ``"1/K"``).
+    A string outside Modelica's syntax is a ValueError, even one pint would read.
 
     Example: ``pint_unit("kg.m2", ureg)`` is ``kg·m²``"""
     if not text or text == "1":
         return registry.dimensionless
+    problem = modelica_unit_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
 
     def name(match):
         word, power = match.group(1), match.group(2)
@@ -98,7 +166,8 @@ def check_units(flat) -> list:
         unit = var.unit
         if not unit and var.derivative_of is not None:
             base = flat.variables[var.derivative_of].unit
-            unit = f"({base})/s" if base else ""
+            # a base unit that is not understood is reported once, for the variable
+            unit = f"({base})/s" if base and modelica_unit_problem(base) is None else ""
         known[var.symbol.element_hash()] = (var.name, unit)
     for par in flat.parameters:
         known[par.symbol.element_hash()] = (par.name, par.unit)
@@ -111,6 +180,9 @@ def check_units(flat) -> list:
             continue
         try:
             units[key] = pint_unit(text, registry)
+        except ValueError as exc:
+            bad_units.append(f"{name}: unit {text!r} is not understood: {exc}")
+            units[key] = _UNKNOWN
         except Exception:  # noqa: BLE001 - pint's parse errors vary
             bad_units.append(f"{name}: unit {text!r} is not understood")
             units[key] = _UNKNOWN

@@ -51,6 +51,26 @@ def test_two_sides_with_different_units_are_named():
     mb.compile(Wrong())  # unchecked, it compiles
 
 
+def test_units_outside_modelicas_syntax_are_refused_with_the_reason():
+    # pint would read "meter/sec" and "m/s/s"; Modelica's unit syntax has neither
+    class Written(Cart):
+        x = mb.Variable(start=0.0, fixed=True, unit="meter")
+        v = mb.Variable(start=0.0, fixed=True, unit="m/s/s")
+
+    with pytest.raises(mb.UnitError) as info:
+        mb.compile(Written(), check_units=True)
+    text = str(info.value)
+    assert "2 unit(s) not understood" in text
+    assert "x: unit 'meter' is not understood: 'meter' is not a unit symbol" in text
+    assert "v: unit 'm/s/s' is not understood: '/s' is left over" in text
+    from mbmodel.units import modelica_unit_problem
+    for good in ("N.m.s/rad", "m3/(s.Pa)", "1/K", "kg.m2", "(m/s)/s", "s-1", "kPa", "mm",
+                 "degC", "1"):
+        assert modelica_unit_problem(good) is None, good
+    assert "'*'" in modelica_unit_problem("N*m")
+    assert "'(' is not closed" in modelica_unit_problem("m3/(s.Pa")
+
+
 def test_terms_of_a_sum_and_scales_are_checked():
     class Mixed(mb.Model):
         p_kpa = mb.Parameter(100.0, unit="kPa")
