@@ -11,9 +11,10 @@ threads shares one loaded model safely.
 The answer is one tidy table (pandas): a row per output time of each run, with the run's
 number, its parameter values, the time and the chosen outputs.
 
-Worker processes are started with ``multiprocessing``'s "spawn" method: a script that calls
-:func:`sweep` must guard its top level with ``if __name__ == "__main__":`` (as for any
-``concurrent.futures`` process pool).
+Worker processes are started with ``multiprocessing``'s "spawn" method, without the main
+script: they run only mbmodel's own code on the model's bytes, so nothing of the script is
+needed there. A script need not guard its top level (its sweep is not started again in
+every worker), and a script read from standard input or a notebook works the same.
 
 Example::
 
@@ -25,9 +26,11 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
+import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -177,16 +180,40 @@ def _in_processes(cm, tasks, processes, bar):
     workers = min(processes or os.cpu_count() or 1, len(tasks))
     chunk = max(1, len(tasks) // (4 * workers))
     try:
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
-                                 initializer=_start_worker, initargs=(blob,)) as pool:
+        with _without_main_script(), ProcessPoolExecutor(
+                workers, mp_context=get_context("spawn"), initializer=_start_worker,
+                initargs=(blob,)) as pool:
             return [_tick(bar, answer) for answer in pool.map(_run_in_worker, tasks,
                                                                chunksize=chunk)]
     except BrokenProcessPool:
         raise SimulationError(
-            "sweep: a worker process ended abruptly. Workers are started with the 'spawn' "
-            "method and import the main script: if you called sweep from a script, guard its "
-            "top level with  if __name__ == \"__main__\":  (or run in this process with "
-            "processes=0)") from None
+            "sweep: a worker process ended abruptly (killed, or out of memory?); run in this "
+            "process with processes=0 to see what happens") from None
+
+
+@contextlib.contextmanager
+def _without_main_script():
+    """While worker processes start: the main module looks like an interactive session's
+    (no ``__file__``, no ``__spec__``), so "spawn" does not import the main script in them.
+    Workers need nothing from it (they unpickle only mbmodel's function and plain data);
+    importing it would run an unguarded script's sweep again in every worker, and a script
+    read from standard input has no file to import."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    with _main_lock:
+        main.__dict__.pop("__file__", None)
+        main.__spec__ = None
+        try:
+            yield
+        finally:
+            main.__dict__.pop("__spec__", None)
+            main.__dict__.update(saved)
+
+
+_main_lock = threading.Lock()
 
 
 def _on_cluster(client, cm, tasks, bar):

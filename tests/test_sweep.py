@@ -153,23 +153,34 @@ def test_progress_bar_counts_the_runs(rc, capsys):
     assert "3/3" in capsys.readouterr().err
 
 
-def test_an_unguarded_script_is_told_to_guard_its_top_level(tmp_path):
+def test_unguarded_scripts_and_scripts_on_stdin_sweep_in_processes(tmp_path):
+    # spawned workers do not run the main script: no sweep again in every worker, and a
+    # script read from stdin (no file to import) works too
     import subprocess
     import textwrap
-    script = tmp_path / "unguarded.py"
-    script.write_text(textwrap.dedent(f"""
+    code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
         import mbmodel as mb
         from test_persist import RC
 
-        mb.sweep(mb.compile(RC()), 1e-3, {{"resistor.R": [1e3, 2e3]}}, processes=2,
-                 progress=False)
-    """))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
-    assert done.returncode != 0
-    assert 'guard its top level with  if __name__ == "__main__":' in done.stderr
+        print("top level ran")
+        table = mb.sweep(mb.compile(RC()), 1e-3, {{"resistor.R": [1e3, 2e3]}}, processes=2,
+                         progress=False, n_points=3)
+        print(table["run"].nunique(), "runs", sys.modules["__main__"].__dict__.get("__file__"))
+    """)
+    script = tmp_path / "unguarded.py"
+    script.write_text(code)
+    from_file = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                               timeout=300, cwd=tmp_path)
+    from_stdin = subprocess.run([sys.executable, "-"], input=code, capture_output=True,
+                                text=True, timeout=300, cwd=tmp_path)
+    for done in (from_file, from_stdin):
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.count("top level ran") == 1   # not again in the workers
+    # the main module got its file back after the sweep
+    assert from_file.stdout.strip().endswith(f"2 runs {script}")
+    assert from_stdin.stdout.strip().endswith("2 runs <stdin>")
 
 
 def test_progress_bar_over_simulated_time(rc, capsys, monkeypatch):
