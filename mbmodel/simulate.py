@@ -30,11 +30,12 @@ METHODS = ("auto", "adams", "bdf", "cvodes", "idas")
 PROGRESS_CHUNKS = 20
 
 #: "auto" takes Adams when stability would not limit its steps to more than about this many
-#: over the run: the fastest well-damped mode's |eigenvalue| at the start (the spectral
-#: radius for models of more than EIGEN_STATES states) times the duration.
+#: over the run: the spectral radius at the start times the duration, or where that is
+#: larger, the fastest well-damped mode's |eigenvalue| (models of up to EIGEN_STATES states).
 STIFFNESS_LIMIT = 1e4
-#: Up to this many states "auto" computes the Jacobian's eigenvalues (one right-hand side
-#: per state and a dense eigenvalue problem) to tell decaying from oscillating modes.
+#: Up to this many states "auto" computes the Jacobian's eigenvalues when the spectral
+#: radius alone would say stiff (one right-hand side per state and a dense eigenvalue
+#: problem) to tell decaying from oscillating modes.
 EIGEN_STATES = 300
 
 
@@ -331,12 +332,13 @@ def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
     without oscillating much, which limit Adams' steps long after they died out while
     BDF steps over them. A fast oscillation is not stiffness: whatever the method, its
     steps follow the oscillation while it is excited (the r3 robot's current loops, an
-    undamped spring). So "auto" takes BDF when the fastest mode within 45 degrees of the
-    negative real axis (damping ratio at least 1/sqrt(2)), |lambda| times the duration,
-    exceeds :data:`STIFFNESS_LIMIT`. The eigenvalues come from a finite-difference Jacobian
-    of the compiled right-hand side (one evaluation per state) for models of up to
-    :data:`EIGEN_STATES` states; larger ones use the spectral radius by power iteration
-    (~20 evaluations), which cannot tell oscillating from decaying modes."""
+    undamped spring). First the spectral radius by power iteration on finite-difference
+    products ``J v`` (~20 evaluations of the compiled right-hand side): if it times the
+    duration is at most :data:`STIFFNESS_LIMIT`, no mode can be stiff. Otherwise, for models
+    of up to :data:`EIGEN_STATES` states, the eigenvalues of a finite-difference Jacobian
+    (one evaluation per state) decide: BDF when the fastest mode within 45 degrees of the
+    negative real axis (damping ratio at least 1/sqrt(2)) has |lambda| times the duration
+    above the limit. Larger models take BDF on the radius alone."""
     n = len(x)
     buffer, evaluate = dyn.buffer()
     t_arg, x_arg, z_arg, pu_arg = np.array([t_start]), x.astype(float), z.astype(float), pu
@@ -349,20 +351,6 @@ def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
     if not np.all(np.isfinite(f0)):
         return "bdf"
     duration = t_end - t_start
-    if n <= EIGEN_STATES:
-        jacobian = np.empty((n, n))
-        for j in range(n):
-            h = 1e-7 * max(1.0, abs(float(x[j])))
-            x_arg[:] = x
-            x_arg[j] += h
-            evaluate()
-            jacobian[:, j] = (out - f0) / h
-        if not np.all(np.isfinite(jacobian)):
-            return "bdf"
-        modes = np.linalg.eigvals(jacobian)
-        decaying = modes[-modes.real >= np.abs(modes) * np.sqrt(0.5)]
-        fastest = float(np.abs(decaying).max()) if len(decaying) else 0.0
-        return "adams" if fastest * duration <= STIFFNESS_LIMIT else "bdf"
     v = np.random.default_rng(0).normal(size=n)
     v /= np.linalg.norm(v)
     h = 1e-7 * max(1.0, float(np.linalg.norm(x)))
@@ -378,7 +366,23 @@ def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
         if norm == 0.0:
             break
         v = jv / norm
-    return "adams" if radius * duration <= STIFFNESS_LIMIT else "bdf"
+    if radius * duration <= STIFFNESS_LIMIT:
+        return "adams"
+    if n > EIGEN_STATES:
+        return "bdf"
+    jacobian = np.empty((n, n))
+    for j in range(n):
+        h = 1e-7 * max(1.0, abs(float(x[j])))
+        x_arg[:] = x
+        x_arg[j] += h
+        evaluate()
+        jacobian[:, j] = (out - f0) / h
+    if not np.all(np.isfinite(jacobian)):
+        return "bdf"
+    modes = np.linalg.eigvals(jacobian)
+    decaying = modes[-modes.real >= np.abs(modes) * np.sqrt(0.5)]
+    fastest = float(np.abs(decaying).max()) if len(decaying) else 0.0
+    return "adams" if fastest * duration <= STIFFNESS_LIMIT else "bdf"
 
 
 def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
