@@ -916,6 +916,33 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
         if method == "adams":
             opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
         grid = [float(f) for f in _fractions(m, geometric)]
-        return ca.integrator("events", "idas" if method == "idas" else "cvodes", dae, 0.0,
-                             grid, opts)
+        return _BufferedIntegrator(ca.integrator(
+            "events", "idas" if method == "idas" else "cvodes", dae, 0.0, grid, opts), m)
     return built(cache, key, build)
+
+
+class _BufferedIntegrator:
+    """A casadi integrator called through its buffers: ``F(x0=, z0=, p=)`` returns the
+    states and algebraic variables at the check points as arrays (columns), without
+    converting the ~700 parameters and discrete values to casadi matrices and back on
+    every call (half the cost of a short call: the event location makes many). Kept per
+    thread with the integrator (:mod:`mbmodel.workspace`); a call's results are copies."""
+
+    def __init__(self, integrator, m):
+        self.integrator, self.m = integrator, m
+        self.buffer, self.trigger = integrator.buffer()
+        self.x0, self.z0, self.p = (np.zeros(integrator.nnz_in(i)) for i in range(3))
+        self.xf, self.zf = np.zeros(integrator.nnz_out(0)), np.zeros(integrator.nnz_out(1))
+        for i, arg in enumerate((self.x0, self.z0, self.p)):
+            self.buffer.set_arg(i, memoryview(arg))
+        self.buffer.set_res(0, memoryview(self.xf))
+        self.buffer.set_res(1, memoryview(self.zf))
+
+    def __call__(self, x0, z0, p):
+        self.x0[:], self.z0[:], self.p[:] = x0, z0, p
+        self.trigger()  # raises RuntimeError when the integrator fails, as a call does
+        return {"xf": self.xf.reshape(-1, self.m, order="F").copy(),
+                "zf": self.zf.reshape(-1, self.m, order="F").copy()}
+
+    def stats(self):
+        return self.integrator.stats()
