@@ -113,8 +113,9 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     X = np.zeros((n_x, len(grid)))
     Z = np.zeros((n_z, len(grid)))
     U = np.zeros((cm.symbols.u.numel(), len(grid)))
-    for k, t in enumerate(grid):
-        U[:, k] = u_of(t)
+    if len(U):
+        for k, t in enumerate(grid):
+            U[:, k] = u_of(t)
     # Grid points at t_start take the initial values.
     at_start = grid <= t_start
     X[:, at_start] = x[:, None]

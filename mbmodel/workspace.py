@@ -57,8 +57,12 @@ except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
 
 
 def built(cache: dict, key, factory):
-    """``factory()``, stored in a workspace cache with the memory its construction took;
-    the oldest entries are dropped while the cache holds too many or too much."""
+    """The cache's entry for ``key``, or else ``factory()``, stored with the memory its
+    construction took; the oldest entries are dropped while the cache holds too many or
+    too much."""
+    value = cache.get(key)
+    if value is not None:
+        return value
     before = resident_bytes()
     value = factory()
     return remember(cache, key, value, max(0, resident_bytes() - before))
