@@ -109,7 +109,7 @@ def per_state_seconds(fn, n_in, batch, repeat=5):
 def compiled_per_state(fn, n_in, batch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        c_fn = compile_function(fn.map(batch), flags=("-O1",))
+        c_fn = compile_function(fn.map(batch))  # -O1 and the host's FMA flags
     args = np.random.default_rng(0).normal(size=(n_in, batch))
     c_fn(args, [])
     best = math.inf

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CodegenWarning", "compile_function", "default_cache_dir", "operation_counts"]
+__all__ = ["CodegenWarning", "compile_function", "default_cache_dir", "host_flags",
+           "operation_counts"]
 
 # The generator's name prefixes every internal C symbol; keeping it fixed means the C text,
 # and so the cache key, depends only on the function being generated.
@@ -53,14 +54,41 @@ def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "mbmodel" / "codegen"
 
 
-def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=("-O1",),
+def host_flags() -> tuple[str, ...]:
+    """Compiler flags for this machine's floating-point unit: fused multiply-add (one
+    rounding for ``a*b + c``) where the CPU has it: x86-64 with the FMA extension, AArch64.
+    Generated dynamics are mostly such sums of products: a chain's forward dynamics run
+    ~1.5x faster. The flags are part of the cache key, so a machine without FMA that shares
+    the cache builds its own library. Results differ from casadi's virtual machine in the
+    last bits (one rounding fewer per fused pair).
+
+    Example: ``host_flags()`` -> ``('-ffp-contract=fast', '-mfma')`` on a recent PC"""
+    import platform
+    machine = platform.machine().lower()
+    if machine in ("aarch64", "arm64"):
+        return ("-ffp-contract=fast",)
+    if machine in ("x86_64", "amd64"):
+        try:
+            with open("/proc/cpuinfo") as fh:
+                for line in fh:
+                    if line.startswith("flags"):
+                        if " fma " in f" {line.split(':', 1)[1].strip()} ":
+                            return ("-ffp-contract=fast", "-mfma")
+                        break
+        except OSError:
+            pass
+    return ()
+
+
+def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=None,
                      verbose: bool = False, external_options: dict | None = None,
                      background: bool = False, derivatives: bool = False) -> ca.Function:
     """Return ``fn`` compiled to native code, built once and then reused from a cache.
 
     The result has the same inputs and outputs as ``fn``. ``compiler`` is a command such as
     ``"gcc"`` or ``"ccache clang"``; by default ``$CC``, else ``cc`` or ``gcc`` on the PATH.
-    ``flags`` are passed to the compiler besides those needed for a shared library.
+    ``flags`` are passed to the compiler besides those needed for a shared library
+    (default: ``-O1`` and :func:`host_flags`).
     ``external_options`` are casadi options of the loaded function (e.g. ``{"enable_fd":
     True}``: derivatives by finite differences of the compiled code). With
     ``derivatives=True`` the library also holds ``fn``'s forward derivative
@@ -83,7 +111,7 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=("
         wanted = compiler or os.environ.get("CC") or "cc or gcc"
         _fall_back(f"C compiler {wanted!r} not found", fn)
         return fn
-    flags = tuple(flags)
+    flags = ("-O1", *_HOST_FLAGS) if flags is None else tuple(flags)
 
     source = _generate_c(fn, derivatives)
     key = hashlib.sha256("\0".join([source, *command, *flags]).encode()).hexdigest()
@@ -122,6 +150,8 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=("
                 pass
     return fn
 
+
+_HOST_FLAGS = host_flags()
 
 # casadi op codes grouped by what they cost; OP_TWICE is generated as (2.*x).
 _MUL_OPS = {ca.OP_MUL, ca.OP_DIV, ca.OP_INV, ca.OP_SQ, ca.OP_TWICE}
