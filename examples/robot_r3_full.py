@@ -62,7 +62,8 @@ def forward_run(feedforward=None, reference_kind="ptp", t_end=T_FORWARD, n_point
     cm = mb.compile(r3.FullRobot(reference=reference_kind, feedforward=feedforward,
                                  drives=drives))
     t1 = time.perf_counter()
-    res = cm.simulate(t_end, n_points=n_points, method=METHOD)
+    # no progress bar between the printed tables (each run takes about a second)
+    res = cm.simulate(t_end, n_points=n_points, method=METHOD, progress=False)
     return res, cm, t1 - t0, time.perf_counter() - t1
 
 
