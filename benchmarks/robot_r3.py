@@ -6,8 +6,9 @@ Measured in one run:
 
 * ``FullRobot`` (trapezoidal PTP, 2 s, feedback only): compile time, and the wall time of
   ``simulate(2.0)`` after compile (best of 2) with the Adams method (the example's choice)
-  and with ``method="auto"`` (which picks Adams too: the current loops' fast modes
-  oscillate, they are not stiff; it checks the eigenvalues after each event);
+  and with ``method="auto"`` (which picks Adams too: the current loops' modes decay at
+  most 3300 times per second, 6600 times the run; it checks the eigenvalues after each
+  event);
 * ``InverseRobot`` (``analysis="inverse"``, the degree-9 path, 4 s): compile and run;
 * the mechanics alone (``MechanicalStructure``), ``parameters="constant"``: casadi
   operations of forward dynamics (articulated bodies) and inverse dynamics (Newton–Euler),

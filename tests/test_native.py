@@ -128,17 +128,25 @@ class DampedOscillator(FastOscillator):
 
 
 def test_auto_takes_adams_for_a_fast_oscillation_and_bdf_for_a_fast_decay():
-    # |lambda| * duration = 1000 * 20 s = 2e4 > STIFFNESS_LIMIT in both models; only the
-    # decaying one is stiff: an oscillation must be followed step by step by either method
+    # |lambda| * duration = 1000 * 20 s = 2e4 > STIFFNESS_LIMIT in every case; only the
+    # modes that die out early are stiff: an undamped oscillation must be followed step
+    # by step by either method
     res = mb.compile(FastOscillator()).simulate(20.0, n_points=3)
     assert res.methods == ["adams"]
     assert abs(res["mass.s"][-1] - 1e-3 * np.cos(1000.0 * 20.0)) < 1e-6 * 1e-3 * 20000
-    # |lambda| * duration = 9899 * 2 s; x = x0 (l2 e^(l1 t) - l1 e^(l2 t)) / (l2 - l1)
+    # decay 9899/s * 2 s; x = x0 (l2 e^(l1 t) - l1 e^(l2 t)) / (l2 - l1)
     res = mb.compile(DampedOscillator()).simulate(2.0, times=[0.0, 1e-4, 0.02, 2.0])
     assert res.methods == ["bdf"]
     l1, l2 = np.roots([1.0, 1e4, 1e6])
     exact = 1e-3 * (l2 * np.exp(l1 * res.t) - l1 * np.exp(l2 * res.t)) / (l2 - l1)
     assert np.allclose(res["mass.s"], exact, rtol=0, atol=1e-11)
+    # an oscillation that decays (zeta = 0.5, decay 500/s) and is gone long before 200 s
+    cm = mb.compile(DampedOscillator())
+    res = cm.simulate(200.0, times=[0.0, 1e-3, 5e-3, 200.0], params={"damper.d": 1e3})
+    assert res.methods == ["bdf"]
+    wd = 1000.0 * np.sqrt(0.75)
+    exact = 1e-3 * np.exp(-500 * res.t) * (np.cos(wd * res.t) + 500 / wd * np.sin(wd * res.t))
+    assert np.allclose(res["mass.s"], exact, rtol=0, atol=1e-9)  # 1e-6 of the amplitude
 
 
 def test_bdf_runs_generated_c_with_its_derivative_and_agrees_with_the_virtual_machine():
