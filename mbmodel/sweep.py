@@ -140,7 +140,8 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
                 raise
             refused.append((k, np.zeros(0), np.zeros((len(outputs), 0)), str(exc)))
             continue
-        tasks.append((k, p, u, outputs, float(t_end), options))
+        tasks.append((k, {n: float(v) for n, v in p.items()}, _plain_inputs(u), outputs,
+                      float(t_end), options))
     bar = run_bar(progress, len(runs))
     try:
         answers = [_tick(bar, answer) for answer in refused]
@@ -180,11 +181,11 @@ def _in_processes(cm, tasks, processes, bar):
     workers = min(processes or os.cpu_count() or 1, len(tasks))
     chunk = max(1, len(tasks) // (4 * workers))
     try:
-        with _without_main_script(), ProcessPoolExecutor(
-                workers, mp_context=get_context("spawn"), initializer=_start_worker,
-                initargs=(blob,)) as pool:
-            return [_tick(bar, answer) for answer in pool.map(_run_in_worker, tasks,
-                                                               chunksize=chunk)]
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
+                                 initializer=_start_worker, initargs=(blob,)) as pool:
+            with _without_main_script():  # map submits every task: the workers start here
+                answers = pool.map(_run_in_worker, tasks, chunksize=chunk)
+            return [_tick(bar, answer) for answer in answers]
     except BrokenProcessPool:
         raise SimulationError(
             "sweep: a worker process ended abruptly (killed, or out of memory?); run in this "
@@ -202,8 +203,8 @@ def _without_main_script():
     if main is None:
         yield
         return
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
-    with _main_lock:
+    with _main_lock:  # two sweeps in two threads: the second sees the script's own values
+        saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
         main.__dict__.pop("__file__", None)
         main.__spec__ = None
         try:
@@ -214,6 +215,19 @@ def _without_main_script():
 
 
 _main_lock = threading.Lock()
+
+
+def _plain_inputs(inputs: dict) -> dict:
+    """Input values as floats and float arrays: the workers do not import the main script,
+    so a value of a type defined there could not be unpickled in them."""
+    plain = {}
+    for name, spec in inputs.items():
+        try:
+            plain[name] = (float(spec) if np.isscalar(spec) else
+                           tuple(np.asarray(part, dtype=float) for part in spec))
+        except (TypeError, ValueError):
+            plain[name] = spec  # the run says what is wrong with it
+    return plain
 
 
 def _on_cluster(client, cm, tasks, bar):
