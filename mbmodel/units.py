@@ -39,22 +39,29 @@ class UnitError(DeclarationError):
     problems: list = []
 
 
-_NAMES = {"Ohm": "ohm", "degC": "kelvin", "1": "dimensionless", "S": "siemens"}
-_TOKEN = re.compile(r"([A-Za-z_]+)(-?\d+)?")
+_NAMES = {"Ohm": "ohm", "degC": "kelvin", "1": "dimensionless", "S": "siemens",
+          "var": "volt_ampere"}
+_TOKEN = re.compile(r"([A-Za-z_]+)([+-]?\d+)?")
 
 #: Unit symbols a Modelica unit string may use (SI base and derived units, and the
 #: units accepted for use with them), each with or without a decimal prefix.
 SYMBOLS = frozenset(
-    "m s g A K mol cd rad sr Hz N Pa J W C V F Ohm S Wb T H lm lx Bq Gy Sv kat degC "
+    "m s g A K mol cd rad sr Hz N Pa J W C V F Ohm S Wb T H lm lx Bq Gy Sv kat var degC "
     "min h d l L bar eV ha t deg rev".split())
+#: Symbols that take no decimal prefix.
+_UNPREFIXED = frozenset("degC min h d deg rev ha".split())
 _PREFIXES = ("da", "Y", "Z", "E", "P", "T", "G", "M", "k", "h", "d", "c", "m", "u", "p",
              "f", "a", "z", "y")
-_SYNTAX = re.compile(r"[A-Za-z]+[+-]?\d*|\d+|[./()]")
+_PREFIX_NAMES = dict(zip(_PREFIXES, ("deca", "yotta", "zetta", "exa", "peta", "tera",
+                                      "giga", "mega", "kilo", "hecto", "deci", "centi",
+                                      "milli", "micro", "pico", "femto", "atto", "zepto",
+                                      "yocto")))
+_SYNTAX = re.compile(r"[A-Za-z]+(?:[+-]?\d+)?|\d+|[./()]")
 
 
 def _symbol_known(word: str) -> bool:
-    return word in SYMBOLS or any(word.startswith(p) and word[len(p):] in SYMBOLS
-                                  for p in _PREFIXES)
+    return word in SYMBOLS or any(
+        word.startswith(p) and word[len(p):] in SYMBOLS - _UNPREFIXED for p in _PREFIXES)
 
 
 def modelica_unit_problem(text: str) -> str | None:
@@ -65,8 +72,16 @@ def modelica_unit_problem(text: str) -> str | None:
     Example: ``modelica_unit_problem("meter/sec")`` says ``'meter'`` is no unit symbol."""
     tokens = _SYNTAX.findall(text)
     if "".join(tokens) != text:
-        bad = next(ch for ch in text if not _SYNTAX.fullmatch(ch) and not ch.isalnum())
-        return f"{bad!r} is not part of Modelica's unit syntax (use '.' and '/')"
+        bad = next((ch for ch in text if not (ch.isascii() and (ch.isalnum() or ch in "./()"))),
+                   None)
+        if bad is None:
+            return f"{text!r} is not in Modelica's unit syntax (a sign needs its exponent)"
+        return (f"{bad!r} is not part of Modelica's unit syntax (ASCII unit symbols, integer "
+                f"exponents, '.' and '/')")
+    for token in tokens:
+        exponent = re.fullmatch(r"[A-Za-z]+([+-]?\d+)", token)
+        if exponent and int(exponent.group(1)) == 0:
+            return f"{token!r}: an exponent of 0 leaves no unit; leave the factor out"
     position = 0
 
     def expression():  # numerator ["/" denominator]
@@ -120,8 +135,15 @@ def pint_unit(text: str, registry):
 
     def name(match):
         word, power = match.group(1), match.group(2)
-        word = _NAMES.get(word, word)
-        return f"{word}**{power}" if power else word
+        if word in _NAMES:
+            word = _NAMES[word]
+        elif word not in SYMBOLS:  # a prefixed symbol whose pint name differs: kOhm, kvar
+            for prefix in _PREFIXES:
+                rest = word[len(prefix):]
+                if word.startswith(prefix) and rest in _NAMES:
+                    word = _PREFIX_NAMES[prefix] + _NAMES[rest]
+                    break
+        return f"({word})**{int(power)}" if power else f"({word})"
     expression = _TOKEN.sub(name, text).replace(".", "*")
     return registry.parse_units(expression)
 

@@ -69,6 +69,16 @@ def test_units_outside_modelicas_syntax_are_refused_with_the_reason():
         assert modelica_unit_problem(good) is None, good
     assert "'*'" in modelica_unit_problem("N*m")
     assert "'(' is not closed" in modelica_unit_problem("m3/(s.Pa")
+    assert "'µ'" in modelica_unit_problem("µm")          # ASCII only: "um"
+    assert "'-'" in modelica_unit_problem("m-")          # a sign needs its exponent
+    assert "not a unit symbol" in modelica_unit_problem("kdegC")  # no prefix on degC
+    assert "exponent of 0" in modelica_unit_problem("m0")
+    import pint
+    registry = pint.UnitRegistry()
+    from mbmodel.units import pint_unit
+    assert pint_unit("kOhm", registry) == registry.parse_units("kiloohm")
+    assert pint_unit("kvar", registry) == registry.parse_units("kilovolt_ampere")
+    assert pint_unit("m+2", registry) == registry.parse_units("m**2")
 
 
 def test_terms_of_a_sum_and_scales_are_checked():
