@@ -111,7 +111,7 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
         wanted = compiler or os.environ.get("CC") or "cc or gcc"
         _fall_back(f"C compiler {wanted!r} not found", fn)
         return fn
-    flags = ("-O1", *_HOST_FLAGS) if flags is None else tuple(flags)
+    flags = ("-O1", *_accepted_host_flags(command)) if flags is None else tuple(flags)
 
     source = _generate_c(fn, derivatives)
     key = hashlib.sha256("\0".join([source, *command, *flags]).encode()).hexdigest()
@@ -152,6 +152,26 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
 
 
 _HOST_FLAGS = host_flags()
+_accepted: dict[tuple, tuple] = {}
+
+
+def _accepted_host_flags(command) -> tuple[str, ...]:
+    """:func:`host_flags` if ``command`` compiles a trivial file with them (checked once per
+    compiler and process), else none: a compiler that refuses them must not leave every
+    model in the virtual machine."""
+    key = tuple(command)
+    if key not in _accepted:
+        ok = bool(_HOST_FLAGS)
+        if ok:
+            try:
+                proc = subprocess.run([*command, *_HOST_FLAGS, "-x", "c", "-c", "-",
+                                       "-o", os.devnull], input="int f(void){return 0;}\n",
+                                      capture_output=True, text=True, timeout=60)
+                ok = proc.returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                ok = False
+        _accepted[key] = _HOST_FLAGS if ok else ()
+    return _accepted[key]
 
 # casadi op codes grouped by what they cost; OP_TWICE is generated as (2.*x).
 _MUL_OPS = {ca.OP_MUL, ca.OP_DIV, ca.OP_INV, ca.OP_SQ, ca.OP_TWICE}
