@@ -151,7 +151,6 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
     return fn
 
 
-_HOST_FLAGS = host_flags()
 _accepted: dict[tuple, tuple] = {}
 
 
@@ -161,16 +160,17 @@ def _accepted_host_flags(command) -> tuple[str, ...]:
     model in the virtual machine."""
     key = tuple(command)
     if key not in _accepted:
-        ok = bool(_HOST_FLAGS)
+        flags = host_flags()
+        ok = bool(flags)
         if ok:
             try:
-                proc = subprocess.run([*command, *_HOST_FLAGS, "-x", "c", "-c", "-",
+                proc = subprocess.run([*command, *flags, "-x", "c", "-c", "-",
                                        "-o", os.devnull], input="int f(void){return 0;}\n",
                                       capture_output=True, text=True, timeout=60)
                 ok = proc.returncode == 0
             except (OSError, subprocess.SubprocessError):
                 ok = False
-        _accepted[key] = _HOST_FLAGS if ok else ()
+        _accepted[key] = flags if ok else ()
     return _accepted[key]
 
 # casadi op codes grouped by what they cost; OP_TWICE is generated as (2.*x).

@@ -793,7 +793,7 @@ class _Run:
         while True:
             F = self.stepper(method, m, t1 - t0, geometric)
             try:
-                out = F(x0=x, z0=z, p=np.concatenate([self.p, u, [t0, t1 - t0]]))
+                xs, zs = F(x, z, np.concatenate([self.p, u, [t0, t1 - t0]]))
                 break
             except RuntimeError as exc:
                 if method == "adams":  # the model turned stiff: BDF for this stretch
@@ -806,9 +806,6 @@ class _Run:
                 raise self.failure(t0, f"the integrator ({method}) failed between t = "
                                        f"{t0:.9g} and {t1:.9g}: {lines[-1] if lines else exc}"
                                    ) from None
-        xs = np.array(out["xf"]).reshape(self.n_x, m)
-        zf = np.array(out["zf"])
-        zs = zf.reshape(self.n_z, m) if zf.size else np.zeros((self.n_z, m))
         if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(zs))):
             raise self.failure(t0, f"the solution is not finite between t = {t0:.9g} and "
                                    f"{t1:.9g}")
@@ -854,17 +851,21 @@ class _Buffered:
     """``fn`` called through casadi's buffer interface: its arguments are copied into
     arrays the function reads directly, with no conversion to casadi matrices per call
     (~130 µs of a ~140 µs call of the r3 robot's compiled event function). Arguments
-    broadcast to the declared shapes; the result is a new array. One per run: the buffers
-    are not shared between threads."""
+    broadcast to the declared shapes; the result (the first ``n_out`` outputs, a tuple if
+    more than one) is new arrays. Not shared between threads: one per run, or kept per
+    thread (an integrator in :mod:`mbmodel.workspace`). A failing call raises RuntimeError,
+    as a plain call does."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, n_out: int = 1):
         self.buffer, self.trigger = fn.buffer()
         self.args = [np.zeros((fn.size1_in(i), fn.size2_in(i)), order="F")
                      for i in range(fn.n_in())]
-        self.out = np.zeros((fn.size1_out(0), fn.size2_out(0)), order="F")
+        self.outs = [np.zeros((fn.size1_out(i), fn.size2_out(i)), order="F")
+                     for i in range(n_out)]
         for i, arg in enumerate(self.args):
             self.buffer.set_arg(i, memoryview(arg.reshape(-1, order="F")))
-        self.buffer.set_res(0, memoryview(self.out.reshape(-1, order="F")))
+        for i, out in enumerate(self.outs):
+            self.buffer.set_res(i, memoryview(out.reshape(-1, order="F")))
 
     def __call__(self, *values):
         for arg, value in zip(self.args, values):
@@ -873,7 +874,9 @@ class _Buffered:
             else:
                 arg[...] = value                          # numpy broadcasting
         self.trigger()
-        return self.out.copy(order="F")
+        if len(self.outs) == 1:
+            return self.outs[0].copy(order="F")
+        return tuple(out.copy(order="F") for out in self.outs)
 
 
 def _mapped(cm, fn, n):
@@ -898,9 +901,6 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
     rhs = dynamics(cm, native) if method == "adams" else newton_dynamics(cm, native)
     cache = workspace(cm, "integrators")
     key = ("events", method, m, rtol, atol, max_step_scaled, id(rhs), geometric)
-    F = cache.get(key)
-    if F is not None:
-        return F
 
     def build():
         n_x, n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
@@ -916,33 +916,8 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
         if method == "adams":
             opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
         grid = [float(f) for f in _fractions(m, geometric)]
-        return _BufferedIntegrator(ca.integrator(
-            "events", "idas" if method == "idas" else "cvodes", dae, 0.0, grid, opts), m)
+        # called through its buffers: no conversion of ~700 parameters and discrete values
+        # to casadi matrices and back per call (half a short location call's cost)
+        return _Buffered(ca.integrator("events", "idas" if method == "idas" else "cvodes",
+                                       dae, 0.0, grid, opts), n_out=2)
     return built(cache, key, build)
-
-
-class _BufferedIntegrator:
-    """A casadi integrator called through its buffers: ``F(x0=, z0=, p=)`` returns the
-    states and algebraic variables at the check points as arrays (columns), without
-    converting the ~700 parameters and discrete values to casadi matrices and back on
-    every call (half the cost of a short call: the event location makes many). Kept per
-    thread with the integrator (:mod:`mbmodel.workspace`); a call's results are copies."""
-
-    def __init__(self, integrator, m):
-        self.integrator, self.m = integrator, m
-        self.buffer, self.trigger = integrator.buffer()
-        self.x0, self.z0, self.p = (np.zeros(integrator.nnz_in(i)) for i in range(3))
-        self.xf, self.zf = np.zeros(integrator.nnz_out(0)), np.zeros(integrator.nnz_out(1))
-        for i, arg in enumerate((self.x0, self.z0, self.p)):
-            self.buffer.set_arg(i, memoryview(arg))
-        self.buffer.set_res(0, memoryview(self.xf))
-        self.buffer.set_res(1, memoryview(self.zf))
-
-    def __call__(self, x0, z0, p):
-        self.x0[:], self.z0[:], self.p[:] = x0, z0, p
-        self.trigger()  # raises RuntimeError when the integrator fails, as a call does
-        return {"xf": self.xf.reshape(-1, self.m, order="F").copy(),
-                "zf": self.zf.reshape(-1, self.m, order="F").copy()}
-
-    def stats(self):
-        return self.integrator.stats()

@@ -461,9 +461,8 @@ def _loop_integrator(cm, rtol, atol, max_step):
     output interval: ``p = (parameters, inputs, z_guess, t0, dt)``."""
     cache = workspace(cm, "integrators")
     key = ("loops", rtol, atol, max_step)
-    F = cache.get(key)
-    if F is not None:
-        return F
+    if key in cache:  # skips building the symbolic DAE below
+        return cache[key]
     X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
     Xm, Zm, Um, Pm = (ca.MX.sym(n, v.numel()) for n, v in
                       (("x", X), ("z", Z), ("u", U), ("p", P)))

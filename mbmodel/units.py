@@ -48,8 +48,8 @@ _TOKEN = re.compile(r"([A-Za-z_]+)([+-]?\d+)?")
 SYMBOLS = frozenset(
     "m s g A K mol cd rad sr Hz N Pa J W C V F Ohm S Wb T H lm lx Bq Gy Sv kat var degC "
     "min h d l L bar eV ha t deg rev".split())
-#: Symbols that take no decimal prefix.
-_UNPREFIXED = frozenset("degC min h d deg rev ha".split())
+#: Symbols that take a decimal prefix (degC, min, h, d, deg, rev and ha do not).
+_PREFIXABLE = SYMBOLS - frozenset("degC min h d deg rev ha".split())
 _PREFIXES = ("da", "Y", "Z", "E", "P", "T", "G", "M", "k", "h", "d", "c", "m", "u", "p",
              "f", "a", "z", "y")
 _PREFIX_NAMES = dict(zip(_PREFIXES, ("deca", "yotta", "zetta", "exa", "peta", "tera",
@@ -59,9 +59,15 @@ _PREFIX_NAMES = dict(zip(_PREFIXES, ("deca", "yotta", "zetta", "exa", "peta", "t
 _SYNTAX = re.compile(r"[A-Za-z]+(?:[+-]?\d+)?|\d+|[./()]")
 
 
-def _symbol_known(word: str) -> bool:
-    return word in SYMBOLS or any(
-        word.startswith(p) and word[len(p):] in SYMBOLS - _UNPREFIXED for p in _PREFIXES)
+def _split(word: str) -> tuple[str, str] | None:
+    """``(prefix, symbol)`` of a unit word (``"kOhm"`` -> ``("k", "Ohm")``, ``"m"`` ->
+    ``("", "m")``), or None if it is no Modelica unit symbol."""
+    if word in SYMBOLS:
+        return "", word
+    for prefix in _PREFIXES:
+        if word.startswith(prefix) and word[len(prefix):] in _PREFIXABLE:
+            return prefix, word[len(prefix):]
+    return None
 
 
 def modelica_unit_problem(text: str) -> str | None:
@@ -108,7 +114,7 @@ def modelica_unit_problem(text: str) -> str | None:
             if position >= len(tokens) or not tokens[position][0].isalpha():
                 return "a unit symbol is missing"
             word = re.match(r"[A-Za-z]+", tokens[position]).group()
-            if not _symbol_known(word):
+            if _split(word) is None:
                 return f"{word!r} is not a unit symbol (e.g. 'm', 's', 'kg', 'N', 'Pa', 'V')"
             position += 1
             if not numerator or position >= len(tokens) or tokens[position] != ".":
@@ -135,14 +141,9 @@ def pint_unit(text: str, registry):
 
     def name(match):
         word, power = match.group(1), match.group(2)
-        if word in _NAMES:
-            word = _NAMES[word]
-        elif word not in SYMBOLS:  # a prefixed symbol whose pint name differs: kOhm, kvar
-            for prefix in _PREFIXES:
-                rest = word[len(prefix):]
-                if word.startswith(prefix) and rest in _NAMES:
-                    word = _PREFIX_NAMES[prefix] + _NAMES[rest]
-                    break
+        prefix, symbol = _split(word)  # the syntax is checked above
+        if symbol in _NAMES:  # pint's name differs: "Ohm" -> "ohm", "kOhm" -> "kiloohm"
+            word = (_PREFIX_NAMES[prefix] if prefix else "") + _NAMES[symbol]
         return f"({word})**{int(power)}" if power else f"({word})"
     expression = _TOKEN.sub(name, text).replace(".", "*")
     return registry.parse_units(expression)
