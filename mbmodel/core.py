@@ -929,6 +929,33 @@ class Model:
         return ctx is not None and ctx.parameters == "constant"
 
     # -- to be overridden -------------------------------------------------------------
+    def template_key(self):
+        """A hashable value: instances of this class with equal keys (and equal
+        declarations) write the same equations up to their own symbols, so flattening runs
+        ``equations()`` for the first of them only and derives the others' from it
+        (:mod:`mbmodel.templates`; a chain of 1000 bodies then runs one body's). ``None``
+        (the default): every instance runs its own.
+
+        The key must capture everything ``equations()`` reads besides the component's own
+        symbols: options stored as attributes, parameter values used as numbers (e.g. to
+        choose a cheaper formula), facts about other components. What it cannot know is
+        checked when the first instance's equations are recorded (only own symbols, no
+        connect, no events, the same answers to ``is_root()``/``loop_cut_side()``), and
+        such instances run their own. Checks of numeric parameter values that
+        ``equations()`` would make belong here too: this runs for every instance.
+
+        Example::
+
+            class Damper(Model):
+                def __init__(self, linear=True, **modifiers):
+                    super().__init__(**modifiers)
+                    self.linear = linear
+
+                def template_key(self):
+                    return (self.linear,)
+        """
+        return None
+
     def connection_roles(self) -> Iterable:
         """Yield :class:`Root`, :class:`PotentialRoot` and :class:`Branch` statements for
         overdetermined connector variables (e.g. orientations of multibody frames)."""

@@ -27,6 +27,7 @@ from .discrete import RelationsSwitchAtEvents, When
 from .flat import FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable, describe
 from .hybrid import HybridCollector
 from .visuals import resolve as resolve_visuals
+from .templates import EquationTemplate, Instantiated, Recorder, template_key
 from .orientation import (choose_roots_early, collect_roles, emit_tree_equations,
                           overdetermined_variable, spanning_tree)
 
@@ -93,6 +94,8 @@ class _Flattener:
         self.context = None  # the _FlattenContext while equations() run
         self.hybrid = HybridCollector(self)
         self.record = _Record
+        self.use_templates = True  # equations() once per component structure (templates)
+        self.templates: dict = {}  # template key -> EquationTemplate, or None: not one
 
     # -- collect declarations -----------------------------------------------------------
     def collect(self):
@@ -131,8 +134,8 @@ class _Flattener:
         return var.analysis is None or var.analysis == self.analysis
 
     def _note_inactive(self, var: Variable):
-        for k in range(var.symbol.numel()):
-            self.inactive[var.symbol[k].element_hash()] = var
+        for element in ca.vec(var.symbol).elements():  # one call, not one index per entry
+            self.inactive[element.element_hash()] = var
 
     def _rename_symbols(self, order):
         """Give every symbol its full hierarchical name (messages and generated code read
@@ -172,12 +175,17 @@ class _Flattener:
     def _add_parameter(self, comp, par: Parameter):
         names = _element_names(par.path, par.shape)
         value = par.value
+        elements = ca.vec(par.symbol).elements()
+        if isinstance(value, ca.SX):
+            bindings = ca.vec(value).elements()
+        else:
+            numbers = np.asarray(value, dtype=float).reshape(-1, order="F")
         for k, name in enumerate(names):
-            sym = par.symbol[k]
+            sym = elements[k]
             if isinstance(value, ca.SX):
-                binding, numeric = value[k], None
+                binding, numeric = bindings[k], None
             else:
-                binding, numeric = None, float(np.asarray(value).reshape(-1, order="F")[k])
+                binding, numeric = None, float(numbers[k])
             self.symbols[sym.element_hash()] = _Record(True, len(self.parameters))
             self.parameters.append(FlatParameter(name, sym, comp.path, numeric, binding,
                                                  par.unit, par.min, par.max))
@@ -188,8 +196,9 @@ class _Flattener:
         external = (var.kind == "input" and comp is self.root) or var.input_in == self.analysis
         discrete = "variable" if var.kind == "discrete" else ""
         kind = "input" if external or discrete else "unknown"
+        elements = ca.vec(var.symbol).elements()
         for k, name in enumerate(names):
-            sym = var.symbol[k]
+            sym = elements[k]
             if var.kind == "input" or external:
                 self.input_positions.add(len(self.variables))
             self.symbols[sym.element_hash()] = _Record(False, len(self.variables))
@@ -252,6 +261,10 @@ class _Flattener:
             for item in equations:
                 if isinstance(item, When):
                     self.hybrid.add_when(comp, item)
+                elif isinstance(item, Instantiated):
+                    self.equations.extend(FlatEquation(r, comp.path, e, "model")
+                                          for r, e in zip(item.residuals, item.shown))
+                    self.equation_owners[id(self.equations)].extend([comp] * len(item.shown))
                 else:
                     self._add_equation(comp, item, self.equations, "model")
             for item in initial:
@@ -263,22 +276,47 @@ class _Flattener:
 
     def _collect(self, comp):
         """One component's equations and initial equations; its connect statements go to
-        ``self.connects``, declared derivatives and asserts are registered on the way."""
+        ``self.connects``, declared derivatives and asserts are registered on the way.
+        Instances of one structure share their equations through a template
+        (:mod:`mbmodel.templates`)."""
         method = "equations"
-        _FlattenContext.current().component = comp
+        ctx = _FlattenContext.current()
+        ctx.component = comp
         try:
-            equations = self._sort_items(comp)
+            key = template_key(comp, self.active) if self.use_templates else None
+            template = self.templates.get(key) if key is not None else None
+            if template is not None:
+                made = template.instantiate(comp, ctx, self.active)
+                if made is not None:
+                    for conditions, message in made.asserts:
+                        self.asserts.extend(FlatAssert(c, message, comp.path)
+                                            for c in conditions)
+                    return [made], []
+            if key is None or key in self.templates:
+                equations = self._sort_items(comp, comp.equations())
+                method = "initial_equations"
+                initial = list(_iterate(comp.initial_equations(), comp, method))
+                return equations, initial
+            events = (len(comp._time_events), len(comp._time_scales),
+                      len(self.hybrid.time_events))
+            with Recorder(ctx, comp, self.active) as recorder:
+                items = list(_iterate(comp.equations(), comp, method))
+            equations = self._sort_items(comp, items)
             method = "initial_equations"
             initial = list(_iterate(comp.initial_equations(), comp, method))
+            changed = events != (len(comp._time_events), len(comp._time_scales),
+                                 len(self.hybrid.time_events))
+            self.templates[key] = EquationTemplate.record(
+                recorder, items, initial, self.hybrid.discrete_target, changed)
         except ModelError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is named with its component
             raise core._explain_equation_failure(comp, method, exc) from exc
         return equations, initial
 
-    def _sort_items(self, comp):
+    def _sort_items(self, comp, items):
         equations, connects = [], self.connects.setdefault(id(comp), [])
-        for item in _iterate(comp.equations(), comp, "equations"):
+        for item in _iterate(items, comp, "equations"):
             if isinstance(item, Connect):
                 connects.append(item)
                 if self._phase == "leaves":
@@ -356,8 +394,7 @@ class _Flattener:
                 f"the equations instead")
 
     def declare_assert(self, comp, item):
-        for k in range(item.condition.numel()):
-            cond = item.condition[k]
+        for cond in ca.vec(item.condition).elements():
             for s in ca.symvar(cond):
                 rec = self.symbols.get(s.element_hash())
                 if rec is None or not rec.is_parameter:
@@ -393,8 +430,7 @@ class _Flattener:
             raise DeclarationError(f"{_where(comp)}: equations() yielded {item!r}; yield "
                                    f"'lhs == rhs' expressions or connect(...)")
         expr = item if isinstance(item, ca.SX) else ca.SX(item)
-        for k in range(expr.numel()):
-            e = expr if expr.numel() == 1 else expr[k]
+        for e in ([expr] if expr.numel() == 1 else ca.vec(expr).elements()):
             if not e.is_op(ca.OP_EQ):
                 raise DeclarationError(
                     f"{_where(comp)}: '{describe(e)}' is not an equation; write lhs == rhs")
@@ -439,10 +475,10 @@ class _Flattener:
     def emit(self, expr, owner, description, kind):
         """Add the generated equations ``expr == 0`` (connections, residues, unconnected
         flows), counted for ``owner``."""
-        expr = ca.SX(expr)
-        for k in range(expr.numel()):
-            suffix = "" if expr.numel() == 1 else f" [{k}]"
-            self.equations.append(FlatEquation(expr[k], owner.path, description + suffix, kind))
+        elements = ca.vec(ca.SX(expr)).elements()
+        for k, element in enumerate(elements):
+            suffix = "" if len(elements) == 1 else f" [{k}]"
+            self.equations.append(FlatEquation(element, owner.path, description + suffix, kind))
             self.equation_owners[id(self.equations)].append(None)  # made here: no check
             self.local_equations[id(owner)] = self.local_equations.get(id(owner), 0) + 1
 
@@ -490,12 +526,14 @@ def _visuals(fl) -> list[dict]:
 
 
 def flatten(model: Model, analysis: str = "forward",
-            parameters: str = "symbolic") -> FlatModel:
+            parameters: str = "symbolic", *, templates: bool = True) -> FlatModel:
     """Flatten a model instance into a :class:`FlatModel` for ``analysis`` ("forward" or
     "inverse": which analysis-specific variables exist and what ``Model.analysis`` says).
     ``parameters`` (the compile option) is what ``Model.parameters_folded`` tells the
     components: a formula that is cheaper only once parameters are numbers may be chosen
-    then.
+    then. ``templates=False`` runs every instance's ``equations()`` even where instances
+    share a template (:meth:`Model.template_key`): the same flat model, more slowly (for
+    checking a class's key).
 
     Example::
 
@@ -503,6 +541,7 @@ def flatten(model: Model, analysis: str = "forward",
         print(len(flat.equations), [v.name for v in flat.variables][:5])
     """
     fl = _Flattener(model, analysis, parameters)
+    fl.use_templates = templates
     fl.collect()
     roots, potential, branches = collect_roles(fl)
     fl.roles = (roots, potential, branches)

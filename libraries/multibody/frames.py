@@ -139,13 +139,18 @@ def evaluate_at_declared_values(component, expressions, what):
     return out
 
 
-def unit_axis(component, name="n"):
-    """The unit vector of an axis parameter; a zero-length numeric axis is an error."""
+def check_axis(component, name="n"):
+    """A numeric axis parameter of zero length is an error (:class:`ParameterError`)."""
     value = numeric_value(component, name)
     if value is not None and not np.linalg.norm(value) > 1e-12:
         raise ParameterError(
             f"{type(component).__name__} '{component.path}': axis {name} = {value.ravel().tolist()} "
             f"has zero length; give a direction such as (0, 0, 1)")
+
+
+def unit_axis(component, name="n"):
+    """The unit vector of an axis parameter; a zero-length numeric axis is an error."""
+    check_axis(component, name)
     # Always symbolic: the axis stays a tunable parameter (it folds to constants when the
     # model is compiled with parameters="constant").
     n = sp.vec(getattr(component, name))

@@ -49,8 +49,8 @@ from mbmodel.libraries.drive_trains import drive_load
 
 from . import spatial as sp
 from . import visualizers as vis
-from .frames import (Frame, axis_check, classical_accelerations, cut_force, numeric_value,
-                     unit_axis)
+from .frames import (Frame, axis_check, check_axis, classical_accelerations, cut_force,
+                     numeric_value, unit_axis)
 
 
 def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
@@ -173,6 +173,17 @@ class _AxisJoint(_Joint):
         if n is None or not np.linalg.norm(n) > 0:
             return None
         return self.relative_motion, n.ravel() / np.linalg.norm(n)
+
+    def template_key(self):
+        """Joints with the same options and, once parameters are folded, the same kind of
+        declared axis (a coordinate axis, see :meth:`motion`) share their equations
+        (:meth:`mbmodel.Model.template_key`)."""
+        check_axis(self)
+        axis = None
+        if self.parameters_folded:
+            declared = numeric_value(self, "n")
+            axis = None if declared is None else tuple(np.abs(declared.ravel()) > 0)
+        return (self.use_axis_flange, self.prescribed, self.actuated, axis)
 
     def equations(self):
         q, qd, qdd, force = (getattr(self, name) for name in self.coordinates)

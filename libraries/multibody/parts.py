@@ -20,8 +20,8 @@ from mbmodel.errors import ParameterError
 
 from . import spatial as sp
 from . import visualizers as vis
-from .frames import (Frame, axis_check, cut_force, evaluate_at_declared_values, numeric_value,
-                     rigid_forces, rigid_kinematics, unit_axis, world_of)
+from .frames import (Frame, axis_check, check_axis, cut_force, evaluate_at_declared_values,
+                     numeric_value, rigid_forces, rigid_kinematics, unit_axis, world_of)
 
 GRAVITY_TYPES = ("uniform", "point", "none")
 
@@ -284,6 +284,10 @@ class FixedRotation(Model):
         E = sp.planar_rotation(n.ravel() / np.linalg.norm(n), float(angle))
         return "fixed", np.array(ca.evalf(E))
 
+    def template_key(self):
+        check_axis(self)  # what equations() checks, for instances that do not run it
+        return ()
+
     def equations(self):
         E = sp.planar_rotation(unit_axis(self), self.angle)
         yield axis_check(self)
@@ -527,6 +531,14 @@ class _RigidBody(Model):
         ``diag(0.1, 0.2, 0.3)``."""
         return self.mass_properties_values()[2]
 
+    def template_key(self):
+        """Bodies with the same declared inertia shape (diagonal or not) and gravity field
+        share their equations (:meth:`mbmodel.Model.template_key`); the numeric checks of
+        the mass properties run here for every instance."""
+        self.mass_properties()
+        return (self._diagonal(), world_of(self).gravity_type,
+                getattr(self, "check_triangle", True))
+
     def parameter_checks(self):
         """``mb.Assert``s on the mass properties, so that run-time parameter values are
         checked like declared ones: mass not negative, inertia positive semi-definite and
@@ -678,6 +690,10 @@ class _Shape:
             yield from rigid_forces(self, fa, fb, None, r, body=self, U=U)
         else:
             yield from rigid_forces(self, fa, None, None, r, body=_Lumped(self, attached, r))
+
+    def template_key(self):
+        key = super().template_key()
+        return key + (self.analysis == "inverse" and self._shares_point_acceleration(),)
 
     def _shares_point_acceleration(self):
         """Whether the inverse analysis forms frame_a's point-acceleration matrix ``U`` once

@@ -1,0 +1,211 @@
+"""Equation templates: ``equations()`` runs once per component structure, not per instance.
+
+A model of many instances of few classes (a chain of bodies and joints) spends most of its
+flattening time in the components' ``equations()``, which build casadi expressions scalar
+operation by scalar operation from Python (~10–40 µs each). Instances that a class declares
+alike (:meth:`mbmodel.Model.template_key`) write the same equations up to their own symbols,
+so the first one's equations become a casadi Function of its symbols, and the others get
+theirs by calling it with their own (one call, the expression graph copied in C++).
+
+What makes an instance's equations a template is checked when they are recorded, never
+assumed: they may contain only the component's own parameters and variables, derivatives of
+them (``der``) and time; they may be equations and :class:`~mbmodel.Assert` conditions only
+(no ``connect``, ``Derivative``, ``when``, no relations that switch at events, no events
+declared); the questions ``is_root()`` and ``loop_cut_side()`` are asked again for every
+instance and must get the same answers (``connected()`` makes the structure not a template).
+What the key promises, and only it, is that nothing else the equations read (parameter
+values used as numbers, attributes, other components) differs between instances with equal
+keys. Instances that do not qualify run ``equations()`` as before.
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+
+from .core import Assert, Connector, Model, Parameter, Variable
+from .core import time as TIME
+
+__all__ = ["template_key", "EquationTemplate", "Recorder", "Instantiated"]
+
+
+def _declarations(comp: Model, active) -> list:
+    """The component's own parameters and active variables (connector variables
+    included), in declaration order: the layout of a template's symbol vector."""
+    found = []
+    for member in comp._members.values():
+        if isinstance(member, Parameter):
+            found.append(member)
+        elif isinstance(member, Variable):
+            if active(member):
+                found.append(member)
+        elif isinstance(member, Connector):
+            found.extend(v for v in member._variables.values() if active(v))
+    return found
+
+
+def template_key(comp: Model, active):
+    """The key under which ``comp``'s equations may be shared, or None: its class, its
+    declarations (names, kinds, shapes; which are active) and the class's own
+    :meth:`~mbmodel.Model.template_key`."""
+    own = comp.template_key()
+    if own is None:
+        return None
+    layout = []
+    for key, member in comp._members.items():
+        if isinstance(member, Model):
+            return None  # composite models connect: they are not templates
+        if isinstance(member, Parameter):
+            layout.append((key, "Parameter", member.shape))
+        elif isinstance(member, Variable):
+            layout.append((key, "Variable", member.shape, member.kind, active(member)))
+        elif isinstance(member, Connector):
+            layout.append((key, type(member).__name__,
+                           tuple((name, v.kind, v.shape, active(v))
+                                 for name, v in member._variables.items())))
+    return type(comp), tuple(layout), own
+
+
+class Recorder:
+    """Wraps a flattening context's questions and derivatives while one instance's
+    equations run, recording them so that another instance can replay them."""
+
+    def __init__(self, ctx, comp, active):
+        self.ctx, self.comp = ctx, comp
+        self.declarations = _declarations(comp, active)
+        self.first_element = {d.symbol[0].element_hash(): i
+                              for i, d in enumerate(self.declarations)}
+        self.questions: list[tuple[str, object, object]] = []
+        self.derivatives: list[ca.SX] = []  # the scalar symbols differentiated, in order
+        self.unsupported = False
+        self._saved = (ctx.is_root, ctx.connected, ctx.loop_cut_side, ctx.make_derivative)
+
+    def __enter__(self):
+        is_root, connected, loop_cut_side, make_derivative = self._saved
+
+        def recorded_is_root(symbol):
+            answer = is_root(symbol)
+            where = self.first_element.get(ca.SX(symbol)[0].element_hash())
+            if where is None or self.declarations[where].shape != ca.SX(symbol).shape:
+                self.unsupported = True
+            self.questions.append(("is_root", where, answer))
+            return answer
+
+        def recorded_connected(connector):
+            self.unsupported = True  # the answer names other components
+            return connected(connector)
+
+        def recorded_loop_cut_side(connector):
+            answer = loop_cut_side(connector)
+            name = self._member_name(connector)
+            if answer is not None or name is None:
+                self.unsupported = True
+            self.questions.append(("loop_cut_side", name, answer))
+            return answer
+
+        def recorded_derivative(symbol):
+            self.derivatives.append(symbol)
+            return make_derivative(symbol)
+
+        self.ctx.is_root, self.ctx.connected = recorded_is_root, recorded_connected
+        self.ctx.loop_cut_side, self.ctx.make_derivative = (recorded_loop_cut_side,
+                                                            recorded_derivative)
+        return self
+
+    def __exit__(self, *exc):
+        (self.ctx.is_root, self.ctx.connected, self.ctx.loop_cut_side,
+         self.ctx.make_derivative) = self._saved
+        return False
+
+    def _member_name(self, connector):
+        for key, member in self.comp._members.items():
+            if member is connector:
+                return key
+        return None
+
+
+class Instantiated:
+    """An instance's equations from a template: flat residuals and the equations as
+    written (for messages), and its asserts as ``(condition elements, message)``."""
+
+    def __init__(self, residuals, shown, asserts):
+        self.residuals, self.shown, self.asserts = residuals, shown, asserts
+
+
+class EquationTemplate:
+    """One component structure's equations as a Function of an instance's symbols (see
+    the module docs). :meth:`record` returns None where the equations do not qualify."""
+
+    def __init__(self, function, layout, questions, derivative_positions):
+        self.function = function
+        self.layout = layout  # per output group: ("equations", n) / ("assert", n, message)
+        self.questions = questions
+        self.derivative_positions = derivative_positions
+
+    @classmethod
+    def record(cls, recorder: Recorder, items: list, initial: list, is_discrete_target,
+               events_declared: bool):
+        """The template of the instance whose ``equations()`` yielded ``items`` (recorded
+        by ``recorder``), or None if they do not qualify."""
+        if recorder.unsupported or initial or events_declared:
+            return None
+        local = ca.vertcat(*[ca.vec(d.symbol) for d in recorder.declarations])
+        position = {s.element_hash(): k for k, s in enumerate(local.elements())}
+        derivative_positions = []
+        for symbol in recorder.derivatives:
+            k = position.get(symbol.element_hash())
+            if k is None:
+                return None
+            if k not in derivative_positions:
+                derivative_positions.append(k)
+        derivatives = [recorder.ctx.make_derivative(local.elements()[k])
+                       for k in derivative_positions]
+        residuals, shown, conditions, layout = [], [], [], []
+        for item in items:
+            if isinstance(item, Assert):
+                elements = ca.vec(item.condition).elements()
+                conditions.extend(elements)
+                layout.append(("assert", len(elements), item.message))
+            elif isinstance(item, ca.SX):
+                elements = ca.vec(item).elements()
+                for e in elements:
+                    if not e.is_op(ca.OP_EQ) or is_discrete_target(e.dep(0)):
+                        return None
+                    residuals.append(e.dep(0) - e.dep(1))
+                    shown.append(e)
+                layout.append(("equations", len(elements)))
+            else:
+                return None  # connect, Derivative, when, a number: the general path
+        outputs = [ca.vertcat(*residuals) if residuals else ca.SX(0, 1),
+                   ca.vertcat(*shown) if shown else ca.SX(0, 1),
+                   ca.vertcat(*conditions) if conditions else ca.SX(0, 1)]
+        allowed = ({s.element_hash() for s in local.elements()}
+                   | {s.element_hash() for s in derivatives} | {TIME.element_hash()})
+        if any(s.element_hash() not in allowed for s in ca.symvar(ca.vertcat(*outputs))):
+            return None  # another component's symbols, relations, pre(): not its own
+        questions = [(kind, where) + (answer,) for kind, where, answer in recorder.questions]
+        inputs = [local, ca.vertcat(*derivatives) if derivatives else ca.SX(0, 1), TIME]
+        function = ca.Function("template", inputs, outputs)
+        return cls(function, layout, questions, derivative_positions)
+
+    def instantiate(self, comp: Model, ctx, active) -> Instantiated | None:
+        """``comp``'s equations from the template, or None if one of its questions gets
+        another answer than the recorded instance's (then its own equations() run)."""
+        declarations = _declarations(comp, active)
+        for kind, where, answer in self.questions:
+            if kind == "is_root":
+                if ctx.is_root(declarations[where].symbol) != answer:
+                    return None
+            elif ctx.loop_cut_side(comp._members[where]) != answer:
+                return None
+        local = ca.vertcat(*[ca.vec(d.symbol) for d in declarations])
+        elements = local.elements() if self.derivative_positions else None
+        derivatives = [ctx.make_derivative(elements[k]) for k in self.derivative_positions]
+        residuals, shown, conditions = self.function.call(
+            [local, ca.vertcat(*derivatives) if derivatives else ca.SX(0, 1), TIME])
+        conditions = conditions.elements()
+        asserts, start = [], 0
+        for entry in self.layout:
+            if entry[0] == "assert":
+                asserts.append((conditions[start:start + entry[1]], entry[2]))
+                start += entry[1]
+        return Instantiated(residuals.elements(), shown.elements(), asserts)

@@ -1,0 +1,145 @@
+"""Equation templates (mbmodel.templates): instances that share a template get exactly the
+equations their own equations() would write, and what a template cannot stand for (other
+components' symbols, events, different answers to is_root/loop_cut_side, value checks)
+still behaves as without templates."""
+
+import numpy as np
+import pytest
+
+import mbmodel as mb
+from mbmodel import flatten
+from mbmodel.flat import describe
+from mbmodel.libraries import multibody as mbl
+from mbmodel.libraries import robot_r3 as r3
+from mbmodel.libraries import rotational as rot
+
+from loop_mechanisms import Fourbar
+from mb_trees import TreeModel, random_tree
+
+
+def flat_text(model, analysis, parameters, templates):
+    """Everything flattening produces that later stages read, as text: variables,
+    parameters, every residual and the equation as written, asserts."""
+    flat = flatten(model, analysis, parameters, templates=templates)
+    return ([(v.name, v.kind, v.start, v.derivative_of) for v in flat.variables],
+            [(p.name, p.value) for p in flat.parameters],
+            [(str(e.residual), describe(e.shown) if not isinstance(e.shown, str) else e.shown,
+              e.origin) for e in flat.equations],
+            [(str(a.condition), a.message, a.origin) for a in flat.asserts])
+
+
+def assert_same_flat_model(make, analysis="forward", parameters="symbolic"):
+    with_templates = flat_text(make(), analysis, parameters, True)
+    without = flat_text(make(), analysis, parameters, False)
+    for part, (a, b) in zip(("variables", "parameters", "equations", "asserts"),
+                            zip(with_templates, without)):
+        assert len(a) == len(b), part
+        for x, y in zip(a, b):
+            assert x == y, (part, x, y)
+
+
+@pytest.mark.parametrize("analysis", ["forward", "inverse"])
+@pytest.mark.parametrize("parameters", ["symbolic", "constant"])
+@pytest.mark.parametrize("kind", ["chain", "tree", "spherical", "floating"])
+def test_random_trees_flatten_to_the_same_equations(kind, analysis, parameters):
+    rng = np.random.default_rng({"chain": 1, "tree": 2, "spherical": 3, "floating": 4}[kind])
+    spec = random_tree(7, rng, chain=kind == "chain", spherical=kind == "spherical",
+                       floating=kind == "floating")
+    if kind == "tree":  # coordinate axes: the folded joints choose the cheaper rotation
+        for i, s in enumerate(spec):
+            s["axis"] = np.eye(3)[i % 3] * (1 if i % 2 else -1)
+    assert_same_flat_model(lambda: TreeModel(spec), analysis, parameters)
+
+
+@pytest.mark.parametrize("analysis", ["forward", "inverse"])
+def test_the_manutec_r3_robot_flattens_to_the_same_equations(analysis):
+    model = r3.FullRobot if analysis == "forward" else r3.InverseRobot
+    assert_same_flat_model(model, analysis, "constant")
+
+
+def test_a_loop_mechanism_and_point_gravity_flatten_to_the_same_equations():
+    assert_same_flat_model(Fourbar, "forward", "constant")
+
+    class PointGravity(mb.Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.world = mbl.World(gravity_type="point")
+            for i in range(3):
+                self.add(f"j{i}", mbl.Revolute(n=[0, 0, 1]))
+                self.add(f"b{i}", mbl.BodyShape(r=[0.5, 0, 0], m=1.0, r_CM=[0.25, 0, 0]))
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.j0.frame_a)
+            for i in range(3):
+                yield mb.connect(getattr(self, f"j{i}").frame_b, getattr(self, f"b{i}").frame_a)
+                if i:
+                    yield mb.connect(getattr(self, f"b{i - 1}").frame_b,
+                                     getattr(self, f"j{i}").frame_a)
+    assert_same_flat_model(PointGravity, "forward", "symbolic")
+
+
+def test_a_chain_runs_each_classs_equations_once(monkeypatch):
+    """A 12-link chain records one template per class (the other instances call it); the
+    multibody tests against Pinocchio run through the same path."""
+    calls = {}
+    for cls in (mbl.Body, mbl.Revolute, mbl.FixedRotation):
+        def counted(self, original=cls.equations, name=cls.__name__):
+            calls[name] = calls.get(name, 0) + 1
+            return original(self)
+        monkeypatch.setattr(cls, "equations", counted)
+    spec = random_tree(12, np.random.default_rng(5), chain=True)
+    for s in spec:
+        s["kind"] = "revolute"
+    flatten(TreeModel(spec), "forward", "constant")
+    assert calls == {"Body": 1, "Revolute": 1, "FixedRotation": 1}
+    calls.clear()
+    flatten(TreeModel(spec), "forward", "constant", templates=False)
+    assert calls == {"Body": 12, "Revolute": 12, "FixedRotation": 12}
+
+
+def test_a_zero_axis_is_refused_in_every_instance_not_only_the_first():
+    class TwoJoints(mb.Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.world = mbl.World()
+            self.j0 = mbl.Revolute(n=[0, 0, 1])
+            self.b0 = mbl.Body()
+            self.j1 = mbl.Revolute(n=[0, 0, 0])
+            self.b1 = mbl.Body()
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.j0.frame_a)
+            yield mb.connect(self.j0.frame_b, self.b0.frame_a)
+            yield mb.connect(self.b0.frame_a, self.j1.frame_a)
+            yield mb.connect(self.j1.frame_b, self.b1.frame_a)
+    with pytest.raises(mb.ParameterError, match="j1.*zero length"):
+        mb.compile(TwoJoints())
+
+
+def test_a_class_whose_equations_read_another_component_is_not_shared():
+    """A key that promises too much is caught where the record can see it: equations on
+    another component's symbol run per instance (and give the right model)."""
+    class Follower(mb.Model):
+        phi = mb.Variable(0.0)
+
+        def __init__(self, leader, **modifiers):
+            super().__init__(**modifiers)
+            object.__setattr__(self, "_leader", leader)  # a reference, not a sub-component
+
+        def template_key(self):
+            return ()
+
+        def equations(self):
+            yield self.phi == 2 * self._leader.phi
+
+    class Twins(mb.Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.inertia = rot.Inertia(J=1.0, phi=mb.Fixed(0.3))
+            self.other = rot.Inertia(J=1.0, phi=mb.Fixed(-0.2))
+            self.f1 = Follower(self.inertia)
+            self.f2 = Follower(self.other)
+
+    flat = flatten(Twins(), templates=True)
+    residuals = {e.origin: str(e.residual) for e in flat.equations if e.origin.startswith("f")}
+    assert "inertia.phi" in residuals["f1"] and "other.phi" in residuals["f2"]
