@@ -14,11 +14,14 @@ Passes:
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain
 
-import networkx as nx
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 UNMATCHED = -1
 
@@ -343,23 +346,49 @@ def _independent_columns(jacobian, rows, order):
 
 def blt(incidence, eq_match, n_vars):
     """Block lower-triangular ordering. ``eq_match[e]`` is the variable equation ``e`` solves.
-    Returns a list of blocks, each a list of equations, in evaluation order."""
-    var_to_eq = [UNMATCHED] * n_vars
-    for e, v in enumerate(eq_match):
-        var_to_eq[v] = e
-    g = nx.DiGraph()
-    g.add_nodes_from(range(len(incidence)))
-    for e, vs in enumerate(incidence):
-        me = eq_match[e]
-        for v in vs:
-            if v != me:
-                src = var_to_eq[v]
-                if src != UNMATCHED:
-                    g.add_edge(src, e)
-    cond = nx.condensation(g)
-    members = nx.get_node_attributes(cond, "members")
-    order = nx.lexicographical_topological_sort(cond, key=lambda c: min(members[c]))
-    return [sorted(members[c]) for c in order]
+    Returns a list of blocks, each a list of equations, in evaluation order: the strongly
+    connected components of the graph "equation solving v -> equations reading v", in
+    topological order, the component with the smallest equation first among those ready
+    (scipy finds the components; the graph has an edge per incidence entry, too many for
+    networkx objects on a large model)."""
+    n_eqs = len(incidence)
+    if n_eqs == 0:
+        return []
+    var_to_eq = np.full(max(n_vars, 1), UNMATCHED, dtype=np.int64)
+    matched = np.asarray(eq_match, dtype=np.int64)
+    var_to_eq[matched[matched != UNMATCHED]] = np.flatnonzero(matched != UNMATCHED)
+    counts = np.fromiter(map(len, incidence), dtype=np.int64, count=n_eqs)
+    readers = np.repeat(np.arange(n_eqs), counts)
+    read = np.fromiter(chain.from_iterable(incidence), dtype=np.int64, count=int(counts.sum()))
+    sources = var_to_eq[read]
+    keep = (read != matched[readers]) & (sources != UNMATCHED)
+    sources, readers = sources[keep], readers[keep]
+    graph = csr_matrix((np.ones(len(sources), dtype=np.int8), (sources, readers)),
+                       shape=(n_eqs, n_eqs))
+    n_blocks, label = connected_components(graph, directed=True, connection="strong")
+    first = np.full(n_blocks, n_eqs, dtype=np.int64)
+    np.minimum.at(first, label, np.arange(n_eqs))
+    # Renumber blocks by their smallest equation: ties in the topological order go to it.
+    rank = np.empty(n_blocks, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(n_blocks)
+    block = rank[label]
+    between = block[sources] != block[readers]
+    edges = np.unique(np.stack([block[sources][between], block[readers][between]]), axis=1)
+    successors = np.split(edges[1], np.searchsorted(edges[0], np.arange(1, n_blocks)))
+    indegree = np.bincount(edges[1], minlength=n_blocks).tolist()
+    ready = [b for b in range(n_blocks) if indegree[b] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        b = heapq.heappop(ready)
+        order.append(b)
+        for c in successors[b].tolist():
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                heapq.heappush(ready, c)
+    by_block = np.argsort(block, kind="stable")
+    members = np.split(by_block, np.searchsorted(block[by_block], np.arange(1, n_blocks)))
+    return [members[b].tolist() for b in order]
 
 
 @dataclass
