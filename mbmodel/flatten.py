@@ -288,6 +288,8 @@ class _Flattener:
             if template is not None:
                 made = template.instantiate(comp, ctx, self.active)
                 if made is not None:
+                    for item in made.derivatives:
+                        self.declare_derivative(comp, item)
                     for conditions, message in made.asserts:
                         self.asserts.extend(FlatAssert(c, message, comp.path)
                                             for c in conditions)

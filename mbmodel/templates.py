@@ -9,10 +9,11 @@ theirs by calling it with their own (one call, the expression graph copied in C+
 
 What makes an instance's equations a template is checked when they are recorded, never
 assumed: they may contain only the component's own parameters and variables, derivatives of
-them (``der``) and time; they may be equations and :class:`~mbmodel.Assert` conditions only
-(no ``connect``, ``Derivative``, ``when``, no relations that switch at events, no events
-declared); the questions ``is_root()`` and ``loop_cut_side()`` are asked again for every
-instance and must get the same answers (``connected()`` makes the structure not a template).
+them (``der``) and time; they may be equations, :class:`~mbmodel.Assert` conditions and
+:class:`~mbmodel.Derivative` declarations only (no ``connect``, no ``when``, no relations
+that switch at events, no events declared); the questions ``is_root()`` and
+``loop_cut_side()`` are asked again for every instance and must get the same answers
+(``connected()`` makes the structure not a template).
 What the key promises, and only it, is that nothing else the equations read (parameter
 values used as numbers, attributes, other components) differs between instances with equal
 keys. Instances that do not qualify run ``equations()`` as before.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import casadi as ca
 
-from .core import Assert, Connector, Model, Parameter, Variable
+from .core import Assert, Connector, Derivative, Model, Parameter, Variable
 from .core import time as TIME
 
 __all__ = ["template_key", "EquationTemplate", "Recorder", "Instantiated"]
@@ -125,10 +126,12 @@ class Recorder:
 
 class Instantiated:
     """An instance's equations from a template: flat residuals and the equations as
-    written (for messages), and its asserts as ``(condition elements, message)``."""
+    written (for messages), its asserts as ``(condition elements, message)`` and its
+    declared derivatives (:class:`~mbmodel.Derivative`)."""
 
-    def __init__(self, residuals, shown, asserts):
+    def __init__(self, residuals, shown, asserts, derivatives):
         self.residuals, self.shown, self.asserts = residuals, shown, asserts
+        self.derivatives = derivatives
 
 
 class EquationTemplate:
@@ -140,6 +143,8 @@ class EquationTemplate:
         self.layout = layout  # per output group: ("equations", n) / ("assert", n, message)
         self.questions = questions
         self.derivative_positions = derivative_positions
+        self.needs_elements = bool(derivative_positions) or any(
+            entry[0] == "derivative" for entry in layout)
 
     @classmethod
     def record(cls, recorder: Recorder, items: list, initial: list, is_discrete_target,
@@ -159,12 +164,21 @@ class EquationTemplate:
                 derivative_positions.append(k)
         derivatives = [recorder.ctx.make_derivative(local.elements()[k])
                        for k in derivative_positions]
+        if any(s.element_hash() in position for s in derivatives):
+            return None  # a declared Derivative answered der(): its own symbol, an input
         residuals, shown, conditions, layout = [], [], [], []
         for item in items:
             if isinstance(item, Assert):
                 elements = ca.vec(item.condition).elements()
                 conditions.extend(elements)
                 layout.append(("assert", len(elements), item.message))
+            elif isinstance(item, Derivative):
+                pairs = [[position.get(s.element_hash()) if s.is_symbolic() else None
+                          for s in ca.vec(side).elements()]
+                         for side in (item.variable, item.derivative)]
+                if None in pairs[0] + pairs[1]:
+                    return None
+                layout.append(("derivative", pairs[0], pairs[1]))
             elif isinstance(item, ca.SX):
                 elements = ca.vec(item).elements()
                 for e in elements:
@@ -174,7 +188,7 @@ class EquationTemplate:
                     shown.append(e)
                 layout.append(("equations", len(elements)))
             else:
-                return None  # connect, Derivative, when, a number: the general path
+                return None  # connect, when, a number: the general path
         outputs = [ca.vertcat(*residuals) if residuals else ca.SX(0, 1),
                    ca.vertcat(*shown) if shown else ca.SX(0, 1),
                    ca.vertcat(*conditions) if conditions else ca.SX(0, 1)]
@@ -198,14 +212,17 @@ class EquationTemplate:
             elif ctx.loop_cut_side(comp._members[where]) != answer:
                 return None
         local = ca.vertcat(*[ca.vec(d.symbol) for d in declarations])
-        elements = local.elements() if self.derivative_positions else None
+        elements = local.elements() if self.needs_elements else None
         derivatives = [ctx.make_derivative(elements[k]) for k in self.derivative_positions]
         residuals, shown, conditions = self.function.call(
             [local, ca.vertcat(*derivatives) if derivatives else ca.SX(0, 1), TIME])
         conditions = conditions.elements()
-        asserts, start = [], 0
+        asserts, declared, start = [], [], 0
         for entry in self.layout:
             if entry[0] == "assert":
                 asserts.append((conditions[start:start + entry[1]], entry[2]))
                 start += entry[1]
-        return Instantiated(residuals.elements(), shown.elements(), asserts)
+            elif entry[0] == "derivative":
+                declared.append(Derivative(ca.vertcat(*[elements[k] for k in entry[1]]),
+                                           ca.vertcat(*[elements[k] for k in entry[2]])))
+        return Instantiated(residuals.elements(), shown.elements(), asserts, declared)
