@@ -78,6 +78,10 @@ class GeneratedModel:
     sample_times: ca.Function = None
 
 
+#: Largest right-hand side (expression nodes) whose common subexpressions are merged.
+CSE_NODES = 20000
+
+
 def generate(system: SortedSystem, parameters: str = "symbolic",
              outputs: list[str] | None = None) -> GeneratedModel:
     """The casadi stage: a sorted system's definitions resolved into each other (one
@@ -152,8 +156,12 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     args = [x, z, u, p, TIME]
     names = ["x", "z", "u", "p", "t"]
     # Common subexpressions left by local equations (e.g. the same product in two
-    # components) are merged once here; cheap (linear) and it shrinks generated code.
-    xdot_vec, g_vec = ca.cse(_vcat(xdot_e)), _vcat(g_e)
+    # components) are merged once here. Linear, but ~8 µs per node: on a large model it
+    # would cost ~10 ms per link of a chain for ~1 % fewer operations, so only below
+    # CSE_NODES (the generated C of large models comes from kernels, not this graph).
+    xdot_vec, g_vec = _vcat(xdot_e), _vcat(g_e)
+    if ca.n_nodes(xdot_vec) <= CSE_NODES:
+        xdot_vec = ca.cse(xdot_vec)
     return GeneratedModel(
         symbols=ModelSymbols(x, z, u, p, TIME),
         ode=ca.Function("ode", args, [xdot_vec], names, ["xdot"]),
