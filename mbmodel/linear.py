@@ -54,13 +54,16 @@ class LinearReduction:
     n_linear: int = 0
 
 
-def integer_linear_form(expr: ca.SX, column_of: dict, incidence=None) -> tuple[dict, dict] | None:
+def integer_linear_form(expr: ca.SX, column_of: dict, incidence=None,
+                        pending: list | None = None) -> tuple[dict, dict] | None:
     """``expr`` as ``(coefficients, offset)`` when it is affine in the unknowns with rational
     coefficients: ``coefficients[column] = Fraction``, ``offset[key] = (term, Fraction)`` for
     the parts without unknowns (key :data:`_CONST` for the constant, term ``None``).
     None if it is not (a product of unknowns, a nonlinear function of one, a coefficient that
     is a parameter). ``incidence``, the columns ``expr`` contains if known, saves a graph
-    search in the common case of a nonlinear equation.
+    search in the common case of a nonlinear equation. ``pending``: a list that receives
+    the operands that must be free of unknowns, for the caller to check many equations' at
+    once, instead of checking them here (the form holds only if they are).
 
     Example::
 
@@ -123,8 +126,10 @@ def integer_linear_form(expr: ca.SX, column_of: dict, incidence=None) -> tuple[d
     if opaque:
         if incidence is not None and len(incidence) != len(coefficients):
             return None  # an unknown appears only inside an opaque operand
-        if any(s.element_hash() in column_of
-               for s in ca.symvar(ca.vertcat(*[node for node, _ in opaque]))):
+        if pending is not None:  # the caller checks the operands of many equations at once
+            pending.extend(node for node, _ in opaque)
+        elif any(s.element_hash() in column_of
+                 for s in ca.symvar(ca.vertcat(*[node for node, _ in opaque]))):
             return None
         for node, factor in opaque:
             add_offset(node, factor)
@@ -144,11 +149,9 @@ def _rational_candidates(equations: list[ca.SX], symbols: list[ca.SX]) -> list[i
     # Irrational-looking weights: distinct coefficients cannot cancel to a constant by chance.
     direction = ca.DM(1.0 + np.modf(np.arange(1, unknowns.numel() + 1) * 0.6180339887498949)[0])
     slopes = ca.jtimes(ca.vertcat(*equations), unknowns, direction)
-    free = ca.symvar(slopes)
-    if not free:
-        return list(range(len(equations)))
-    varying = ca.which_depends(slopes, ca.vertcat(*free), 1, True)
-    return [e for e, v in enumerate(varying) if not v]
+    # casadi folds every operation on constants, so a slope without symbols is a constant
+    # node (cheaper to ask per entry than a dependency analysis of the whole graph)
+    return [e for e, slope in enumerate(slopes.elements()) if slope.is_constant()]
 
 
 def _rational(node) -> Fraction | None:
@@ -181,12 +184,23 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
     column_of = {s.element_hash(): j for j, s in enumerate(symbols)}
     rows: dict[int, dict[int, int]] = {}
     offsets: dict[int, dict] = {}
+    forms, operands = {}, []  # operands: (equation, first, end) into pending
+    pending: list = []
     for e in _rational_candidates(equations, symbols):
-        expr = equations[e]
-        form = integer_linear_form(expr, column_of, incidence[e] if incidence else None)
-        if form is None or not form[0]:
-            continue
-        coefficients, offset = form
+        start = len(pending)
+        form = integer_linear_form(equations[e], column_of, incidence[e] if incidence else None,
+                                   pending)
+        if form is not None and form[0]:
+            forms[e] = form
+            operands.append((e, start, len(pending)))
+    if pending:  # the operands taken as unknown-free offsets: one sparsity pattern for all
+        hits = ca.jacobian_sparsity(ca.vertcat(*pending), ca.vertcat(*symbols)).get_triplet()[0]
+        with_unknowns = np.zeros(len(pending), dtype=bool)
+        with_unknowns[np.asarray(hits, dtype=np.int64)] = True
+        for e, first, end in operands:
+            if with_unknowns[first:end].any():
+                del forms[e]
+    for e, (coefficients, offset) in forms.items():
         scale = lcm(*(Fraction(f).denominator for f in coefficients.values()))
         rows[e] = {c: int(f * scale) for c, f in coefficients.items()}
         offsets[e] = {k: (t, v * scale) for k, (t, v) in offset.items() if v != 0}
