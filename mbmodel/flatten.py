@@ -134,7 +134,7 @@ class _Flattener:
         return var.analysis is None or var.analysis == self.analysis
 
     def _note_inactive(self, var: Variable):
-        for element in ca.vec(var.symbol).elements():  # one call, not one index per entry
+        for element in var.symbol.elements():  # one call, not one index per entry
             self.inactive[element.element_hash()] = var
 
     def _rename_symbols(self, order):
@@ -175,9 +175,9 @@ class _Flattener:
     def _add_parameter(self, comp, par: Parameter):
         names = _element_names(par.path, par.shape)
         value = par.value
-        elements = ca.vec(par.symbol).elements()
+        elements = par.symbol.elements()
         if isinstance(value, ca.SX):
-            bindings = ca.vec(value).elements()
+            bindings = value.elements()
         else:
             numbers = np.asarray(value, dtype=float).reshape(-1, order="F")
         for k, name in enumerate(names):
@@ -192,21 +192,25 @@ class _Flattener:
 
     def _add_variable(self, comp, var: Variable, is_flow: bool):
         names = _element_names(var.path, var.shape)
-        start = np.asarray(var.start, dtype=float).reshape(-1, order="F")
+        start = np.asarray(var.start, dtype=float).reshape(-1, order="F").tolist()
         external = (var.kind == "input" and comp is self.root) or var.input_in == self.analysis
         discrete = "variable" if var.kind == "discrete" else ""
         kind = "input" if external or discrete else "unknown"
-        elements = ca.vec(var.symbol).elements()
-        for k, name in enumerate(names):
-            sym = elements[k]
-            if var.kind == "input" or external:
-                self.input_positions.add(len(self.variables))
-            self.symbols[sym.element_hash()] = _Record(False, len(self.variables))
-            self.declared_in[len(self.variables)] = (comp, var)
+        # Per entry only what differs (paths are recomputed up the tree on every access).
+        origin, fixed, start_given = comp.path, bool(var.fixed), getattr(var, "start_given", True)
+        is_input = var.kind == "input" or external
+        declared = (comp, var)
+        first = len(self.variables)
+        for k, (name, sym) in enumerate(zip(names, var.symbol.elements())):
+            position = first + k
+            if is_input:
+                self.input_positions.add(position)
+            self.symbols[sym.element_hash()] = _Record(False, position)
+            self.declared_in[position] = declared
             self.variables.append(FlatVariable(
-                name, sym, kind, comp.path, float(start[k]), bool(var.fixed), var.state_select,
-                var.unit, var.nominal, var.min, var.max, is_flow,
-                start_given=getattr(var, "start_given", True), discrete=discrete))
+                name, sym, kind, origin, start[k], fixed, var.state_select, var.unit,
+                var.nominal, var.min, var.max, is_flow, start_given=start_given,
+                discrete=discrete))
 
     # -- derivatives ----------------------------------------------------------------------
     def make_derivative(self, symbol):
@@ -396,7 +400,7 @@ class _Flattener:
                 f"the equations instead")
 
     def declare_assert(self, comp, item):
-        for cond in ca.vec(item.condition).elements():
+        for cond in item.condition.elements():
             for s in ca.symvar(cond):
                 rec = self.symbols.get(s.element_hash())
                 if rec is None or not rec.is_parameter:
@@ -432,7 +436,7 @@ class _Flattener:
             raise DeclarationError(f"{_where(comp)}: equations() yielded {item!r}; yield "
                                    f"'lhs == rhs' expressions or connect(...)")
         expr = item if isinstance(item, ca.SX) else ca.SX(item)
-        for e in ([expr] if expr.numel() == 1 else ca.vec(expr).elements()):
+        for e in ([expr] if expr.numel() == 1 else expr.elements()):
             if not e.is_op(ca.OP_EQ):
                 raise DeclarationError(
                     f"{_where(comp)}: '{describe(e)}' is not an equation; write lhs == rhs")
@@ -477,7 +481,7 @@ class _Flattener:
     def emit(self, expr, owner, description, kind):
         """Add the generated equations ``expr == 0`` (connections, residues, unconnected
         flows), counted for ``owner``."""
-        elements = ca.vec(ca.SX(expr)).elements()
+        elements = ca.SX(expr).elements()
         for k, element in enumerate(elements):
             suffix = "" if len(elements) == 1 else f" [{k}]"
             self.equations.append(FlatEquation(element, owner.path, description + suffix, kind))

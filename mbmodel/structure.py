@@ -179,9 +179,9 @@ class _Texts:
 
 
 def _sx_list(expr: ca.SX) -> list:
-    """The entries of ``expr`` (column-major) as scalar SX: one casadi call, where
-    indexing costs ~10 µs per entry from Python."""
-    return ca.vec(expr).elements()
+    """The entries of ``expr`` (column-major, structural zeros as 0) as scalar SX: one
+    casadi call, where indexing costs ~10 µs per entry from Python."""
+    return expr.elements()
 
 
 class _Analysis:
@@ -704,16 +704,21 @@ class _Analysis:
             group[1].update(reads)
             group[2].append((e, v))
         solved = {}
+        if not groups:
+            return solved
+        # Selections by index lists from one vector each: a vertcat of the group's entries
+        # would convert every scalar from Python again (~5 µs each).
+        all_equations, all_symbols = ca.vertcat(*equations), ca.vertcat(*symbols)
         for _, _, members in groups:
-            eqs = ca.vertcat(*[equations[e] for e, _ in members])
-            syms = ca.vertcat(*[symbols[v] for _, v in members])
+            eqs = all_equations[[e for e, _ in members]]
+            syms = all_symbols[[v for _, v in members]]
             coefs = ca.jtimes(eqs, syms, ca.DM.ones(len(members))).elements()
             simple = [(e, v, float(c)) for (e, v), c in zip(members, coefs)
                       if c.is_constant() and float(c) != 0.0]
             if not simple:
                 continue
-            rests = ca.substitute(ca.vertcat(*[equations[e] for e, _, _ in simple]),
-                                  ca.vertcat(*[symbols[v] for _, v, _ in simple]),
+            rests = ca.substitute(all_equations[[e for e, _, _ in simple]],
+                                  all_symbols[[v for _, v, _ in simple]],
                                   ca.SX.zeros(len(simple)))
             # one division for the group (casadi folds the divisions by 1 and -1 away)
             values = (-rests / ca.DM([c for _, _, c in simple])).elements()

@@ -153,7 +153,7 @@ class EquationTemplate:
         by ``recorder``), or None if they do not qualify."""
         if recorder.unsupported or initial or events_declared:
             return None
-        local = ca.vertcat(*[ca.vec(d.symbol) for d in recorder.declarations])
+        local = ca.veccat(*[d.symbol for d in recorder.declarations])
         position = {s.element_hash(): k for k, s in enumerate(local.elements())}
         derivative_positions = []
         for symbol in recorder.derivatives:
@@ -169,18 +169,18 @@ class EquationTemplate:
         residuals, shown, conditions, layout = [], [], [], []
         for item in items:
             if isinstance(item, Assert):
-                elements = ca.vec(item.condition).elements()
+                elements = item.condition.elements()
                 conditions.extend(elements)
                 layout.append(("assert", len(elements), item.message))
             elif isinstance(item, Derivative):
                 pairs = [[position.get(s.element_hash()) if s.is_symbolic() else None
-                          for s in ca.vec(side).elements()]
+                          for s in side.elements()]
                          for side in (item.variable, item.derivative)]
                 if None in pairs[0] + pairs[1]:
                     return None
                 layout.append(("derivative", pairs[0], pairs[1]))
             elif isinstance(item, ca.SX):
-                elements = ca.vec(item).elements()
+                elements = item.elements()
                 for e in elements:
                     if not e.is_op(ca.OP_EQ) or is_discrete_target(e.dep(0)):
                         return None
@@ -211,7 +211,7 @@ class EquationTemplate:
                     return None
             elif ctx.loop_cut_side(comp._members[where]) != answer:
                 return None
-        local = ca.vertcat(*[ca.vec(d.symbol) for d in declarations])
+        local = ca.veccat(*[d.symbol for d in declarations])
         elements = local.elements() if self.needs_elements else None
         derivatives = [ctx.make_derivative(elements[k]) for k in self.derivative_positions]
         residuals, shown, conditions = self.function.call(
