@@ -266,9 +266,11 @@ class _Flattener:
                 if isinstance(item, When):
                     self.hybrid.add_when(comp, item)
                 elif isinstance(item, Instantiated):
-                    self.equations.extend(FlatEquation(r, comp.path, e, "model")
+                    origin = comp.path
+                    self.equations.extend(FlatEquation(r, origin, e, "model")
                                           for r, e in zip(item.residuals, item.shown))
-                    self.equation_owners[id(self.equations)].extend([comp] * len(item.shown))
+                    # no symbol check: a template holds only the instance's own symbols
+                    self.equation_owners[id(self.equations)].extend([None] * len(item.shown))
                 else:
                     self._add_equation(comp, item, self.equations, "model")
             for item in initial:
@@ -436,6 +438,7 @@ class _Flattener:
             raise DeclarationError(f"{_where(comp)}: equations() yielded {item!r}; yield "
                                    f"'lhs == rhs' expressions or connect(...)")
         expr = item if isinstance(item, ca.SX) else ca.SX(item)
+        origin = comp.path
         for e in ([expr] if expr.numel() == 1 else expr.elements()):
             if not e.is_op(ca.OP_EQ):
                 raise DeclarationError(
@@ -446,7 +449,7 @@ class _Flattener:
                     self.hybrid.add_discrete_equation(comp, position, e.dep(1), e)
                     continue
             residual = e.dep(0) - e.dep(1)
-            target.append(FlatEquation(residual, comp.path, e, kind))
+            target.append(FlatEquation(residual, origin, e, kind))
             self.equation_owners[id(target)].append(comp)
 
     def check_symbols(self):
@@ -482,9 +485,10 @@ class _Flattener:
         """Add the generated equations ``expr == 0`` (connections, residues, unconnected
         flows), counted for ``owner``."""
         elements = ca.SX(expr).elements()
+        origin = owner.path
         for k, element in enumerate(elements):
             suffix = "" if len(elements) == 1 else f" [{k}]"
-            self.equations.append(FlatEquation(element, owner.path, description + suffix, kind))
+            self.equations.append(FlatEquation(element, origin, description + suffix, kind))
             self.equation_owners[id(self.equations)].append(None)  # made here: no check
             self.local_equations[id(owner)] = self.local_equations.get(id(owner), 0) + 1
 
