@@ -10,8 +10,9 @@ theirs by calling it with their own (one call, the expression graph copied in C+
 What makes an instance's equations a template is checked when they are recorded, never
 assumed: they may contain only the component's own parameters and variables, derivatives of
 them (``der``) and time; they may be equations, :class:`~mbmodel.Assert` conditions and
-:class:`~mbmodel.Derivative` declarations only (no ``connect``, no ``when``, no relations
-that switch at events, no events declared); the questions ``is_root()`` and
+:class:`~mbmodel.Derivative` declarations only (no ``connect``, no ``when``, no
+comparisons on variables (relations, also under ``noEvent``), ``pre``, ``sample`` or
+``initial``, no events declared); the questions ``is_root()`` and
 ``loop_cut_side()`` are asked again for every instance and must get the same answers
 (``connected()`` makes the structure not a template).
 What the key promises, and only it, is that nothing else the equations read (parameter
@@ -105,8 +106,13 @@ class Recorder:
 
         def recorded_derivative(symbol):
             self.derivatives.append(symbol)
-            return make_derivative(symbol)
+            before = len(self.ctx.symbol_to_variable)
+            answer = make_derivative(symbol)
+            self.registered_by_der += len(self.ctx.symbol_to_variable) - before
+            return answer
 
+        self.registered_by_der = 0
+        self.registered_before = len(self.ctx.symbol_to_variable)
         self.ctx.is_root, self.ctx.connected = recorded_is_root, recorded_connected
         self.ctx.loop_cut_side, self.ctx.make_derivative = (recorded_loop_cut_side,
                                                             recorded_derivative)
@@ -115,6 +121,11 @@ class Recorder:
     def __exit__(self, *exc):
         (self.ctx.is_root, self.ctx.connected, self.ctx.loop_cut_side,
          self.ctx.make_derivative) = self._saved
+        # Symbols registered by anything but der() (relation, pre, sample and initial
+        # knowns: flat variables of their own) would be missing from the other instances.
+        registered = len(self.ctx.symbol_to_variable) - self.registered_before
+        if registered != self.registered_by_der:
+            self.unsupported = True
         return False
 
     def _member_name(self, connector):

@@ -143,3 +143,27 @@ def test_a_class_whose_equations_read_another_component_is_not_shared():
     flat = flatten(Twins(), templates=True)
     residuals = {e.origin: str(e.residual) for e in flat.equations if e.origin.startswith("f")}
     assert "inertia.phi" in residuals["f1"] and "other.phi" in residuals["f2"]
+
+
+def test_a_class_whose_equations_make_relations_is_not_shared():
+    """A comparison on a variable makes a relation (a flat variable of its own) even where
+    noEvent turns it back into the comparison: such instances run their own equations, and
+    the flat model is the one without templates."""
+    class Saturated(mb.Model):
+        x = mb.Variable(0.5)
+        y = mb.Variable()
+
+        def template_key(self):
+            return ()
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+            yield self.y == mb.noEvent(mb.functions.fmin(self.x, 0.25))
+
+    class Two(mb.Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.a = Saturated()
+            self.b = Saturated()
+
+    assert_same_flat_model(Two)
