@@ -34,12 +34,17 @@ __all__ = ["structured_dynamics", "KernelStats"]
 
 @dataclass
 class KernelStats:
-    """How the dynamics were partitioned: ``groups`` (kernel calls), ``kernels`` (distinct
-    Functions), ``assignments`` (scalar assignments in all groups)."""
+    """How the dynamics were partitioned: ``groups`` (kernel calls; groups that only pass
+    values on or set constants call none), ``kernels`` (distinct Functions),
+    ``assignments`` (scalar assignments in all groups), ``outputs`` (the values kernels
+    compute: the assignments less those that pass a value on or set a constant) and
+    ``hoisted`` (values of folded parameters alone, computed once at build time)."""
 
     groups: int
     kernels: int
     assignments: int
+    outputs: int = 0
+    hoisted: int = 0
 
 
 def _owner_keys(system) -> dict[int, object]:
@@ -54,6 +59,26 @@ def _owner_keys(system) -> dict[int, object]:
             for v in block.variables:
                 key[v] = ("block", b)
     return key
+
+
+def _hoist_parametric(body, reads, folded, env, numeric):
+    """``body`` with its subexpressions of folded parameters alone (a unit axis, a rotation
+    by a fixed angle, a spatial inertia) replaced by new inputs whose values are computed
+    here, once: a kernel shared by instances with different parameter values takes them as
+    arguments, and would otherwise recompute them (square roots, sines) at every call.
+    Returns the new body and its inputs; the values go into ``env`` and ``numeric``."""
+    fixed = [s for s in reads if s.element_hash() in folded]
+    if not fixed:
+        return body, reads
+    body, hoisted, parametric = ca.extract_parametric(body, ca.vertcat(*fixed))
+    if not hoisted:
+        return body, reads
+    values = ca.Function("parametric", [ca.vertcat(*fixed)], [ca.vertcat(*parametric)])(
+        [folded[s.element_hash()] for s in fixed])
+    for symbol, value in zip(hoisted, values.elements()):
+        numeric[symbol.element_hash()] = float(value)
+        env[symbol.element_hash()] = ca.MX(float(value))
+    return body, ca.symvar(body)
 
 
 def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TIME):
@@ -112,10 +137,14 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
     pu = ca.vertsplit(PU)
     for k, i in enumerate(inputs):
         env[system.variables[i].symbol.element_hash()] = pu[n_p + k]
+    folded: dict[int, float] = {}  # free parameter -> its value, with parameters folded
     if parameter_mode == "constant":
         free_values = [ca.MX(float(q.value)) for q in free]
+        folded = {q.symbol.element_hash(): float(q.value) for q in free}
     else:
         free_values = pu[:n_p]
+    numeric = dict(folded)  # every value known as a number here (its symbol's hash)
+    assigned_hashes = {symbols[v].element_hash() for v, _ in system.sequence}
     for q, value in zip(free, free_values):
         env[q.symbol.element_hash()] = value
     if bound:
@@ -130,7 +159,7 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
             env[q.symbol.element_hash()] = value
 
     kernels: dict[str, ca.Function] = {}
-    n_assigned = 0
+    n_assigned = n_calls = n_outputs = 0
     for group in order:
         items = groups[group]
         syms = [symbols[v] for v, _ in items]
@@ -140,23 +169,53 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         resolved, _ = ca.substitute_inplace(syms, exprs, [], False)
         body = ca.vertcat(*resolved)
         reads = ca.symvar(body)
-        # In canonical inputs, instances of one structure give the same serialized
-        # Function: they compute the same instructions on their own values.
-        canonical = ca.SX.sym("in", len(reads))
-        if reads:
-            body = ca.substitute(body, ca.vertcat(*reads), canonical)
-        fn = ca.Function("kernel", [canonical], [body])
+        if folded:
+            body, reads = _hoist_parametric(body, reads, folded, env, numeric)
+        n_assigned += len(items)
+        # Values passed on unchanged (a frame's orientation through a joint's frame_b) or
+        # constant need no kernel output: the kernel would copy them out and the next one in.
+        computed = []
+        for s, entry in zip(syms, body.elements()):
+            h = entry.element_hash()
+            if entry.is_symbolic() and h in env:
+                env[s.element_hash()] = env[h]
+                if h in numeric:
+                    numeric[s.element_hash()] = numeric[h]
+            elif entry.is_constant():
+                numeric[s.element_hash()] = float(entry)
+                env[s.element_hash()] = ca.MX(float(entry))
+            else:
+                computed.append((s, entry))
+        if not computed:
+            continue
+        body = ca.vertcat(*[entry for _, entry in computed])
+        reads = ca.symvar(body)
+        if any(r.element_hash() not in env for r in reads):
+            return None  # a value from outside the sorted system: keep the flat code
+        # Numbers (folded parameters, hoisted values) form the second input, one constant
+        # array passed whole; the values computed at run time the first. In canonical
+        # inputs, instances of one structure give the same serialized Function: they
+        # compute the same instructions on their own values.
+        varying = [r for r in reads if r.element_hash() not in numeric]
+        fixed = [r for r in reads if r.element_hash() in numeric]
+        canonical = ca.SX.sym("in", len(varying))
+        constants = ca.SX.sym("c", len(fixed))
+        body = ca.substitute(body, ca.vertcat(*varying, *fixed),
+                             ca.vertcat(canonical, constants))
+        fn = ca.Function("kernel", [canonical, constants], [body])
         key = hashlib.sha256(fn.serialize().encode()).hexdigest()
         kernel = kernels.get(key)
         if kernel is None:
-            kernel = kernels[key] = ca.Function(f"kernel{len(kernels)}", [canonical], [body])
-        args = [env.get(s.element_hash()) for s in reads]
-        if any(a is None for a in args):
-            return None  # a value from outside the sorted system: keep the flat code
-        out = kernel(ca.vertcat(*args) if args else ca.MX(0, 1))
-        for s, value in zip(syms, ca.vertsplit(out)):
+            kernel = kernels[key] = ca.Function(f"kernel{len(kernels)}", [canonical, constants],
+                                                [body])
+        out = kernel(ca.vertcat(*[env[r.element_hash()] for r in varying]) if varying
+                     else ca.MX(0, 1),
+                     ca.DM([numeric[r.element_hash()] for r in fixed]) if fixed
+                     else ca.DM(0, 1))
+        n_calls += 1
+        n_outputs += len(computed)
+        for (s, _), value in zip(computed, ca.vertsplit(out)):
             env[s.element_hash()] = value
-        n_assigned += len(items)
 
     xdot = [env.get(symbols[d].element_hash()) for d in system.state_derivatives]
     if any(value is None for value in xdot):
@@ -165,4 +224,5 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
     empty = ca.MX(0, 1)
     fn = ca.Function("mbmodel_dynamics", [T, X, ca.MX.sym("z", 0), PU, ca.MX.sym("u", 0)],
                      [xdot, empty, empty, empty], ca.dyn_in(), ca.dyn_out())
-    return fn, KernelStats(len(order), len(kernels), n_assigned)
+    hoisted = len(numeric) - len(folded) - sum(1 for h in numeric if h in assigned_hashes)
+    return fn, KernelStats(n_calls, len(kernels), n_assigned, n_outputs, hoisted)
