@@ -942,7 +942,10 @@ class Model:
         checked when the first instance's equations are recorded (only own symbols, no
         connect, no events, the same answers to ``is_root()``/``loop_cut_side()``), and
         such instances run their own. Checks of numeric parameter values that
-        ``equations()`` would make belong here too: this runs for every instance.
+        ``equations()`` would make belong here too: this runs for every instance. A key
+        holds only for the class that states it, not for subclasses (which may read more
+        in their equations); a subclass that changes nothing the key covers states
+        ``template_key = Base.template_key``.
 
         Example::
 

@@ -48,7 +48,11 @@ def _declarations(comp: Model, active) -> list:
 def template_key(comp: Model, active):
     """The key under which ``comp``'s equations may be shared, or None: its class, its
     declarations (names, kinds, shapes; which are active) and the class's own
-    :meth:`~mbmodel.Model.template_key`."""
+    :meth:`~mbmodel.Model.template_key` (stated by that class itself, not inherited)."""
+    if "template_key" not in vars(type(comp)):
+        # A key holds for the class that states it: a subclass may read more in its
+        # equations (an attribute of its own) than the key it would inherit covers.
+        return None
     own = comp.template_key()
     if own is None:
         return None

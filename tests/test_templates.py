@@ -167,3 +167,36 @@ def test_a_class_whose_equations_make_relations_is_not_shared():
             self.b = Saturated()
 
     assert_same_flat_model(Two)
+
+
+def test_a_subclass_does_not_inherit_its_bases_key():
+    """A subclass of a library body that scales its mass by an attribute of its own would
+    share one template across instances with different scales if it inherited the body's
+    key (which does not cover the attribute): it keeps its own equations, and the flat
+    model is the one without templates."""
+    class Scaled(mbl.Body):
+        def __init__(self, scale, **modifiers):
+            super().__init__(**modifiers)
+            self.scale = float(scale)
+
+        def mass_properties(self):
+            m, c, inertia = super().mass_properties()
+            return m * self.scale, c, inertia
+
+    class TwoScaled(mb.Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.world = mbl.World()
+            self.j0, self.j1 = mbl.Revolute(n=[0, 0, 1]), mbl.Revolute(n=[0, 1, 0])
+            self.b0, self.b1 = Scaled(1.0, r_CM=[0.5, 0, 0]), Scaled(3.0, r_CM=[0.5, 0, 0])
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.j0.frame_a)
+            yield mb.connect(self.j0.frame_b, self.b0.frame_a)
+            yield mb.connect(self.b0.frame_a, self.j1.frame_a)
+            yield mb.connect(self.j1.frame_b, self.b1.frame_a)
+
+    assert_same_flat_model(TwoScaled)
+    shown = " ".join(str(e.residual) for e in flatten(TwoScaled()).equations
+                     if e.origin == "b1")
+    assert "(3*b1.m)" in shown.replace(" ", "") or "(b1.m*3)" in shown.replace(" ", "")

@@ -244,6 +244,8 @@ class Revolute(_AxisJoint):
         motor = Revolute(n=[0, 1, 0], actuated=True)   # forward model input: motor.tau
     """
 
+    template_key = _AxisJoint.template_key  # a key holds for the class that states it
+
     n = Parameter([0.0, 0.0, 1.0], shape=3, doc="Axis of rotation resolved in frame_a and frame_b")
     phi = Variable(0.0, unit="rad", state_select="prefer", input_in="inverse",
                    doc="Relative rotation angle from frame_a to frame_b")
@@ -279,6 +281,8 @@ class Prismatic(_AxisJoint):
 
         slide = Prismatic(n=[1, 0, 0], actuated=True)   # forward model input: slide.f
     """
+
+    template_key = _AxisJoint.template_key
 
     n = Parameter([1.0, 0.0, 0.0], shape=3, doc="Axis of translation resolved in frame_a and frame_b")
     s = Variable(0.0, unit="m", state_select="prefer", input_in="inverse",

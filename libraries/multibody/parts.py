@@ -622,6 +622,8 @@ class Body(_RigidBody):
         body = Body(m=2.0, r_CM=[0.5, 0, 0], I_11=0.01, I_22=0.1, I_33=0.1)
     """
 
+    template_key = _RigidBody.template_key  # a key holds for the class that states it
+
     m = Parameter(1.0, unit="kg", min=0.0, doc="Mass")
     r_CM = Parameter([0.0, 0.0, 0.0], shape=3, unit="m",
                      doc="Centre of mass from frame_a, resolved in frame_a")
@@ -716,6 +718,8 @@ class BodyShape(_Shape, Body):
 
         link = BodyShape(r=[0, 0.65, 0], r_CM=[0.172, 0.205, 0], m=56.5, I_11=2.58)
     """
+
+    template_key = _Shape.template_key
 
     def visuals(self):
         return vis.body_shape(self)
