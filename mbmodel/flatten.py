@@ -299,7 +299,9 @@ class _Flattener:
                     for conditions, message in made.asserts:
                         self.asserts.extend(FlatAssert(c, message, comp.path)
                                             for c in conditions)
-                    return [made], []
+                    # still asked: the key is about equations(), not initial equations
+                    method = "initial_equations"
+                    return [made], list(_iterate(comp.initial_equations(), comp, method))
             if key is None or key in self.templates:
                 equations = self._sort_items(comp, comp.equations())
                 method = "initial_equations"

@@ -200,3 +200,35 @@ def test_a_subclass_does_not_inherit_its_bases_key():
     shown = " ".join(str(e.residual) for e in flatten(TwoScaled()).equations
                      if e.origin == "b1")
     assert "(3*b1.m)" in shown.replace(" ", "") or "(b1.m*3)" in shown.replace(" ", "")
+
+
+def test_initial_equations_run_for_every_instance():
+    """The key is about equations(); every instance's initial_equations() still run (here
+    only the second instance has one, as an option outside the key)."""
+    class Decay(mb.Model):
+        x = mb.Variable(1.0)
+
+        def __init__(self, start_at=None, **modifiers):
+            super().__init__(**modifiers)
+            self.start_at = start_at
+
+        def template_key(self):
+            return ()
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+
+        def initial_equations(self):
+            if self.start_at is not None:
+                yield self.x == self.start_at
+
+    class Two(mb.Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.a = Decay()
+            self.b = Decay(start_at=3.0)
+
+    assert_same_flat_model(Two)
+    res = mb.compile(Two()).simulate(1.0)
+    assert abs(res.at(1.0)["b.x"] - 3.0 * np.exp(-1.0)) < 1e-6
+    assert abs(res.at(1.0)["a.x"] - np.exp(-1.0)) < 1e-6
