@@ -459,18 +459,16 @@ def _loop_integrator(cm, rtol, atol, max_step):
     inside, Newton starting from ``z_guess``. In scaled time ``s`` in [0, 1] over an interval
     ``[t0, t0 + dt]`` (both passed with the parameters), so one integrator serves every
     output interval: ``p = (parameters, inputs, z_guess, t0, dt)``."""
-    cache = workspace(cm, "integrators")
-    key = ("loops", rtol, atol, max_step)
-    if key in cache:  # skips building the symbolic DAE below
-        return cache[key]
-    X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
-    Xm, Zm, Um, Pm = (ca.MX.sym(n, v.numel()) for n, v in
-                      (("x", X), ("z", Z), ("u", U), ("p", P)))
-    S, T0, DT = ca.MX.sym("s"), ca.MX.sym("t0"), ca.MX.sym("dt")
-    xdot = cm.explicit_ode(guess=True)(Xm, Um, Pm, T0 + S * DT, Zm)[0]
-    dae = {"x": Xm, "p": ca.vertcat(Pm, Um, Zm, T0, DT), "t": S, "ode": DT * xdot}
-    opts = _solver_options(rtol, atol, max_step)
-    return built(cache, key, lambda: ca.integrator("sim", "cvodes", dae, 0.0, [1.0], opts))
+    def build():
+        X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
+        Xm, Zm, Um, Pm = (ca.MX.sym(n, v.numel()) for n, v in
+                          (("x", X), ("z", Z), ("u", U), ("p", P)))
+        S, T0, DT = ca.MX.sym("s"), ca.MX.sym("t0"), ca.MX.sym("dt")
+        xdot = cm.explicit_ode(guess=True)(Xm, Um, Pm, T0 + S * DT, Zm)[0]
+        dae = {"x": Xm, "p": ca.vertcat(Pm, Um, Zm, T0, DT), "t": S, "ode": DT * xdot}
+        return ca.integrator("sim", "cvodes", dae, 0.0, [1.0],
+                             _solver_options(rtol, atol, max_step))
+    return built(workspace(cm, "integrators"), ("loops", rtol, atol, max_step), build)
 
 
 def _solver_options(rtol, atol, max_step) -> dict:
