@@ -12,6 +12,7 @@ data (:mod:`mbmodel.flat`).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import casadi as ca
@@ -302,31 +303,34 @@ class _Flattener:
                     # still asked: the key is about equations(), not initial equations
                     method = "initial_equations"
                     return [made], list(_iterate(comp.initial_equations(), comp, method))
-            if key is None or key in self.templates:
-                equations = self._sort_items(comp, comp.equations())
-                method = "initial_equations"
-                initial = list(_iterate(comp.initial_equations(), comp, method))
-                return equations, initial
+            recording = key is not None and key not in self.templates
             events = (len(comp._time_events), len(comp._time_scales),
                       len(self.hybrid.time_events))
-            with Recorder(ctx, comp, self.active) as recorder:
-                items = list(_iterate(comp.equations(), comp, method))
-            equations = self._sort_items(comp, items)
+            items = [] if recording else None
+            with Recorder(ctx, comp, self.active) if recording else nullcontext() as recorder:
+                # items are handled as they come: a Derivative declared before a der()
+                equations = self._sort_items(comp, _iterate(comp.equations(), comp, method),
+                                             items)
             method = "initial_equations"
             initial = list(_iterate(comp.initial_equations(), comp, method))
-            changed = events != (len(comp._time_events), len(comp._time_scales),
-                                 len(self.hybrid.time_events))
-            self.templates[key] = EquationTemplate.record(
-                recorder, items, initial, self.hybrid.discrete_target, changed)
+            if recording:
+                changed = events != (len(comp._time_events), len(comp._time_scales),
+                                     len(self.hybrid.time_events))
+                self.templates[key] = EquationTemplate.record(
+                    recorder, items, initial, self.hybrid.discrete_target, changed)
         except ModelError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is named with its component
             raise core._explain_equation_failure(comp, method, exc) from exc
         return equations, initial
 
-    def _sort_items(self, comp, items):
+    def _sort_items(self, comp, items, seen=None):
+        """``comp``'s equations among ``items``; connects, derivatives and asserts are
+        registered. ``seen``, if a list, receives every item (a template's record)."""
         equations, connects = [], self.connects.setdefault(id(comp), [])
-        for item in _iterate(items, comp, "equations"):
+        for item in items:
+            if seen is not None:
+                seen.append(item)
             if isinstance(item, Connect):
                 connects.append(item)
                 if self._phase == "leaves":

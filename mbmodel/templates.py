@@ -169,7 +169,8 @@ class EquationTemplate:
         if recorder.unsupported or initial or events_declared:
             return None
         local = ca.veccat(*[d.symbol for d in recorder.declarations])
-        position = {s.element_hash(): k for k, s in enumerate(local.elements())}
+        entries = local.elements()
+        position = {s.element_hash(): k for k, s in enumerate(entries)}
         derivative_positions = []
         for symbol in recorder.derivatives:
             k = position.get(symbol.element_hash())
@@ -177,8 +178,7 @@ class EquationTemplate:
                 return None
             if k not in derivative_positions:
                 derivative_positions.append(k)
-        derivatives = [recorder.ctx.make_derivative(local.elements()[k])
-                       for k in derivative_positions]
+        derivatives = [recorder.ctx.make_derivative(entries[k]) for k in derivative_positions]
         if any(s.element_hash() in position for s in derivatives):
             return None  # a declared Derivative answered der(): its own symbol, an input
         residuals, shown, conditions, layout = [], [], [], []
@@ -207,14 +207,12 @@ class EquationTemplate:
         outputs = [ca.vertcat(*residuals) if residuals else ca.SX(0, 1),
                    ca.vertcat(*shown) if shown else ca.SX(0, 1),
                    ca.vertcat(*conditions) if conditions else ca.SX(0, 1)]
-        allowed = ({s.element_hash() for s in local.elements()}
-                   | {s.element_hash() for s in derivatives} | {TIME.element_hash()})
+        allowed = set(position) | {s.element_hash() for s in derivatives} | {TIME.element_hash()}
         if any(s.element_hash() not in allowed for s in ca.symvar(ca.vertcat(*outputs))):
             return None  # another component's symbols, relations, pre(): not its own
-        questions = [(kind, where) + (answer,) for kind, where, answer in recorder.questions]
         inputs = [local, ca.vertcat(*derivatives) if derivatives else ca.SX(0, 1), TIME]
         function = ca.Function("template", inputs, outputs)
-        return cls(function, layout, questions, derivative_positions)
+        return cls(function, layout, list(recorder.questions), derivative_positions)
 
     def instantiate(self, comp: Model, ctx, active) -> Instantiated | None:
         """``comp``'s equations from the template, or None if one of its questions gets
