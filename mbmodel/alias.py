@@ -61,16 +61,16 @@ def _linear_pattern(expr, var_of, depth=0):
     return None
 
 
-def _alias_candidates(residuals: list, var_symbols: list) -> list[bool]:
+def _alias_candidates(residuals: list, var_symbols: list, var_of: dict) -> list[bool]:
     """Per equation, whether it can be an alias: it depends on at most two of the
     variables and on no other symbol (parameter, derivative, time). One sparsity pattern
     of the whole system (casadi, no Python per node) spares the expression walk of the
-    others — half the equations of a multibody model."""
+    others — half the equations of a multibody model. ``var_of``: the variables by symbol
+    hash."""
     if not residuals:
         return []
     exprs = ca.vertcat(*residuals)
-    known = {s.element_hash() for s in var_symbols}
-    others = [s for s in ca.symvar(exprs) if s.element_hash() not in known]
+    others = [s for s in ca.symvar(exprs) if s.element_hash() not in var_of]
     symbols = ca.vertcat(*var_symbols, *others)
     if symbols.numel() == 0:
         return [True] * len(residuals)
@@ -131,7 +131,7 @@ def eliminate_aliases(flat: FlatModel) -> AliasResult:
 
     candidates = _alias_candidates([eq.residual for eq in flat.equations],
                                    [v.symbol for v in flat.variables
-                                    if v.kind in ("unknown", "input")])
+                                    if v.kind in ("unknown", "input")], var_of)
     for k, eq in enumerate(flat.equations):
         pat = _linear_pattern(eq.residual, var_of) if candidates[k] else None
         if pat is None or not pat[0]:

@@ -136,19 +136,18 @@ def integer_linear_form(expr: ca.SX, column_of: dict, incidence=None,
     return {c: f for c, f in coefficients.items() if f != 0}, offset
 
 
-def _rational_candidates(equations: list[ca.SX], symbols: list[ca.SX]) -> list[int]:
+def _rational_candidates(equations: ca.SX, unknowns: ca.SX) -> list[int]:
     """The equations that may have an integer linear form: those whose derivative along one
     generic direction of the unknowns is a constant. One forward sweep over the whole
     system in casadi instead of the expression walk of :func:`integer_linear_form` (~2 µs
     per node from Python) for every equation; an equation with a coefficient that is not a
     constant (a product of unknowns, a parameter, a function of time) keeps a symbol in its
     directional derivative, and casadi folds the constant ones to a number."""
-    if not equations or not symbols:
-        return list(range(len(equations)))
-    unknowns = ca.vertcat(*symbols)
+    if not equations.numel() or not unknowns.numel():
+        return list(range(equations.numel()))
     # Irrational-looking weights: distinct coefficients cannot cancel to a constant by chance.
     direction = ca.DM(1.0 + np.modf(np.arange(1, unknowns.numel() + 1) * 0.6180339887498949)[0])
-    slopes = ca.jtimes(ca.vertcat(*equations), unknowns, direction)
+    slopes = ca.jtimes(equations, unknowns, direction)
     # casadi folds every operation on constants, so a slope without symbols is a constant
     # node (cheaper to ask per entry than a dependency analysis of the whole graph)
     return [e for e, slope in enumerate(slopes.elements()) if slope.is_constant()]
@@ -168,12 +167,14 @@ def _rational(node) -> Fraction | None:
 
 def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: list[bool],
                   incidence: list[list[int]] | None = None,
-                  preference: list | None = None) -> LinearReduction:
+                  preference: list | None = None,
+                  stacked: tuple[ca.SX, ca.SX] | None = None) -> LinearReduction:
     """Find hidden constraints and linear dependencies among ``equations`` (residuals over
     the unknowns ``symbols``; ``differentiated[j]`` whether unknown ``j`` appears under
     ``der``; ``incidence``, the columns of each equation, if known; ``preference``, how
     much each differentiated unknown deserves to stay a state, as sortable keys: the
-    constraints between states are pivoted on the least deserving first).
+    constraints between states are pivoted on the least deserving first; ``stacked``,
+    ``equations`` and ``symbols`` as column vectors if the caller has them).
 
     Example::
 
@@ -186,7 +187,9 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
     offsets: dict[int, dict] = {}
     forms, operands = {}, []  # operands: (equation, first, end) into pending
     pending: list = []
-    for e in _rational_candidates(equations, symbols):
+    if stacked is None:
+        stacked = (ca.vertcat(*equations), ca.vertcat(*symbols))
+    for e in _rational_candidates(*stacked):
         start = len(pending)
         form = integer_linear_form(equations[e], column_of, incidence[e] if incidence else None,
                                    pending)
@@ -194,7 +197,7 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
             forms[e] = form
             operands.append((e, start, len(pending)))
     if pending:  # the operands taken as unknown-free offsets: one sparsity pattern for all
-        hits = ca.jacobian_sparsity(ca.vertcat(*pending), ca.vertcat(*symbols)).get_triplet()[0]
+        hits = ca.jacobian_sparsity(ca.vertcat(*pending), stacked[1]).get_triplet()[0]
         with_unknowns = np.zeros(len(pending), dtype=bool)
         with_unknowns[np.asarray(hits, dtype=np.int64)] = True
         for e, first, end in operands:

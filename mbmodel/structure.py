@@ -282,6 +282,7 @@ class _Analysis:
                     f"parallel, or a circuit without a Ground / mechanism without a fixed "
                     f"reference, whose potentials are then undetermined); remove one of the "
                     f"conflicting elements or add the missing reference")
+        return residuals  # the equations stacked, for the whole-system passes
 
     @property
     def loop_components(self) -> set:
@@ -302,7 +303,7 @@ class _Analysis:
                     - (0.25 if on_loop else 0.0))
         return 1.5
 
-    def expose_hidden_constraints(self, ids, inc, local, state_priority):
+    def expose_hidden_constraints(self, ids, inc, local, state_priority, stacked=None):
         """Exact elimination of the linear integer equations (:mod:`mbmodel.linear`):
         constraints between differentiated variables that only appear when equations are
         combined replace one of their source equations, so index reduction sees them;
@@ -313,7 +314,8 @@ class _Analysis:
         preference = [(self.state_preference(g, state_priority), local[self.var_diff_all[g]])
                       if differentiated[j] and self.var_diff_all[g] in local else (0, j)
                       for j, g in enumerate(ids)]
-        reduction = reduce_linear(self.equations, symbols, differentiated, inc, preference)
+        reduction = reduce_linear(self.equations, symbols, differentiated, inc, preference,
+                                  stacked)
         self.linear_reduction = reduction
         texts = self.descriptions.copy()
 
@@ -351,11 +353,15 @@ class _Analysis:
         self.build_variables()
         self.alias_by_name = {self.names[a]: (self.names[r] if r is not None else None)
                               for a, (r, _, _) in self.alias.items()}
-        self.build_equations()
+        equation_vector = self.build_equations()
         ids = self.unknown_ids
-        inc = self.incidence(self.equations, ids)
+        # stacked once for the incidence and the linear reduction (a vertcat converts every
+        # scalar from Python again)
+        stacked = (equation_vector,
+                   ca.vertcat(*[self.symbols[i] for i in ids]) if ids else ca.SX(0, 1))
+        inc = incidence_lists(*stacked) if self.equations else []
         local = {g: i for i, g in enumerate(ids)}
-        self.expose_hidden_constraints(ids, inc, local, state_priority)
+        self.expose_hidden_constraints(ids, inc, local, state_priority, stacked)
         n = len(ids)
         n_eq = len(self.equations)
         var_diff = [local.get(self.var_diff_all[g]) if self.var_diff_all[g] is not None else None
