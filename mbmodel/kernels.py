@@ -61,24 +61,25 @@ def _owner_keys(system) -> dict[int, object]:
     return key
 
 
-def _hoist_parametric(body, reads, folded, env, numeric):
-    """``body`` with its subexpressions of folded parameters alone (a unit axis, a rotation
+def _hoist_parametric(body, reads, numeric, env):
+    """``body`` with its subexpressions of ``numeric`` values alone (a unit axis, a rotation
     by a fixed angle, a spatial inertia) replaced by new inputs whose values are computed
     here, once: a kernel shared by instances with different parameter values takes them as
     arguments, and would otherwise recompute them (square roots, sines) at every call.
-    Returns the new body and its inputs; the values go into ``env`` and ``numeric``."""
-    fixed = [s for s in reads if s.element_hash() in folded]
+    Returns the new body, its inputs and how many values were hoisted; the values go into
+    ``numeric`` and ``env``."""
+    fixed = [s for s in reads if s.element_hash() in numeric]
     if not fixed:
-        return body, reads
+        return body, reads, 0
     body, hoisted, parametric = ca.extract_parametric(body, ca.vertcat(*fixed))
     if not hoisted:
-        return body, reads
+        return body, reads, 0
     values = ca.Function("parametric", [ca.vertcat(*fixed)], [ca.vertcat(*parametric)])(
-        [folded[s.element_hash()] for s in fixed])
+        [numeric[s.element_hash()] for s in fixed])
     for symbol, value in zip(hoisted, values.elements()):
         numeric[symbol.element_hash()] = float(value)
         env[symbol.element_hash()] = ca.MX(float(value))
-    return body, ca.symvar(body)
+    return body, ca.symvar(body), len(hoisted)
 
 
 def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TIME):
@@ -137,14 +138,11 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
     pu = ca.vertsplit(PU)
     for k, i in enumerate(inputs):
         env[system.variables[i].symbol.element_hash()] = pu[n_p + k]
-    folded: dict[int, float] = {}  # free parameter -> its value, with parameters folded
-    if parameter_mode == "constant":
-        free_values = [ca.MX(float(q.value)) for q in free]
-        folded = {q.symbol.element_hash(): float(q.value) for q in free}
-    else:
-        free_values = pu[:n_p]
-    numeric = dict(folded)  # every value known as a number here (its symbol's hash)
-    assigned_hashes = {symbols[v].element_hash() for v, _ in system.sequence}
+    folded = parameter_mode == "constant"
+    free_values = [ca.MX(float(q.value)) for q in free] if folded else pu[:n_p]
+    # every value known as a number here (by its symbol's hash): the folded parameters, then
+    # hoisted values and constant assignments
+    numeric = {q.symbol.element_hash(): float(q.value) for q in free} if folded else {}
     for q, value in zip(free, free_values):
         env[q.symbol.element_hash()] = value
     if bound:
@@ -159,7 +157,7 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
             env[q.symbol.element_hash()] = value
 
     kernels: dict[str, ca.Function] = {}
-    n_assigned = n_calls = n_outputs = 0
+    n_assigned = n_calls = n_outputs = n_hoisted = 0
     for group in order:
         items = groups[group]
         syms = [symbols[v] for v, _ in items]
@@ -170,7 +168,8 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         body = ca.vertcat(*resolved)
         reads = ca.symvar(body)
         if folded:
-            body, reads = _hoist_parametric(body, reads, folded, env, numeric)
+            body, reads, hoisted = _hoist_parametric(body, reads, numeric, env)
+            n_hoisted += hoisted
         n_assigned += len(items)
         # Values passed on unchanged (a frame's orientation through a joint's frame_b) or
         # constant need no kernel output: the kernel would copy them out and the next one in.
@@ -224,5 +223,4 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
     empty = ca.MX(0, 1)
     fn = ca.Function("mbmodel_dynamics", [T, X, ca.MX.sym("z", 0), PU, ca.MX.sym("u", 0)],
                      [xdot, empty, empty, empty], ca.dyn_in(), ca.dyn_out())
-    hoisted = len(numeric) - len(folded) - sum(1 for h in numeric if h in assigned_hashes)
-    return fn, KernelStats(n_calls, len(kernels), n_assigned, n_outputs, hoisted)
+    return fn, KernelStats(n_calls, len(kernels), n_assigned, n_outputs, n_hoisted)
