@@ -17,7 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mbmodel as mb  # noqa: E402
 from mbmodel import native  # noqa: E402
 from mbmodel.kernels import structured_dynamics  # noqa: E402
-from mb_trees import DrivenChain, RevoluteChain, TreeModel, random_tree  # noqa: E402
+from mb_trees import (DrivenChain, RevoluteChain, TreeModel, pinocchio_model,  # noqa: E402
+                      random_tree)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -112,5 +113,13 @@ def test_folded_parameters_are_computed_once_and_passed_values_are_not_copied():
     flat = np.array(cm.dynamics(0.0, x, [], cm.parameter_vector(), [])[0]).ravel()
     ours = np.array(fn(0.0, x, [], cm.parameter_vector(), [])[0]).ravel()
     assert np.max(np.abs(ours - flat)) <= 1e-12 * max(1.0, np.max(np.abs(flat)))
+    # and the joint accelerations are Pinocchio's articulated-body algorithm's
+    import pinocchio as pin
+    model = pinocchio_model(spec)
+    q, v = x[[cm.states.index(f"joint{i}.phi") for i in range(12)]], \
+        x[[cm.states.index(f"joint{i}.w") for i in range(12)]]
+    reference = pin.aba(model, model.createData(), q, v, np.zeros(12))
+    accelerations = ours[[cm.states.index(f"joint{i}.w") for i in range(12)]]
+    assert np.max(np.abs(accelerations - reference)) <= 1e-10 * max(1.0, np.abs(reference).max())
     symbolic = mb.compile(TreeModel(spec))
     assert structured_dynamics(symbolic.system, "symbolic")[1].hoisted == 0

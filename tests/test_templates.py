@@ -38,6 +38,23 @@ def assert_same_flat_model(make, analysis="forward", parameters="symbolic"):
             assert x == y, (part, x, y)
 
 
+class TwoLinks(mb.Model):
+    """Two revolute joints, each carrying a body: ``bodies()`` makes the two bodies (fresh
+    ones for every model built), ``second_axis`` is the second joint's axis."""
+
+    def __init__(self, bodies, second_axis=(0, 1, 0), **modifiers):
+        super().__init__(**modifiers)
+        self.world = mbl.World()
+        self.j0, self.j1 = mbl.Revolute(n=[0, 0, 1]), mbl.Revolute(n=list(second_axis))
+        self.b0, self.b1 = bodies()
+
+    def equations(self):
+        yield mb.connect(self.world.frame_b, self.j0.frame_a)
+        yield mb.connect(self.j0.frame_b, self.b0.frame_a)
+        yield mb.connect(self.b0.frame_a, self.j1.frame_a)
+        yield mb.connect(self.j1.frame_b, self.b1.frame_a)
+
+
 @pytest.mark.parametrize("analysis", ["forward", "inverse"])
 @pytest.mark.parametrize("parameters", ["symbolic", "constant"])
 @pytest.mark.parametrize("kind", ["chain", "tree", "spherical", "floating"])
@@ -98,22 +115,8 @@ def test_a_chain_runs_each_classs_equations_once(monkeypatch):
 
 
 def test_a_zero_axis_is_refused_in_every_instance_not_only_the_first():
-    class TwoJoints(mb.Model):
-        def __init__(self, **modifiers):
-            super().__init__(**modifiers)
-            self.world = mbl.World()
-            self.j0 = mbl.Revolute(n=[0, 0, 1])
-            self.b0 = mbl.Body()
-            self.j1 = mbl.Revolute(n=[0, 0, 0])
-            self.b1 = mbl.Body()
-
-        def equations(self):
-            yield mb.connect(self.world.frame_b, self.j0.frame_a)
-            yield mb.connect(self.j0.frame_b, self.b0.frame_a)
-            yield mb.connect(self.b0.frame_a, self.j1.frame_a)
-            yield mb.connect(self.j1.frame_b, self.b1.frame_a)
     with pytest.raises(mb.ParameterError, match="j1.*zero length"):
-        mb.compile(TwoJoints())
+        mb.compile(TwoLinks(lambda: (mbl.Body(), mbl.Body()), second_axis=(0, 0, 0)))
 
 
 def test_a_class_whose_equations_read_another_component_is_not_shared():
@@ -183,21 +186,11 @@ def test_a_subclass_does_not_inherit_its_bases_key():
             m, c, inertia = super().mass_properties()
             return m * self.scale, c, inertia
 
-    class TwoScaled(mb.Model):
-        def __init__(self, **modifiers):
-            super().__init__(**modifiers)
-            self.world = mbl.World()
-            self.j0, self.j1 = mbl.Revolute(n=[0, 0, 1]), mbl.Revolute(n=[0, 1, 0])
-            self.b0, self.b1 = Scaled(1.0, r_CM=[0.5, 0, 0]), Scaled(3.0, r_CM=[0.5, 0, 0])
+    def two_scaled():
+        return TwoLinks(lambda: (Scaled(1.0, r_CM=[0.5, 0, 0]), Scaled(3.0, r_CM=[0.5, 0, 0])))
 
-        def equations(self):
-            yield mb.connect(self.world.frame_b, self.j0.frame_a)
-            yield mb.connect(self.j0.frame_b, self.b0.frame_a)
-            yield mb.connect(self.b0.frame_a, self.j1.frame_a)
-            yield mb.connect(self.j1.frame_b, self.b1.frame_a)
-
-    assert_same_flat_model(TwoScaled)
-    shown = " ".join(str(e.residual) for e in flatten(TwoScaled()).equations
+    assert_same_flat_model(two_scaled)
+    shown = " ".join(str(e.residual) for e in flatten(two_scaled()).equations
                      if e.origin == "b1")
     assert "(3*b1.m)" in shown.replace(" ", "") or "(b1.m*3)" in shown.replace(" ", "")
 
