@@ -29,12 +29,13 @@ import subprocess
 import tempfile
 import threading
 import warnings
+import weakref
 from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CodegenWarning", "compile_function", "default_cache_dir", "host_flags",
-           "operation_counts"]
+__all__ = ["CodegenWarning", "compile_function", "compile_source", "default_cache_dir",
+           "host_flags", "library_of", "operation_counts"]
 
 # The generator's name prefixes every internal C symbol; keeping it fixed means the C text,
 # and so the cache key, depends only on the function being generated.
@@ -139,7 +140,9 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
                 return fn
             attempt = "rebuilt"
         try:
-            return ca.external(fn.name(), str(library), options)
+            loaded = ca.external(fn.name(), str(library), options)
+            _libraries[loaded] = library
+            return loaded
         except RuntimeError as err:
             if attempt == "rebuilt":
                 _fall_back(f"loading {library} failed: {_truncate(str(err))}", fn)
@@ -149,6 +152,58 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
             except FileNotFoundError:
                 pass
     return fn
+
+
+_libraries: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def library_of(fn: ca.Function) -> Path | None:
+    """The shared library a Function returned by :func:`compile_function` was loaded from,
+    or None (a Function evaluated in casadi's virtual machine). Its C entry point is named
+    ``fn.name()``, with casadi's calling convention (``<name>_work`` gives the sizes of
+    its work arrays); native loops such as :mod:`mbmodel.explicit` call it directly.
+
+    Example::
+
+        fast = compile_function(f)
+        library_of(fast)   # PosixPath('~/.cache/mbmodel/codegen/<sha256>.so')
+    """
+    return _libraries.get(fn)
+
+
+def compile_source(source: str, *, cache_dir=None, compiler=None) -> Path | None:
+    """Build hand-written C ``source`` into a shared library, cached like generated code
+    (the file name is the sha256 of the text, the compiler and its flags), and return its
+    path; None, with a :class:`CodegenWarning`, when no compiler is found or the build
+    fails. For mbmodel's own runtimes (e.g. the integrator of :mod:`mbmodel.explicit`),
+    loaded with ``ctypes``.
+
+    Example::
+
+        path = compile_source("int twice(int a) { return 2 * a; }")
+        ctypes.CDLL(str(path)).twice(21)   # 42
+    """
+    command = _compiler_command(compiler)
+    if command is None:
+        wanted = compiler or os.environ.get("CC") or "cc or gcc"
+        warnings.warn(f"C compiler {wanted!r} not found", CodegenWarning, stacklevel=2)
+        return None
+    flags = ("-O2", *_accepted_host_flags(command))
+    key = hashlib.sha256("\0".join([source, *command, *flags]).encode()).hexdigest()
+    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    library = directory / f"{key}.so"
+    if not library.exists():
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            _build_shared_library(source, library, command, flags, False)
+        except _BuildError as err:
+            warnings.warn(f"{err.reason}:\n{err.compiler_output}", CodegenWarning,
+                          stacklevel=2)
+            return None
+        except OSError as err:
+            warnings.warn(f"building {library} failed: {err}", CodegenWarning, stacklevel=2)
+            return None
+    return library
 
 
 _accepted: dict[tuple, tuple] = {}
