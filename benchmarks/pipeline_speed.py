@@ -206,7 +206,7 @@ def sim_ratio(n):
     t_ref = time.perf_counter() - t0
     q_mb = np.array([res[f"joint{i}.phi"][-1] for i in range(n)])
     return {"n": n, "mb_s": t_mb, "mb_again_s": t_again, "native_s": t_native,
-            "scipy_pin_s": t_ref,
+            "method": "+".join(res.methods), "scipy_pin_s": t_ref,
             "q_difference": float(np.max(np.abs(q_mb - sol.y[:n, -1])))}
 
 
@@ -245,12 +245,12 @@ def main():
     print("(C: generate the dynamics' C source, find its library in the disk cache, load it "
           "— once per compiled model;\n mbmodel: the first simulate(1.0) after that; again: a "
           "second one, solvers already set up)")
-    print(f"{'n':>5} {'C s':>7} {'mbmodel s':>10} {'again s':>8} {'scipy+pin s':>12} "
-          f"{'ratio':>6} {'max |q - q_ref|':>16}")
+    print(f"{'n':>5} {'C s':>7} {'method':>7} {'mbmodel s':>10} {'again s':>8} "
+          f"{'scipy+pin s':>12} {'ratio':>6} {'max |q - q_ref|':>16}")
     for r in sims:
-        print(f"{r['n']:>5} {r['native_s']:7.3f} {r['mb_s']:10.4f} {r['mb_again_s']:8.4f} "
-              f"{r['scipy_pin_s']:12.4f} {r['mb_s'] / r['scipy_pin_s']:6.2f} "
-              f"{r['q_difference']:16.2e}")
+        print(f"{r['n']:>5} {r['native_s']:7.3f} {r['method']:>7} {r['mb_s']:10.4f} "
+              f"{r['mb_again_s']:8.4f} {r['scipy_pin_s']:12.4f} "
+              f"{r['mb_s'] / r['scipy_pin_s']:6.2f} {r['q_difference']:16.2e}")
 
     built = {n: r for n, r in builds.items() if "skipped" not in r}
     largest = max(built) if built else None

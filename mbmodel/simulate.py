@@ -13,6 +13,7 @@ from .core import Model
 from .core import time as TIME
 from .diagnose import explain_point, locate_non_finite
 from .errors import SimulationError
+from .explicit import integrator as explicit_integrator
 from .inputs import input_function
 from .native import dynamics
 from .progress import time_bar
@@ -20,11 +21,15 @@ from .result import Result
 from .workspace import built, remember, workspace
 
 
-#: Integration methods: "auto" picks "adams" (CVODES, Adams–Moulton with functional
-#: iteration: no Jacobian, few right-hand sides; for non-stiff models such as most
-#: mechanisms) or "bdf" (CVODES, BDF with Newton: stiff models), or "idas" when algebraic
-#: variables remain. "cvodes" is BDF with the torn nonlinear blocks solved inside the ODE.
-METHODS = ("auto", "adams", "bdf", "cvodes", "idas")
+#: Integration methods: "auto" picks, for non-stiff models such as most mechanisms,
+#: "dop853" (Dormand–Prince 8(5,3), the whole loop in C: :mod:`mbmodel.explicit`) where the
+#: dynamics run as generated C and no algebraic variables remain, else "adams" (CVODES,
+#: Adams–Moulton with functional iteration: no Jacobian, few right-hand sides); for stiff
+#: models "bdf" (CVODES, BDF with Newton); "idas" when algebraic variables remain.
+#: "cvodes" is BDF with the torn nonlinear blocks solved inside the ODE. "dop853" asked
+#: for where it cannot run (no C compiler, algebraic variables) runs "adams" (the result's
+#: ``methods`` says so).
+METHODS = ("auto", "dop853", "adams", "bdf", "cvodes", "idas")
 
 #: With ``progress=True`` a run without events is cut into about this many integrator calls.
 PROGRESS_CHUNKS = 20
@@ -121,7 +126,7 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     at_start = grid <= t_start
     X[:, at_start] = x[:, None]
     Z[:, at_start] = z[:, None]
-    if n_z and method in ("auto", "adams", "bdf"):
+    if n_z and method in ("auto", "dop853", "adams", "bdf"):
         method = "idas"
     dyn = None
     if n_x and not (n_z and method == "cvodes"):
@@ -129,6 +134,10 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     if method == "auto" and n_x:
         method = _choose_method(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]), t_start,
                                 t_end)
+        if method == "adams" and explicit_integrator(dyn) is not None:
+            method = "dop853"
+    elif method == "dop853" and explicit_integrator(dyn) is None:
+        method = "adams"
     methods_used = []
     for a, b in zip(bounds[:-1], bounds[1:]):
         inside = np.where((grid > a) & (grid <= b))[0]
@@ -386,9 +395,15 @@ def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
 
 
 def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
-    """States (and algebraic variables) at ``tout``, integrating from ``t0``. Adams falls
-    back to BDF for a segment on which it fails (the model turned stiff)."""
+    """States (and algebraic variables) at ``tout``, integrating from ``t0``. Adams and
+    DOP853 fall back to BDF for a segment on which they fail (the model turned stiff)."""
     n_x, n_z = len(x), len(z)
+    if method == "dop853":
+        run = explicit_integrator(dyn)(t0, x, pu, tout, rtol=rtol, atol=atol,
+                                       max_step=max_step)
+        if run.ok:
+            return run.xs, np.zeros((0, len(tout))), method
+        method = "bdf"
     for attempt in ((method, "bdf") if method == "adams" else (method,)):
         F = _integrator(cm, dyn, attempt, t0, tout, rtol, atol, max_step)
         try:
@@ -560,8 +575,9 @@ def simulate(model, t_end: float, **options) -> Result:
     Options: ``t_start`` (0), ``n_points`` (501) or ``times`` (output grid), ``params``
     (name -> value), ``inputs`` (name -> number or (times, values)), ``rtol`` (1e-8), ``atol``
     (1e-10), ``steady_state`` (start in steady state), ``x0`` (initial states), ``method``
-    (``"auto"``: Adams for non-stiff, BDF for stiff models, IDAS with algebraic variables;
-    or ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``), ``z0`` (guesses of the algebraic
+    (``"auto"``: for non-stiff models DOP853 in C, or Adams where the dynamics are not
+    generated C; BDF for stiff models; IDAS with algebraic variables; or ``"dop853"``,
+    ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``: see :data:`METHODS`), ``z0`` (guesses of the algebraic
     variables, with ``x0``), ``state_selection`` (``"dynamic"``: where the choice of states
     of a constrained model depends on the solution, switch it at run time, see
     :mod:`mbmodel.state_selection`; ``"static"``: keep the compiled choice), ``max_step``

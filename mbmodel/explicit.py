@@ -1,0 +1,160 @@
+"""Explicit Runge–Kutta integration of a compiled model, the whole loop in C.
+
+For non-stiff models without algebraic variables (most mechanisms), ``method="dop853"``
+integrates with the Dormand–Prince 8(5,3) pair and its 7th-order dense output
+(``ode_runtime.c``), calling the model's generated C dynamics through a function pointer:
+no Python, no casadi between steps, and nothing to set up per run. casadi sets CVODES up
+in ~40–80 ms for 200 states however few steps follow (most of it preparing the Jacobian's
+sparsity and colouring, also for Adams' functional iteration, which never uses them); the
+C loop starts at once.
+
+The method is the one of ``scipy.integrate.solve_ivp(method="DOP853")`` (Hairer's tables
+and step-size control), so a run takes the same steps as scipy's on the same right-hand
+side; the tests compare the two.
+
+Example::
+
+    run = integrator(native.dynamics(cm))          # None without generated C
+    xs = run(0.0, cm.start, cm.parameter_vector(), [0.5, 1.0], rtol=1e-8, atol=1e-10).xs
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+__all__ = ["integrator", "NativeIntegrator", "Run", "STATUS"]
+
+_RUNTIME_SOURCE = Path(__file__).with_name("ode_runtime.c")
+
+#: What the C loop's return codes mean (0: reached the last output time).
+STATUS = {0: "reached the end", 1: "took the most steps allowed",
+          2: "could not keep the error within the tolerances with a step above round-off "
+             "(the solution may stop being finite, or the model be stiff)",
+          3: "the dynamics failed to evaluate", 4: "out of memory"}
+
+#: Steps (accepted and rejected) one run may take, as for CVODES (``max_num_steps``).
+MAX_STEPS = 100_000
+
+_lock = threading.Lock()
+_runtime: list = []          # [ctypes function] once built, [None] if it cannot be
+_integrators: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _loop():
+    """The C loop (built once per machine, cached like generated code), or None."""
+    with _lock:
+        if not _runtime:
+            from .codegen import compile_source
+            path = compile_source(_RUNTIME_SOURCE.read_text())
+            fn = None
+            if path is not None:
+                fn = ctypes.CDLL(str(path)).mb_dop853
+                fn.restype = ctypes.c_int
+                # addresses as plain integers: ndarray.ctypes.data_as costs ~10 µs a call
+                fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                               ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_double,
+                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                               ctypes.c_void_p, ctypes.c_double, ctypes.c_double,
+                               ctypes.c_double, ctypes.c_long, ctypes.c_void_p]
+            _runtime.append(fn)
+        return _runtime[0]
+
+
+@dataclass
+class Run:
+    """One integration: the states at the output times reached (``xs``, states x times;
+    ``written`` columns are valid), the return ``status`` (:data:`STATUS`), the time
+    reached, the step the control proposes next, and counts of steps and evaluations."""
+    xs: np.ndarray
+    status: int
+    written: int
+    time: float
+    next_step: float
+    steps: int
+    rejected: int
+    evaluations: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0
+
+    @property
+    def reason(self) -> str:
+        return STATUS.get(self.status, f"failed (code {self.status})")
+
+
+class NativeIntegrator:
+    """DOP853 in C over a compiled dynamics Function (``t, x, z, p, u -> ode, ...``, no
+    algebraic variables) loaded from ``library``. Thread-safe: every call has its own work
+    arrays."""
+
+    def __init__(self, fn: ca.Function, library: Path, loop):
+        self._loop = loop
+        self._lib = ctypes.CDLL(str(library))
+        name = fn.name()
+        self._eval = ctypes.cast(getattr(self._lib, name), ctypes.c_void_p).value
+        sizes = [ctypes.c_longlong() for _ in range(4)]
+        if getattr(self._lib, f"{name}_work")(*[ctypes.byref(s) for s in sizes]):
+            raise RuntimeError(f"{name}_work failed")
+        self._sz_arg, self._sz_res, self._sz_iw, self._sz_w = (int(s.value) for s in sizes)
+        self._checkout = getattr(self._lib, f"{name}_checkout", None)
+        self._release = getattr(self._lib, f"{name}_release", None)
+        if self._release is not None:
+            self._release.argtypes = [ctypes.c_int]
+        self.n_x = fn.size1_in(1)
+        self.n_pu = fn.size1_in(3)
+
+    def __call__(self, t0: float, x0, pu, tout, *, rtol: float, atol: float,
+                 max_step: float | None = None, first_step: float = 0.0,
+                 max_steps: int = MAX_STEPS) -> Run:
+        """Integrate from ``t0`` through the increasing times ``tout`` (all after t0)."""
+        x0 = np.ascontiguousarray(x0, dtype=float)
+        pu = np.ascontiguousarray(pu, dtype=float)
+        tout = np.ascontiguousarray(tout, dtype=float)
+        if x0.shape != (self.n_x,) or pu.shape != (self.n_pu,):
+            raise ValueError(f"expected {self.n_x} states and {self.n_pu} parameters and "
+                             f"inputs, got {x0.shape} and {pu.shape}")
+        xs = np.zeros((len(tout), self.n_x))   # row per time: contiguous columns in C
+        iw = np.zeros(max(self._sz_iw, 1), dtype=np.int64)
+        w = np.zeros(max(self._sz_w, 1))
+        info = np.zeros(6)
+        info[0] = first_step
+        mem = self._checkout() if self._checkout is not None else 0
+        try:
+            status = self._loop(
+                self._eval, iw.ctypes.data, w.ctypes.data, self._sz_arg, self._sz_res, mem,
+                self.n_x, float(t0), x0.ctypes.data, pu.ctypes.data, len(tout),
+                tout.ctypes.data, xs.ctypes.data, float(rtol), float(atol),
+                float(max_step or 0.0), int(max_steps), info.ctypes.data)
+        finally:
+            if self._release is not None:
+                self._release(mem)
+        return Run(xs=xs.T, status=int(status), written=int(info[5]), time=float(info[1]),
+                   next_step=float(info[0]), steps=int(info[2]), rejected=int(info[3]),
+                   evaluations=int(info[4]))
+
+
+def integrator(fn: ca.Function) -> NativeIntegrator | None:
+    """The C integrator of ``fn`` (from :func:`mbmodel.native.dynamics`), or None when
+    ``fn`` is not generated C (casadi's virtual machine: no compiler, or a build still
+    under way), has algebraic variables, or the runtime cannot be built. One per
+    Function, kept while it lives."""
+    from .codegen import library_of
+    library = library_of(fn)
+    if library is None or fn.size1_in(2) or fn.n_in() != 5:
+        return None
+    loop = _loop()
+    if loop is None:
+        return None
+    with _lock:
+        found = _integrators.get(fn)
+        if found is None:
+            found = _integrators[fn] = NativeIntegrator(fn, library, loop)
+    return found

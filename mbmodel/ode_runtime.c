@@ -1,0 +1,360 @@
+/* mbmodel ODE runtime: explicit Runge-Kutta integration of a compiled model's dynamics in C.
+ *
+ * The dynamics are casadi-generated C (t, x, z, p, u -> ode, alg, quad, zero), called
+ * through the function pointer the caller found in the model's library. The method is the
+ * Dormand-Prince 8(5,3) pair (Hairer, Norsett, Wanner: Solving Ordinary Differential
+ * Equations I, 2nd ed., section II.10) with its 7th-order dense output; the coefficients
+ * below are Hairer's published DOP853 tables (to double precision, as scipy.integrate's
+ * DOP853 has them; a test compares them through mb_dop853_tableau). Step-size control:
+ * the error norm of the 5th- and 3rd-order estimates combined as in DOP853, safety 0.9,
+ * steps change by 0.2x to 10x, and do not grow right after a rejection. Compiled once per machine (the file's text is the cache key) and shared by
+ * every model. */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef long long int mb_int; /* casadi_int of the generated code */
+typedef int (*mb_eval)(const double **arg, double **res, mb_int *iw, double *w, int mem);
+
+enum {
+    MB_OK = 0,
+    MB_TOO_MANY_STEPS = 1,
+    MB_STEP_TOO_SMALL = 2, /* also: the solution stopped being finite */
+    MB_EVAL_FAILED = 3,
+    MB_NO_MEMORY = 4
+};
+
+enum { STAGES = 12, EXTENDED = 16, POWER = 7 };
+
+/* stage coefficients: stages 1-11, then the dense output's stages 13-15 (16 x 16) */
+static const double DOP_A[256] = {
+    /* row 0 */
+    0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    /* row 1 */
+    0.05260015195876773, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    0.0,
+    /* row 2 */
+    0.0197250569845379, 0.0591751709536137, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    0.0, 0.0, 0.0, 0.0,
+    /* row 3 */
+    0.02958758547680685, 0.0, 0.08876275643042054, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    0.0, 0.0, 0.0, 0.0,
+    /* row 4 */
+    0.2413651341592667, 0.0, -0.8845494793282861, 0.924834003261792, 0.0, 0.0, 0.0, 0.0, 0.0,
+    0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    /* row 5 */
+    0.037037037037037035, 0.0, 0.0, 0.17082860872947386, 0.12546768756682242, 0.0, 0.0, 0.0,
+    0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    /* row 6 */
+    0.037109375, 0.0, 0.0, 0.17025221101954405, 0.06021653898045596, -0.017578125, 0.0, 0.0,
+    0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    /* row 7 */
+    0.03709200011850479, 0.0, 0.0, 0.17038392571223998, 0.10726203044637328,
+    -0.015319437748624402, 0.008273789163814023, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    /* row 8 */
+    0.6241109587160757, 0.0, 0.0, -3.3608926294469414, -0.868219346841726, 27.59209969944671,
+    20.154067550477894, -43.48988418106996, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    /* row 9 */
+    0.47766253643826434, 0.0, 0.0, -2.4881146199716677, -0.590290826836843, 21.230051448181193,
+    15.279233632882423, -33.28821096898486, -0.020331201708508627, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    0.0,
+    /* row 10 */
+    -0.9371424300859873, 0.0, 0.0, 5.186372428844064, 1.0914373489967295, -8.149787010746927,
+    -18.52006565999696, 22.739487099350505, 2.4936055526796523, -3.0467644718982196, 0.0, 0.0,
+    0.0, 0.0, 0.0, 0.0,
+    /* row 11 */
+    2.273310147516538, 0.0, 0.0, -10.53449546673725, -2.0008720582248625, -17.9589318631188,
+    27.94888452941996, -2.8589982771350235, -8.87285693353063, 12.360567175794303,
+    0.6433927460157636, 0.0, 0.0, 0.0, 0.0, 0.0,
+    /* row 12 */
+    0.054293734116568765, 0.0, 0.0, 0.0, 0.0, 4.450312892752409, 1.8915178993145003,
+    -5.801203960010585, 0.3111643669578199, -0.1521609496625161, 0.20136540080403034,
+    0.04471061572777259, 0.0, 0.0, 0.0, 0.0,
+    /* row 13 */
+    0.056167502283047954, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25350021021662483, -0.2462390374708025,
+    -0.12419142326381637, 0.15329179827876568, 0.00820105229563469, 0.007567897660545699,
+    -0.008298, 0.0, 0.0, 0.0,
+    /* row 14 */
+    0.03183464816350214, 0.0, 0.0, 0.0, 0.0, 0.028300909672366776, 0.053541988307438566,
+    -0.05492374857139099, 0.0, 0.0, -0.00010834732869724932, 0.0003825710908356584,
+    -0.00034046500868740456, 0.1413124436746325, 0.0, 0.0,
+    /* row 15 */
+    -0.42889630158379194, 0.0, 0.0, 0.0, 0.0, -4.697621415361164, 7.683421196062599,
+    4.06898981839711, 0.3567271874552811, 0.0, 0.0, 0.0, -0.0013990241651590145,
+    2.9475147891527724, -9.15095847217987, 0.0
+};
+
+/* weights of the 8th-order solution */
+static const double DOP_B[12] = {
+    0.054293734116568765, 0.0, 0.0, 0.0, 0.0, 4.450312892752409, 1.8915178993145003,
+    -5.801203960010585, 0.3111643669578199, -0.1521609496625161, 0.20136540080403034,
+    0.04471061572777259
+};
+
+/* nodes */
+static const double DOP_C[16] = {
+    0.0, 0.05260015195876773, 0.0789002279381516, 0.1183503419072274, 0.2816496580927726,
+    0.3333333333333333, 0.25, 0.3076923076923077, 0.6512820512820513, 0.6, 0.8571428571428571,
+    1.0, 1.0, 0.1, 0.2, 0.7777777777777778
+};
+
+/* 3rd-order error estimate (with the new point's f last) */
+static const double DOP_E3[13] = {
+    -0.18980075407240762, 0.0, 0.0, 0.0, 0.0, 4.450312892752409, 1.8915178993145003,
+    -5.801203960010585, -0.4226823213237919, -0.1521609496625161, 0.20136540080403034,
+    0.02265179219836082, 0.0
+};
+
+/* 5th-order error estimate */
+static const double DOP_E5[13] = {
+    0.01312004499419488, 0.0, 0.0, 0.0, 0.0, -1.2251564463762044, -0.4957589496572502,
+    1.6643771824549864, -0.35032884874997366, 0.3341791187130175, 0.08192320648511571,
+    -0.022355307863886294, 0.0
+};
+
+/* dense output (4 x 16) */
+static const double DOP_D[64] = {
+    /* row 0 */
+    -8.428938276109013, 0.0, 0.0, 0.0, 0.0, 0.5667149535193777, -3.0689499459498917,
+    2.38466765651207, 2.117034582445028, -0.871391583777973, 2.2404374302607883,
+    0.6315787787694688, -0.08899033645133331, 18.148505520854727, -9.194632392478356,
+    -4.436036387594894,
+    /* row 1 */
+    10.427508642579134, 0.0, 0.0, 0.0, 0.0, 242.28349177525817, 165.20045171727028,
+    -374.5467547226902, -22.113666853125306, 7.733432668472264, -30.674084731089398,
+    -9.332130526430229, 15.697238121770845, -31.139403219565178, -9.35292435884448,
+    35.81684148639408,
+    /* row 2 */
+    19.985053242002433, 0.0, 0.0, 0.0, 0.0, -387.0373087493518, -189.17813819516758,
+    527.8081592054236, -11.57390253995963, 6.8812326946963, -1.0006050966910838,
+    0.7777137798053443, -2.778205752353508, -60.19669523126412, 84.32040550667716,
+    11.99229113618279,
+    /* row 3 */
+    -25.69393346270375, 0.0, 0.0, 0.0, 0.0, -154.18974869023643, -231.5293791760455,
+    357.6391179106141, 93.40532418362432, -37.45832313645163, 104.0996495089623,
+    29.8402934266605, -43.53345659001114, 96.32455395918828, -39.17726167561544,
+    -149.72683625798564
+};
+
+/* The tables in one array: A, B, C, E3, E5, D (374 doubles), for the test. */
+void mb_dop853_tableau(double *out) {
+    const double *parts[6] = {DOP_A, DOP_B, DOP_C, DOP_E3, DOP_E5, DOP_D};
+    const int sizes[6] = {256, 12, 16, 13, 13, 64};
+    for (int k = 0; k < 6; k++) {
+        memcpy(out, parts[k], sizeof(double) * (size_t)sizes[k]);
+        out += sizes[k];
+    }
+}
+
+typedef struct {
+    mb_eval eval;
+    const double **arg;
+    double **res;
+    mb_int *iw;
+    double *w;
+    int mem;
+    const double *pu;
+    double t;
+    long evaluations;
+} Rhs;
+
+static int rhs(Rhs *r, double t, const double *x, double *xdot) {
+    r->t = t;
+    r->arg[0] = &r->t;
+    r->arg[1] = x;
+    r->arg[2] = 0;
+    r->arg[3] = r->pu;
+    r->arg[4] = 0;
+    r->res[0] = xdot;
+    r->res[1] = r->res[2] = r->res[3] = 0;
+    r->evaluations++;
+    return r->eval(r->arg, r->res, r->iw, r->w, r->mem) ? MB_EVAL_FAILED : MB_OK;
+}
+
+static int all_finite(const double *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i])) return 0;
+    return 1;
+}
+
+/* y + h * sum_{j<s} a[j] K[j] */
+static void stage_point(double *out, const double *y, double h, const double *a,
+                        const double *K, int s, int n) {
+    for (int i = 0; i < n; i++) {
+        double sum = 0.0;
+        for (int j = 0; j < s; j++)
+            if (a[j] != 0.0) sum += a[j] * K[j * n + i];
+        out[i] = y[i] + h * sum;
+    }
+}
+
+/* Hairer's starting step: the step whose first- and second-order terms stay within the
+ * tolerance, for an error of order 8. */
+static int first_step(Rhs *r, double t, const double *y, const double *f, int n,
+                      double rtol, double atol, double *scratch, double *f1, double *h) {
+    double d0 = 0.0, d1 = 0.0, d2 = 0.0;
+    for (int i = 0; i < n; i++) {
+        double sc = atol + fabs(y[i]) * rtol;
+        d0 += (y[i] / sc) * (y[i] / sc);
+        d1 += (f[i] / sc) * (f[i] / sc);
+    }
+    d0 = sqrt(d0 / n);
+    d1 = sqrt(d1 / n);
+    double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
+    for (int i = 0; i < n; i++) scratch[i] = y[i] + h0 * f[i];
+    int status = rhs(r, t + h0, scratch, f1);
+    if (status) return status;
+    for (int i = 0; i < n; i++) {
+        double sc = atol + fabs(y[i]) * rtol;
+        d2 += ((f1[i] - f[i]) / sc) * ((f1[i] - f[i]) / sc);
+    }
+    d2 = sqrt(d2 / n) / h0;
+    double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? fmax(1e-6, h0 * 1e-3)
+                                             : pow(0.01 / fmax(d1, d2), 1.0 / 8.0);
+    *h = fmin(100.0 * h0, h1);
+    if (!isfinite(*h) || *h <= 0.0) *h = 1e-6;
+    return MB_OK;
+}
+
+/* Integrate dx/dt = f(t, x) from t0 through the increasing output times t_out[0..n_out-1]
+ * (all > t0), writing x at each into the columns of x_out (n x n_out, column-major).
+ *
+ * eval, iw, w, sz_arg, sz_res, mem: the generated function, its integer and real work
+ * arrays and the sizes of its argument and result pointer arrays, and its memory slot.
+ * pu: its parameter input (parameters, then inputs). h_max <= 0: no step limit.
+ * info (in): info[0] > 0 is the first step to try. info (out): [0] the next step the
+ * control proposes (for a run that goes on from the last output time), [1] the time reached, [2] accepted steps, [3] rejected steps,
+ * [4] evaluations of f, [5] output times written.
+ * Returns MB_OK, or a failure code with the outputs up to info[5] written. */
+int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int mem, int n,
+              double t0, const double *x0, const double *pu, int n_out, const double *t_out,
+              double *x_out, double rtol, double atol, double h_max, long max_steps,
+              double *info) {
+    const double *A = DOP_A, *B = DOP_B, *C = DOP_C, *E3 = DOP_E3, *E5 = DOP_E5, *D = DOP_D;
+    Rhs r = {eval, 0, 0, iw, w, mem, pu, 0.0, 0};
+    r.arg = (const double **)calloc((size_t)(sz_arg > 5 ? sz_arg : 5), sizeof(double *));
+    r.res = (double **)calloc((size_t)(sz_res > 4 ? sz_res : 4), sizeof(double *));
+    /* stages K (16 rows of n), y, y_new, a stage's point, the dense output (7 rows) */
+    double *K = (double *)malloc(sizeof(double) * (size_t)n * (EXTENDED + 3 + POWER));
+    if (!r.arg || !r.res || !K) {
+        free(r.arg), free(r.res), free(K);
+        return MB_NO_MEMORY;
+    }
+    double *y = K + EXTENDED * n, *y_new = y + n, *point = y_new + n, *dense = point + n;
+    long accepted = 0, rejected = 0;
+    int written = 0, status = MB_OK, just_rejected = 0;
+    double t = t0, t_end = t_out[n_out - 1], h = info[0];
+    memcpy(y, x0, sizeof(double) * (size_t)n);
+    status = rhs(&r, t, y, K);
+    if (!status && !all_finite(K, n)) status = MB_STEP_TOO_SMALL;
+    if (!status && !(h > 0.0)) status = first_step(&r, t, y, K, n, rtol, atol, point, K + n, &h);
+    while (!status && written < n_out) {
+        if (accepted + rejected >= max_steps) {
+            status = MB_TOO_MANY_STEPS;
+            break;
+        }
+        double h_min = 10.0 * fabs(nextafter(t, INFINITY) - t);
+        if (h_max > 0.0 && h > h_max) h = h_max;
+        /* the last step ends exactly at t_end (stretched by at most 0.01 %, within h_max) */
+        double rest = t_end - t, wanted = h;
+        int last = h >= rest || (1.0001 * h >= rest && !(h_max > 0.0 && rest > h_max));
+        if (last) h = rest;
+        if (h < h_min) {
+            status = MB_STEP_TOO_SMALL;
+            break;
+        }
+        /* stages 1..11, the new point, and f there (FSAL: row 12) */
+        for (int s = 1; s < STAGES && !status; s++) {
+            stage_point(point, y, h, A + s * EXTENDED, K, s, n);
+            status = rhs(&r, t + C[s] * h, point, K + s * n);
+        }
+        if (status) break;
+        stage_point(y_new, y, h, B, K, STAGES, n);
+        double t_new = last ? t_end : t + h;
+        double err5 = 0.0, err3 = 0.0;
+        int finite = all_finite(y_new, n);
+        if (finite) {
+            status = rhs(&r, t_new, y_new, K + STAGES * n);
+            if (status) break;
+            finite = all_finite(K + STAGES * n, n);
+        }
+        if (finite) {
+            for (int i = 0; i < n; i++) {
+                double sc = atol + fmax(fabs(y[i]), fabs(y_new[i])) * rtol;
+                double e5 = 0.0, e3 = 0.0;
+                for (int j = 0; j <= STAGES; j++) {
+                    e5 += E5[j] * K[j * n + i];
+                    e3 += E3[j] * K[j * n + i];
+                }
+                err5 += (e5 / sc) * (e5 / sc);
+                err3 += (e3 / sc) * (e3 / sc);
+            }
+        }
+        double error = !finite ? INFINITY
+                       : (err5 == 0.0 && err3 == 0.0)
+                           ? 0.0
+                           : h * err5 / sqrt((err5 + 0.01 * err3) * n);
+        if (!(error < 1.0)) {
+            double factor = isfinite(error) ? fmax(0.2, 0.9 * pow(error, -1.0 / 8.0)) : 0.2;
+            h *= factor;
+            rejected++;
+            just_rejected = 1;
+            continue;
+        }
+        /* accepted: outputs inside (t, t_new] from the dense output */
+        if (written < n_out && t_out[written] < t_new) {
+            for (int s = STAGES + 1; s < EXTENDED && !status; s++) {
+                stage_point(point, y, h, A + s * EXTENDED, K, s, n);
+                status = rhs(&r, t + C[s] * h, point, K + s * n);
+            }
+            if (status) break;
+            for (int i = 0; i < n; i++) {
+                double dy = y_new[i] - y[i];
+                dense[i] = dy;
+                dense[n + i] = h * K[i] - dy;
+                dense[2 * n + i] = 2.0 * dy - h * (K[STAGES * n + i] + K[i]);
+                for (int d = 0; d < POWER - 3; d++) {
+                    double sum = 0.0;
+                    for (int j = 0; j < EXTENDED; j++) sum += D[d * EXTENDED + j] * K[j * n + i];
+                    dense[(3 + d) * n + i] = h * sum;
+                }
+            }
+            while (written < n_out && t_out[written] < t_new) {
+                double s = (t_out[written] - t) / h;
+                double *out = x_out + (size_t)written * n;
+                for (int i = 0; i < n; i++) {
+                    double v = 0.0;
+                    for (int d = POWER - 1; d >= 0; d--) {
+                        v += dense[d * n + i];
+                        v *= ((POWER - 1 - d) % 2 == 0) ? s : 1.0 - s;
+                    }
+                    out[i] = y[i] + v;
+                }
+                written++;
+            }
+        }
+        while (written < n_out && t_out[written] <= t_new) { /* at the step's end: exact */
+            memcpy(x_out + (size_t)written * n, y_new, sizeof(double) * (size_t)n);
+            written++;
+        }
+        double factor = error == 0.0 ? 10.0 : fmin(10.0, 0.9 * pow(error, -1.0 / 8.0));
+        if (just_rejected && factor > 1.0) factor = 1.0;
+        just_rejected = 0;
+        accepted++;
+        t = t_new;
+        memcpy(y, y_new, sizeof(double) * (size_t)n);
+        memcpy(K, K + STAGES * n, sizeof(double) * (size_t)n);
+        h *= factor;
+        /* a last step cut short says nothing about the step the next run may start with */
+        if (last && h < wanted) h = wanted;
+    }
+    info[0] = h;
+    info[1] = t;
+    info[2] = (double)accepted;
+    info[3] = (double)rejected;
+    info[4] = (double)r.evaluations;
+    info[5] = (double)written;
+    free(r.arg), free(r.res), free(K);
+    return status;
+}

@@ -1,0 +1,180 @@
+"""DOP853 in C (mbmodel.explicit, ``method="dop853"``), against independent references:
+
+* its tables equal scipy's DOP853 tables bit for bit, and on the same right-hand side
+  (Pinocchio's ABA for a random chain, the same data) it takes exactly the steps scipy's
+  ``solve_ivp(method="DOP853")`` takes, with the same dense output;
+* closed forms: an undamped oscillator over 100 periods, to the tolerance asked, and the
+  error shrinks with the tolerance at the method's rate;
+* ``max_step`` bounds every step; a solution that stops being finite ends in a clear
+  error; two threads integrating one compiled model get the same numbers;
+* ``method="auto"`` picks it for a non-stiff model in generated C, Adams without C.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import mbmodel as mb  # noqa: E402
+from mbmodel import explicit, native  # noqa: E402
+from mbmodel.errors import SimulationError  # noqa: E402
+from mbmodel.libraries import translational as tr  # noqa: E402
+from mb_trees import TreeModel, random_tree  # noqa: E402
+
+pin = pytest.importorskip("pinocchio")
+from mb_trees import pinocchio_model  # noqa: E402
+
+
+def test_tables_are_scipys_dop853_tables():
+    from scipy.integrate._ivp import dop853_coefficients as dop
+    from mbmodel.codegen import compile_source
+    library = ctypes.CDLL(str(compile_source(explicit._RUNTIME_SOURCE.read_text())))
+    out = np.zeros(374)
+    library.mb_dop853_tableau(out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
+    expected = np.concatenate([np.asarray(a, float).ravel()
+                               for a in (dop.A, dop.B, dop.C, dop.E3, dop.E5, dop.D)])
+    assert np.array_equal(out, expected)
+
+
+@pytest.fixture(scope="module")
+def hanging_chain():
+    n = 8
+    spec = random_tree(n, np.random.default_rng(11), chain=True)
+    for s in spec:
+        s["kind"] = "revolute"
+    pm = pinocchio_model(spec)
+    pm.gravity = pin.Motion(np.array([0.0, 0.0, -9.81, 0.0, 0.0, 0.0]))
+    cm = mb.compile(TreeModel(spec), parameters="constant")
+    assert cm.states[:2] == ["joint0.phi", "joint0.w"]
+    return n, pm, cm
+
+
+def test_same_steps_and_dense_output_as_scipy_on_pinocchio(hanging_chain):
+    from scipy.integrate import solve_ivp
+    n, pm, cm = hanging_chain
+    data, tau = pm.createData(), np.zeros(n)
+
+    def rhs(t, y):
+        return np.concatenate([y[n:], pin.aba(pm, data, y[:n], y[n:], tau)])
+
+    run = explicit.integrator(native.dynamics(cm, True))
+    assert run is not None
+    times = np.linspace(0.0, 1.0, 41)[1:]
+    ours = run(0.0, cm.start, cm.parameter_vector(), times, rtol=1e-8, atol=1e-10)
+    assert ours.ok and ours.written == len(times)
+    steps = solve_ivp(rhs, (0.0, 1.0), np.zeros(2 * n), method="DOP853", rtol=1e-8,
+                      atol=1e-10)
+    assert ours.steps == len(steps.t) - 1
+    assert ours.rejected == (steps.nfev - 2) // 12 - ours.steps   # 12 evaluations a try
+    dense = solve_ivp(rhs, (0.0, 1.0), np.zeros(2 * n), method="DOP853", rtol=1e-8,
+                      atol=1e-10, t_eval=times)
+    q, w = ours.xs[0::2], ours.xs[1::2]   # states: joint{i}.phi, joint{i}.w
+    assert np.max(np.abs(q - dense.y[:n])) < 1e-10
+    assert np.max(np.abs(w - dense.y[n:])) < 1e-9
+    assert np.ptp(q[0]) > 0.1   # it moves
+
+
+def test_simulate_picks_it_for_a_non_stiff_model_and_agrees_with_adams(hanging_chain):
+    _, _, cm = hanging_chain
+    native.dynamics(cm, True)
+    res = cm.simulate(1.0, n_points=11)
+    assert res.methods == ["dop853"]
+    adams = cm.simulate(1.0, n_points=11, method="adams", rtol=1e-11, atol=1e-12)
+    assert adams.methods == ["adams"]
+    for name in cm.states:
+        assert np.allclose(res[name], adams[name], rtol=0, atol=1e-6), name
+    in_vm = cm.simulate(1.0, n_points=11, native=False)
+    assert in_vm.methods == ["adams"]   # no generated C: no C loop
+    assert cm.simulate(0.1, n_points=3, method="dop853", native=False).methods == ["adams"]
+
+
+class Oscillator(mb.Model):
+    """An undamped mass on a spring, omega = 10 rad/s, starting 1 m out of rest."""
+
+    fixed = tr.Fixed()
+    spring = tr.Spring(c=100.0)
+    mass = tr.Mass(m=1.0, s=mb.Fixed(1.0), v=mb.Fixed(0.0))
+
+    def equations(self):
+        yield mb.connect(self.fixed.flange, self.spring.flange_a)
+        yield mb.connect(self.spring.flange_b, self.mass.flange_a)
+
+
+def test_oscillator_over_a_hundred_periods_and_the_error_follows_the_tolerance():
+    cm = mb.compile(Oscillator())
+    t_end = 100 * 2 * np.pi / 10.0
+    errors = []
+    for rtol in (1e-6, 1e-9):
+        res = cm.simulate(t_end, n_points=1001, method="dop853", native=True, rtol=rtol,
+                          atol=rtol * 1e-2)
+        assert res.methods == ["dop853"]
+        errors.append(np.max(np.abs(res["mass.s"] - np.cos(10.0 * res.t))))
+        energy = 0.5 * res["mass.v"] ** 2 + 0.5 * 100.0 * res["mass.s"] ** 2
+        assert np.max(np.abs(energy - 50.0)) < 1e3 * rtol * 50.0
+    # 100 periods: the global error is at most ~100 local tolerances, and an 8th-order
+    # method's error drops ~(1000)^(7/8) for a 1000x tighter tolerance
+    assert errors[0] < 1e-4 and errors[1] < 1e-7
+    assert errors[1] < errors[0] / 100
+
+
+def test_max_step_bounds_every_step():
+    cm = mb.compile(Oscillator())
+    run = explicit.integrator(native.dynamics(cm, True))
+    free = run(0.0, cm.start, cm.parameter_vector(), [1.0], rtol=1e-6, atol=1e-8)
+    bounded = run(0.0, cm.start, cm.parameter_vector(), [1.0], rtol=1e-6, atol=1e-8,
+                  max_step=1e-2)
+    assert free.steps < 50 and bounded.steps >= 100
+    assert abs(bounded.xs[0, -1] - np.cos(10.0)) < 1e-6
+
+
+class Blowup(mb.Model):
+    """dx/dt = x^2 from x = 1: x = 1/(1 - t), infinite at t = 1."""
+
+    x = mb.Variable(start=1.0, fixed=True)
+
+    def equations(self):
+        yield mb.der(self.x) == self.x ** 2
+
+
+def test_a_solution_that_stops_being_finite_ends_in_a_clear_error():
+    cm = mb.compile(Blowup())
+    run = explicit.integrator(native.dynamics(cm, True))
+    out = run(0.0, cm.start, cm.parameter_vector(), [0.5, 0.9, 2.0], rtol=1e-8, atol=1e-10)
+    assert not out.ok and out.written == 2 and abs(out.time - 1.0) < 1e-6   # the pole
+    assert "step" in out.reason
+    assert np.allclose(out.xs[0, :2], [2.0, 10.0], rtol=1e-7)
+    with pytest.raises(SimulationError) as info:
+        cm.simulate(2.0, n_points=5, method="dop853", native=True)
+    assert "t = 0.5" in str(info.value) or "after t = 0.5" in str(info.value)
+    assert info.value.result is not None
+    assert np.isclose(info.value.result["x"][1], 2.0, rtol=1e-5)   # by BDF, the fallback
+
+
+def test_two_threads_integrate_one_model_alike(hanging_chain):
+    _, _, cm = hanging_chain
+    run = explicit.integrator(native.dynamics(cm, True))
+    times = np.linspace(0.0, 1.0, 21)[1:]
+    results, errors = [None, None], []
+
+    def work(k):
+        try:
+            for _ in range(5):
+                results[k] = run(0.0, cm.start, cm.parameter_vector(), times, rtol=1e-8,
+                                 atol=1e-10).xs
+        except Exception as exc:   # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    assert np.array_equal(results[0], results[1])
