@@ -166,7 +166,8 @@ def fd_ratios(n, rng):
     batch = 1000
     # The states loop inside the generated C (the evaluator's function mapped over a batch,
     # compiled once), called through its buffers: no Python or conversion per state.
-    mapped = compile_function(fd.symbolic.map(batch))
+    kernels = fd.symbolic.is_a("MXFunction")   # kernel code: built at -O2, as native does
+    mapped = compile_function(fd.symbolic.map(batch), optimize=2 if kernels else 1)
     inputs = [np.tile(x, batch), np.zeros(0), np.tile(cm.parameter_vector(), batch),
               np.zeros(batch)]
     out = np.zeros(mapped.nnz_out(0))

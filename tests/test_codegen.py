@@ -140,6 +140,10 @@ def test_different_code_or_flags_get_different_libraries(tmp_path):
     assert len(so_files(tmp_path)) == 2
     compile_quietly(ca.Function("f", [x], [x + 1]), cache_dir=tmp_path, flags=("-O2",))
     assert len(so_files(tmp_path)) == 3
+    # the optimisation level of the default flags is part of the key too
+    level2 = compile_quietly(ca.Function("f", [x], [x + 1]), cache_dir=tmp_path, optimize=2)
+    assert float(level2(5.0)) == 6.0 and len(so_files(tmp_path)) == 4
+    assert codegen.library_of(level2) not in (codegen.library_of(plus), None)
 
 
 @needs_compiler
