@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -26,6 +25,7 @@ import mbmodel as mb  # noqa: E402
 from mbmodel import explicit, native  # noqa: E402
 from mbmodel.errors import SimulationError  # noqa: E402
 from mbmodel.libraries import translational as tr  # noqa: E402
+from concurrent_runs import in_threads  # noqa: E402
 from mb_trees import TreeModel, random_tree  # noqa: E402
 
 pin = pytest.importorskip("pinocchio")
@@ -161,20 +161,12 @@ def test_two_threads_integrate_one_model_alike(hanging_chain):
     _, _, cm = hanging_chain
     run = explicit.integrator(native.dynamics(cm, True))
     times = np.linspace(0.0, 1.0, 21)[1:]
-    results, errors = [None, None], []
+    results = [None, None]
 
     def work(k):
-        try:
-            for _ in range(5):
-                results[k] = run(0.0, cm.start, cm.parameter_vector(), times, rtol=1e-8,
-                                 atol=1e-10).xs
-        except Exception as exc:   # noqa: BLE001 - reported below
-            errors.append(exc)
+        for _ in range(5):
+            results[k] = run(0.0, cm.start, cm.parameter_vector(), times, rtol=1e-8,
+                             atol=1e-10).xs
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors
+    assert not in_threads(work, range(2))
     assert np.array_equal(results[0], results[1])

@@ -29,6 +29,7 @@ import mbmodel as mb  # noqa: E402
 from mbmodel import codegen  # noqa: E402
 from mbmodel.libraries import electrical as el  # noqa: E402
 from mbmodel.libraries import translational as tr  # noqa: E402
+from concurrent_runs import in_threads  # noqa: E402
 from mb_trees import TreeModel, force_names, mbmodel_values, random_tree  # noqa: E402
 
 pin = pytest.importorskip("pinocchio")
@@ -247,21 +248,13 @@ def test_two_threads_simulate_one_compiled_model(chain):
     _, _, cm = chain
     masses = (0.8, 1.7)
     serial = {m: cm.simulate(0.3, n_points=4, params={"body0.m": m}) for m in masses}
-    parallel, errors = {}, []
+    parallel = {}
 
     def run(m):
-        try:
-            for _ in range(3):
-                parallel[m] = cm.simulate(0.3, n_points=4, params={"body0.m": m})
-        except Exception as exc:  # reported below, with the thread's mass
-            errors.append((m, exc))
+        for _ in range(3):
+            parallel[m] = cm.simulate(0.3, n_points=4, params={"body0.m": m})
 
-    threads = [threading.Thread(target=run, args=(m,)) for m in masses]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not in_threads(run, masses)
     for m in masses:
         for name in cm.states:
             assert np.array_equal(parallel[m][name], serial[m][name])
@@ -269,20 +262,12 @@ def test_two_threads_simulate_one_compiled_model(chain):
 
 def test_two_threads_compile_at_the_same_time():
     specs = [general_chain(3, seed=s)[0] for s in (7, 8)]
-    compiled, errors = {}, []
+    compiled = {}
 
     def build(k):
-        try:
-            compiled[k] = mb.compile(TreeModel(specs[k]))
-        except Exception as exc:
-            errors.append(exc)
+        compiled[k] = mb.compile(TreeModel(specs[k]))
 
-    threads = [threading.Thread(target=build, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not in_threads(build, range(2))
     for k in range(2):
         alone = mb.compile(TreeModel(specs[k]))
         x = np.linspace(0.1, 0.9, len(alone.states))
