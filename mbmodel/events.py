@@ -831,9 +831,10 @@ class _Run:
         return xs, zs
 
     def choose_method(self, x, z, u, t0):
-        """The user's method, or for "auto" IDAS with algebraic variables, else Adams or
-        BDF by the stiffness at the start of each stretch between events (a switch can make
-        a model stiff: an ideal diode conducting couples its capacitor through 10 µΩ)."""
+        """The user's method, or for "auto" IDAS with algebraic variables, else DOP853 in C
+        (Adams without generated C) or BDF by the stiffness at the start of each stretch
+        between events (a switch can make a model stiff: an ideal diode conducting couples
+        its capacitor through 10 µΩ)."""
         if self.method == "dop853" and self.c_loop() is None:
             return "adams"   # no generated C (or algebraic variables): no C loop
         if self.method not in (None, "auto"):

@@ -147,7 +147,7 @@ def integrator(fn: ca.Function) -> NativeIntegrator | None:
     under way), has algebraic variables, or the runtime cannot be built. One per
     Function, kept while it lives."""
     from .codegen import library_of
-    library = library_of(fn)
+    library = library_of(fn) if fn is not None else None
     if library is None or fn.size1_in(2) or fn.n_in() != 5:
         return None
     loop = _loop()
