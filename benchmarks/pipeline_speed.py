@@ -25,7 +25,8 @@ Measured:
   C build, ``mbmodel.native.dynamics(cm)``, timed separately: C source generation, library
   from the disk cache; the table of all variables is computed when first read) over scipy's
   ``solve_ivp(DOP853)`` with ``pin.aba`` as right-hand side at the same tolerances,
-  n = 25 and 100. The final states of both are compared (printed).
+  n = 25 and 100: the best of three rounds, each a fresh compile and a scipy run. The
+  final states of both are compared (printed).
 * ``chain_100k_fd_ms``: one forward-dynamics evaluation of a 100 000-DOF chain, or
   ``null`` with the reason.
 
@@ -183,28 +184,33 @@ def fd_ratios(n, rng):
 
 # -- simulation -----------------------------------------------------------------------------
 
-def sim_ratio(n):
+def sim_ratio(n, repeat=3):
+    """Best of ``repeat`` rounds, each: a fresh compile, then (timed) its first
+    simulate(1.0), and scipy's run; one sample each is at the machine's mercy."""
     from scipy.integrate import solve_ivp
     spec = chain_spec(n)
-    cm = mb.compile(TreeModel(spec), parameters="constant")
-    t0 = time.perf_counter()
-    native.dynamics(cm)  # C source, library built (or found in the disk cache) and loaded
-    t_native = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    res = cm.simulate(1.0)  # initialization, integrator set-up, integration, result
-    t_mb = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    cm.simulate(1.0)
-    t_again = time.perf_counter() - t0
     pin, model, data = pinocchio(spec)
     tau = np.zeros(n)
 
     def rhs(t, y):
         return np.concatenate([y[n:], pin.aba(model, data, y[:n], y[n:], tau)])
 
-    t0 = time.perf_counter()
-    sol = solve_ivp(rhs, (0.0, 1.0), np.zeros(2 * n), method="DOP853", rtol=1e-8, atol=1e-10)
-    t_ref = time.perf_counter() - t0
+    t_mb = t_again = t_native = t_ref = np.inf
+    for _ in range(repeat):
+        cm = mb.compile(TreeModel(spec), parameters="constant")
+        t0 = time.perf_counter()
+        native.dynamics(cm)  # C source, library built (or found in the disk cache), loaded
+        t_native = min(t_native, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        res = cm.simulate(1.0)  # initialization, integrator set-up, integration, result
+        t_mb = min(t_mb, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        cm.simulate(1.0)
+        t_again = min(t_again, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        sol = solve_ivp(rhs, (0.0, 1.0), np.zeros(2 * n), method="DOP853", rtol=1e-8,
+                        atol=1e-10)
+        t_ref = min(t_ref, time.perf_counter() - t0)
     q_mb = np.array([res[f"joint{i}.phi"][-1] for i in range(n)])
     return {"n": n, "mb_s": t_mb, "mb_again_s": t_again, "native_s": t_native,
             "method": "+".join(res.methods), "scipy_pin_s": t_ref,
