@@ -148,7 +148,9 @@ def integrator(fn: ca.Function) -> NativeIntegrator | None:
     Function, kept while it lives."""
     from .codegen import library_of
     library = library_of(fn) if fn is not None else None
-    if library is None or fn.size1_in(2) or fn.n_in() != 5:
+    # the C loop reads states and parameters, and writes derivatives, as dense vectors
+    if library is None or fn.size1_in(2) or fn.n_in() != 5 or not all(
+            sp.is_dense() for sp in (fn.sparsity_in(1), fn.sparsity_in(3), fn.sparsity_out(0))):
         return None
     loop = _loop()
     if loop is None:
