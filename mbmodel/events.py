@@ -227,6 +227,7 @@ class _Run:
         self.last_good = t_start
         self.chosen = None  # the method for "auto" until the next event
         self.next_step = 0.0  # DOP853's step at the end of the last stretch
+        self._c_loop = False  # not looked up yet (None: no C loop)
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
         self.progress = None  # told the time reached (a progress bar)
 
@@ -854,8 +855,10 @@ class _Run:
 
     def c_loop(self):
         """DOP853 in C over the model's generated dynamics, or None (see
-        :func:`mbmodel.explicit.integrator`)."""
-        return explicit_integrator(dynamics(self.cm, self.native))
+        :func:`mbmodel.explicit.integrator`); looked up once per run."""
+        if self._c_loop is False:
+            self._c_loop = explicit_integrator(dynamics(self.cm, self.native))
+        return self._c_loop
 
     def stepper(self, method, m, dt, geometric=False):
         scaled = None

@@ -145,18 +145,18 @@ def integrator(fn: ca.Function) -> NativeIntegrator | None:
     """The C integrator of ``fn`` (from :func:`mbmodel.native.dynamics`), or None when
     ``fn`` is not generated C (casadi's virtual machine: no compiler, or a build still
     under way), has algebraic variables, or the runtime cannot be built. One per
-    Function, kept while it lives."""
-    from .codegen import library_of
-    library = library_of(fn) if fn is not None else None
-    # the C loop reads states and parameters, and writes derivatives, as dense vectors
-    if library is None or fn.size1_in(2) or fn.n_in() != 5 or not all(
-            sp.is_dense() for sp in (fn.sparsity_in(1), fn.sparsity_in(3), fn.sparsity_out(0))):
-        return None
-    loop = _loop()
-    if loop is None:
+    Function (the answer, None too, is kept while the Function lives)."""
+    if fn is None:
         return None
     with _lock:
-        found = _integrators.get(fn)
-        if found is None:
-            found = _integrators[fn] = NativeIntegrator(fn, library, loop)
-    return found
+        if fn in _integrators:   # asked for every stretch of a run with events
+            return _integrators[fn]
+    from .codegen import library_of
+    library = library_of(fn)
+    # the C loop reads states and parameters, and writes derivatives, as dense vectors
+    usable = library is not None and not fn.size1_in(2) and fn.n_in() == 5 and all(
+        sp.is_dense() for sp in (fn.sparsity_in(1), fn.sparsity_in(3), fn.sparsity_out(0)))
+    loop = _loop() if usable else None
+    found = NativeIntegrator(fn, library, loop) if loop is not None else None
+    with _lock:
+        return _integrators.setdefault(fn, found)
