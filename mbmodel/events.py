@@ -797,12 +797,12 @@ class _Run:
                 zs[:, j] = z
             return xs, zs
         method = self.choose_method(x, z, u, t0)
-        if method == "dop853":
+        if method in ("dop853", "abm"):
             ts = t0 + (t1 - t0) * _fractions(m, geometric)
             ts[-1] = t1
             run = self.c_loop()(
                 t0, x, np.concatenate([self.p, u]), ts, rtol=self.rtol, atol=self.atol,
-                max_step=self.max_step, first_step=self.next_step)
+                max_step=self.max_step, first_step=self.next_step, method=method)
             if run.ok:
                 self.next_step = run.next_step
                 return run.xs, np.zeros((0, m))
@@ -835,8 +835,9 @@ class _Run:
         """The user's method, or for "auto" IDAS with algebraic variables, else DOP853 in C
         (Adams without generated C) or BDF by the stiffness at the start of each stretch
         between events (a switch can make a model stiff: an ideal diode conducting couples
-        its capacitor through 10 µΩ)."""
-        if self.method == "dop853" and self.c_loop() is None:
+        its capacitor through 10 µΩ). DOP853 rather than Adams–Bashforth–Moulton: every
+        stretch restarts the method, which costs a multistep method its history."""
+        if self.method in ("dop853", "abm") and self.c_loop() is None:
             return "adams"   # no generated C (or algebraic variables): no C loop
         if self.method not in (None, "auto"):
             return self.method

@@ -1,15 +1,21 @@
-/* mbmodel ODE runtime: explicit Runge-Kutta integration of a compiled model's dynamics in C.
+/* mbmodel ODE runtime: explicit integration of a compiled model's dynamics in C.
  *
  * The dynamics are casadi-generated C (t, x, z, p, u -> ode, alg, quad, zero), called
- * through the function pointer the caller found in the model's library. The method is the
- * Dormand-Prince 8(5,3) pair (Hairer, Norsett, Wanner: Solving Ordinary Differential
- * Equations I, 2nd ed., section II.10) with its 7th-order dense output; the coefficients
- * below are Hairer's published DOP853 tables (to double precision, as scipy.integrate's
- * DOP853 has them; a test compares them through mb_dop853_tableau). Step-size control:
- * the error norm of the 5th- and 3rd-order estimates combined as in DOP853, safety 0.9,
- * steps change by 0.2x to 10x, and do not grow right after a rejection. Compiled once per machine (the file's text is the cache key) and shared by
- * every model. */
+ * through the function pointer the caller found in the model's library. Two methods:
+ *
+ * - mb_dop853: the Dormand-Prince 8(5,3) pair (Hairer, Norsett, Wanner: Solving Ordinary
+ *   Differential Equations I, 2nd ed., section II.10) with its 7th-order dense output.
+ *   The coefficients below are Hairer's published DOP853 tables (to double precision, as
+ *   scipy.integrate's DOP853 has them; a test compares them through mb_dop853_tableau).
+ *   Step-size control: the error norm of the 5th- and 3rd-order estimates combined as in
+ *   DOP853, safety 0.9, steps change by 0.2x to 10x, and do not grow right after a
+ *   rejection.
+ * - mb_adams: Adams-Bashforth-Moulton, PECE, variable step and order (below).
+ *
+ * Compiled once per machine (the file's text is the cache key) and shared by every
+ * model. */
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,10 +163,14 @@ typedef struct {
     const double *pu;
     double t;
     long evaluations;
+    double t_below; /* the last double before the run's end */
 } Rhs;
 
+/* f(t, x). A run asked to (info[6] = 1) integrates the model of [t0, t_end): at t_end
+ * itself it is evaluated a rounding before, so that a relation on time switching there (a
+ * time event, a table's jump) still shows its value before the event. */
 static int rhs(Rhs *r, double t, const double *x, double *xdot) {
-    r->t = t;
+    r->t = t < r->t_below ? t : r->t_below;
     r->arg[0] = &r->t;
     r->arg[1] = x;
     r->arg[2] = 0;
@@ -223,16 +233,19 @@ static int first_step(Rhs *r, double t, const double *y, const double *f, int n,
  * eval, iw, w, sz_arg, sz_res, mem: the generated function, its integer and real work
  * arrays and the sizes of its argument and result pointer arrays, and its memory slot.
  * pu: its parameter input (parameters, then inputs). h_max <= 0: no step limit.
- * info (in): info[0] > 0 is the first step to try. info (out): [0] the next step the
- * control proposes (for a run that goes on from the last output time), [1] the time reached, [2] accepted steps, [3] rejected steps,
- * [4] evaluations of f, [5] output times written.
+ * info (in): info[0] > 0 is the first step to try; info[6] = 1: evaluate f at t_end a
+ * rounding before (see rhs). info (out): [0] the next step the
+ * control proposes (for a run that goes on from the last output time), [1] the time
+ * reached, [2] accepted steps, [3] rejected steps, [4] evaluations of f, [5] output times
+ * written.
  * Returns MB_OK, or a failure code with the outputs up to info[5] written. */
 int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int mem, int n,
               double t0, const double *x0, const double *pu, int n_out, const double *t_out,
               double *x_out, double rtol, double atol, double h_max, long max_steps,
               double *info) {
     const double *A = DOP_A, *B = DOP_B, *C = DOP_C, *E3 = DOP_E3, *E5 = DOP_E5, *D = DOP_D;
-    Rhs r = {eval, 0, 0, iw, w, mem, pu, 0.0, 0};
+    Rhs r = {eval, 0, 0, iw, w, mem, pu, 0.0, 0, 0.0};
+    r.t_below = info[6] != 0.0 ? nextafter(t_out[n_out - 1], -INFINITY) : INFINITY;
     r.arg = (const double **)calloc((size_t)(sz_arg > 5 ? sz_arg : 5), sizeof(double *));
     r.res = (double **)calloc((size_t)(sz_res > 4 ? sz_res : 4), sizeof(double *));
     /* stages K (16 rows of n), y, y_new, a stage's point, the dense output (7 rows) */
@@ -248,7 +261,8 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
     memcpy(y, x0, sizeof(double) * (size_t)n);
     status = rhs(&r, t, y, K);
     if (!status && !all_finite(K, n)) status = MB_STEP_TOO_SMALL;
-    if (!status && !(h > 0.0)) status = first_step(&r, t, y, K, n, rtol, atol, point, K + n, &h);
+    if (!status && !(h > 0.0))
+        status = first_step(&r, t, y, K, n, rtol, atol, point, K + n, &h);
     while (!status && written < n_out) {
         if (accepted + rejected >= max_steps) {
             status = MB_TOO_MANY_STEPS;
@@ -316,7 +330,8 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
                 dense[2 * n + i] = 2.0 * dy - h * (K[STAGES * n + i] + K[i]);
                 for (int d = 0; d < POWER - 3; d++) {
                     double sum = 0.0;
-                    for (int j = 0; j < EXTENDED; j++) sum += D[d * EXTENDED + j] * K[j * n + i];
+                    for (int j = 0; j < EXTENDED; j++)
+                        sum += D[d * EXTENDED + j] * K[j * n + i];
                     dense[(3 + d) * n + i] = h * sum;
                 }
             }
@@ -358,3 +373,289 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
     free(r.arg), free(r.res), free(K);
     return status;
 }
+
+/* ---- Adams: variable step, variable order (1-12), PECE --------------------------------
+ * The modified divided differences of Shampine and Gordon (Computer Solution of Ordinary
+ * Differential Equations, 1975, the STEP and INTRP routines): an Adams-Bashforth predictor
+ * and Adams-Moulton corrector of order k and k+1 on the last k steps whatever their
+ * lengths, two evaluations per step, the order and step chosen from error estimates at
+ * orders k-2..k+1, and the solution between steps from the same polynomial. Indices run
+ * from 1 as in the book. Error norm: root mean square of the local error over
+ * rtol*|y| + atol, at most 1. */
+
+enum { MAX_ORDER = 12 };
+
+#define PHI(i) (phi + (size_t)(i) * n)
+
+/* y at xout from the polynomial of the last step (which ended at x with order kold) */
+static void adams_interpolate(int n, double x, const double *y, double xout, double *yout,
+                              int kold, const double *phi, const double *psi) {
+    double g[MAX_ORDER + 2], w[MAX_ORDER + 2];
+    double hi = xout - x, term = 0.0;
+    int ki = kold + 1, kip1 = ki + 1;
+    for (int i = 1; i <= ki; i++) w[i] = 1.0 / i;
+    g[1] = 1.0;
+    for (int j = 2; j <= ki; j++) {
+        double psijm1 = psi[j - 1], gamma = (hi + term) / psijm1, eta = hi / psijm1;
+        for (int i = 1; i <= kip1 - j; i++) w[i] = gamma * w[i] - eta * w[i + 1];
+        g[j] = w[1];
+        term = psijm1;
+    }
+    for (int l = 0; l < n; l++) {
+        double sum = 0.0;
+        for (int j = 1; j <= ki; j++) sum += g[kip1 - j] * PHI(kip1 - j)[l];
+        yout[l] = y[l] + hi * sum;
+    }
+}
+
+static double rms_scaled(const double *v, const double *wt, int n) {
+    double sum = 0.0;
+    for (int l = 0; l < n; l++) sum += (v[l] / wt[l]) * (v[l] / wt[l]);
+    return sqrt(sum / n);
+}
+
+/* Same arguments and results as mb_dop853 (info[0] in is ignored: order 1 starts with
+ * its own step). */
+int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, int mem, int n,
+             double t0, const double *x0, const double *pu, int n_out, const double *t_out,
+             double *x_out, double rtol, double atol, double h_max, long max_steps,
+             double *info) {
+    static const double gstar[MAX_ORDER + 2] = {
+        0.0, 0.5, 0.0833, 0.0417, 0.0264, 0.0188, 0.0143, 0.0114, 0.00936, 0.00789,
+        0.00679, 0.00592, 0.00524, 0.00468};
+    double psi[MAX_ORDER + 2] = {0}, alpha[MAX_ORDER + 2] = {0}, beta[MAX_ORDER + 2] = {0};
+    double sig[MAX_ORDER + 3] = {0}, v[MAX_ORDER + 2] = {0}, w[MAX_ORDER + 2] = {0};
+    double g[MAX_ORDER + 3] = {0}, two[MAX_ORDER + 3];
+    Rhs r = {eval, 0, 0, iw, w_work, mem, pu, 0.0, 0, 0.0};
+    r.t_below = info[6] != 0.0 ? nextafter(t_out[n_out - 1], -INFINITY) : INFINITY;
+    r.arg = (const double **)calloc((size_t)(sz_arg > 5 ? sz_arg : 5), sizeof(double *));
+    r.res = (double **)calloc((size_t)(sz_res > 4 ? sz_res : 4), sizeof(double *));
+    /* phi: columns 1..MAX_ORDER+2; y, yp, p, wt, scratch */
+    double *phi = (double *)calloc((size_t)n * (MAX_ORDER + 3 + 5), sizeof(double));
+    if (!r.arg || !r.res || !phi) {
+        free(r.arg), free(r.res), free(phi);
+        return MB_NO_MEMORY;
+    }
+    double *y = phi + (size_t)(MAX_ORDER + 3) * n, *yp = y + n, *p = yp + n, *wt = p + n;
+    double *scratch = wt + n;
+    const double fouru = 4.0 * DBL_EPSILON, p5eps = 0.5;
+    double t = t0, t_end = t_out[n_out - 1], h, hold = 0.0, absh, erk = 0.0;
+    int k = 1, kold = 0, ns = 0, phase1 = 1, written = 0, status = MB_OK;
+    long accepted = 0, rejected = 0;
+    two[1] = 2.0;
+    for (int i = 2; i <= MAX_ORDER + 1; i++) two[i] = 2.0 * two[i - 1];
+    g[1] = 1.0;
+    g[2] = 0.5;
+    sig[1] = 1.0;
+
+    memcpy(y, x0, sizeof(double) * (size_t)n);
+    status = rhs(&r, t, y, yp);
+    if (!status && !all_finite(yp, n)) status = MB_STEP_TOO_SMALL;
+    if (!status) {
+        for (int l = 0; l < n; l++) {
+            PHI(1)[l] = yp[l];
+            PHI(2)[l] = 0.0;
+            wt[l] = rtol * fabs(y[l]) + atol;
+        }
+        double sum = rms_scaled(yp, wt, n);
+        absh = t_end - t;
+        if (h_max > 0.0 && absh > h_max) absh = h_max;
+        if (1.0 < 16.0 * sum * absh * absh) absh = 0.25 * sqrt(1.0 / sum);
+        h = fmax(absh, fouru * fabs(t));   /* a multistep method starts afresh */
+    }
+    while (!status && written < n_out) {
+        if (accepted + rejected >= max_steps) {
+            status = MB_TOO_MANY_STEPS;
+            break;
+        }
+        if (h_max > 0.0 && h > h_max) h = h_max;
+        double rest = t_end - t;
+        if (h >= rest || 1.0001 * h >= rest) h = rest;
+        if (h < fouru * fabs(t) || h <= 0.0) {
+            status = MB_STEP_TOO_SMALL;
+            break;
+        }
+        for (int l = 0; l < n; l++) wt[l] = rtol * fabs(y[l]) + atol;
+        int ifail = 0, knew;
+        double erkm1 = 0.0, erkm2 = 0.0, x_old = t;
+        for (;;) { /* until the step succeeds */
+            /* block 1: coefficients of this step */
+            int kp1 = k + 1, kp2 = k + 2, km1 = k - 1, km2 = k - 2;
+            if (h != hold) ns = 0;
+            if (ns <= kold) ns++;
+            int nsp1 = ns + 1;
+            if (k >= ns) {
+                beta[ns] = 1.0;
+                alpha[ns] = 1.0 / ns;
+                double temp1 = h * ns;
+                sig[nsp1] = 1.0;
+                for (int i = nsp1; i <= k; i++) {
+                    double temp2 = psi[i - 1];
+                    psi[i - 1] = temp1;
+                    beta[i] = beta[i - 1] * psi[i - 1] / temp2;
+                    temp1 = temp2 + h;
+                    alpha[i] = h / temp1;
+                    sig[i + 1] = i * alpha[i] * sig[i];
+                }
+                psi[k] = temp1;
+                if (ns <= 1) {
+                    for (int iq = 1; iq <= k; iq++) {
+                        v[iq] = 1.0 / (iq * (iq + 1.0));
+                        w[iq] = v[iq];
+                    }
+                } else {
+                    if (k > kold) {
+                        v[k] = 1.0 / (k * (k + 1.0));
+                        for (int j = 1; j <= ns - 2; j++) {
+                            int i = k - j;
+                            v[i] -= alpha[j + 1] * v[i + 1];
+                        }
+                    }
+                    for (int iq = 1; iq <= kp1 - ns; iq++) {
+                        v[iq] -= alpha[ns] * v[iq + 1];
+                        w[iq] = v[iq];
+                    }
+                    g[nsp1] = w[1];
+                }
+                for (int i = ns + 2; i <= kp1; i++) {
+                    for (int iq = 1; iq <= kp2 - i; iq++) w[iq] -= alpha[i - 1] * w[iq + 1];
+                    g[i] = w[1];
+                }
+            }
+            /* block 2: predict */
+            for (int i = nsp1; i <= k; i++)
+                for (int l = 0; l < n; l++) PHI(i)[l] *= beta[i];
+            for (int l = 0; l < n; l++) {
+                PHI(kp2)[l] = PHI(kp1)[l];
+                PHI(kp1)[l] = 0.0;
+                p[l] = 0.0;
+            }
+            for (int j = 1; j <= k; j++) {
+                int i = kp1 - j;
+                for (int l = 0; l < n; l++) {
+                    p[l] += g[i] * PHI(i)[l];
+                    PHI(i)[l] += PHI(i + 1)[l];
+                }
+            }
+            for (int l = 0; l < n; l++) p[l] = y[l] + h * p[l];
+            t = x_old + h;
+            absh = h;
+            status = rhs(&r, t, p, yp);
+            if (status) break;
+            /* block 3: local error at orders k-2, k-1, k */
+            double s2 = 0.0, s1 = 0.0, s0 = 0.0;
+            int finite = all_finite(p, n) && all_finite(yp, n);
+            for (int l = 0; l < n && finite; l++) {
+                double inv = 1.0 / wt[l], d = yp[l] - PHI(1)[l];
+                if (km2 > 0) s2 += ((PHI(km1)[l] + d) * inv) * ((PHI(km1)[l] + d) * inv);
+                if (km2 >= 0) s1 += ((PHI(k)[l] + d) * inv) * ((PHI(k)[l] + d) * inv);
+                s0 += (d * inv) * (d * inv);
+            }
+            if (km2 > 0) erkm2 = absh * sig[km1] * gstar[km2] * sqrt(s2 / n);
+            if (km2 >= 0) erkm1 = absh * sig[k] * gstar[km1] * sqrt(s1 / n);
+            double temp5 = absh * sqrt(s0 / n);
+            double err = finite ? temp5 * (g[k] - g[kp1]) : INFINITY;
+            erk = finite ? temp5 * sig[kp1] * gstar[k] : INFINITY;
+            knew = k;
+            if (km2 > 0 && fmax(erkm1, erkm2) <= erk) knew = km1;
+            if (km2 == 0 && erkm1 <= 0.5 * erk) knew = km1;
+            if (err <= 1.0) break;
+            /* block 4: the step failed: restore, and retry with a smaller step */
+            rejected++;
+            phase1 = 0;
+            t = x_old;
+            for (int i = 1; i <= k; i++)
+                for (int l = 0; l < n; l++)
+                    PHI(i)[l] = (PHI(i)[l] - PHI(i + 1)[l]) / beta[i];
+            for (int i = 2; i <= k; i++) psi[i - 1] = psi[i] - h;
+            ifail++;
+            double temp2 = 0.5;
+            if (ifail > 3 && isfinite(erk) && p5eps < 0.25 * erk) temp2 = sqrt(p5eps / erk);
+            if (ifail >= 3) knew = 1;
+            h *= temp2;
+            k = knew;
+            ns = 0;
+            if (h < fouru * fabs(t) || !(h > 0.0)) {
+                status = MB_STEP_TOO_SMALL;
+                break;
+            }
+            if (accepted + rejected >= max_steps) {
+                status = MB_TOO_MANY_STEPS;
+                break;
+            }
+        }
+        if (status) break;
+        /* block 5: the step succeeded: correct, evaluate, update the differences */
+        int kp1 = k + 1, kp2 = k + 2, km1 = k - 1;
+        kold = k;
+        hold = h;
+        for (int l = 0; l < n; l++) y[l] = p[l] + h * g[kp1] * (yp[l] - PHI(1)[l]);
+        status = rhs(&r, t, y, yp);
+        if (status) break;
+        if (!all_finite(y, n) || !all_finite(yp, n)) {
+            status = MB_STEP_TOO_SMALL;
+            break;
+        }
+        for (int l = 0; l < n; l++) {
+            PHI(kp1)[l] = yp[l] - PHI(1)[l];
+            PHI(kp2)[l] = PHI(kp1)[l] - PHI(kp2)[l];
+        }
+        for (int i = 1; i <= k; i++)
+            for (int l = 0; l < n; l++) PHI(i)[l] += PHI(kp1)[l];
+        accepted++;
+        /* outputs passed by this step */
+        while (written < n_out && t_out[written] < t) {
+            adams_interpolate(n, t, y, t_out[written], x_out + (size_t)written * n, kold, phi,
+                              psi);
+            written++;
+        }
+        while (written < n_out && t_out[written] <= t) {
+            memcpy(x_out + (size_t)written * n, y, sizeof(double) * (size_t)n);
+            written++;
+        }
+        /* the order for the next step */
+        double erkp1 = 0.0;
+        if (knew == km1 || k == MAX_ORDER) phase1 = 0;
+        if (phase1) {
+            k = kp1;
+            erk = erkp1;
+        } else if (knew == km1) {
+            k = km1;
+            erk = erkm1;
+        } else if (kp1 <= ns) {
+            for (int l = 0; l < n; l++) scratch[l] = PHI(kp2)[l];
+            erkp1 = absh * gstar[kp1] * rms_scaled(scratch, wt, n);
+            if (k > 1) {
+                if (erkm1 <= fmin(erk, erkp1)) {
+                    k = km1;
+                    erk = erkm1;
+                } else if (!(erkp1 >= erk || k == MAX_ORDER)) {
+                    k = kp1;
+                    erk = erkp1;
+                }
+            } else if (erkp1 < 0.5 * erk) {
+                k = kp1;
+                erk = erkp1;
+            }
+        }
+        /* the next step: double it, keep it, or shrink it */
+        double hnew = h + h;
+        if (!phase1 && !(p5eps >= erk * two[k + 1])) {
+            hnew = h;
+            if (p5eps < erk) {
+                double ratio = pow(p5eps / erk, 1.0 / (k + 1));
+                hnew = fmax(absh * fmax(0.5, fmin(0.9, ratio)), fouru * fabs(t));
+            }
+        }
+        h = hnew;
+    }
+    info[0] = h;
+    info[1] = t;
+    info[2] = (double)accepted;
+    info[3] = (double)rejected;
+    info[4] = (double)r.evaluations;
+    info[5] = (double)written;
+    free(r.arg), free(r.res), free(phi);
+    return status;
+}
+#undef PHI

@@ -21,15 +21,21 @@ from .result import Result
 from .workspace import built, remember, workspace
 
 
-#: Integration methods: "auto" picks, for non-stiff models such as most mechanisms,
-#: "dop853" (Dormand–Prince 8(5,3), the whole loop in C: :mod:`mbmodel.explicit`) where the
-#: dynamics run as generated C and no algebraic variables remain, else "adams" (CVODES,
-#: Adams–Moulton with functional iteration: no Jacobian, few right-hand sides); for stiff
+#: Integration methods. "auto" picks, for non-stiff models such as most mechanisms, an
+#: explicit method whose whole loop runs in C (:mod:`mbmodel.explicit`) where the dynamics
+#: run as generated C and no algebraic variables remain: "abm" (Adams–Bashforth–Moulton,
+#: variable order 1–12, two right-hand sides a step) for a run without events whose
+#: Jacobian norm times the duration is at most STIFFNESS_LIMIT, else "dop853"
+#: (Dormand–Prince 8(5,3): a larger stability region for fast modes that are no stiffness,
+#: and a one-step method that loses nothing when events restart it); without generated C
+#: "adams" (CVODES, Adams–Moulton with functional iteration). For stiff
 #: models "bdf" (CVODES, BDF with Newton); "idas" when algebraic variables remain.
-#: "cvodes" is BDF with the torn nonlinear blocks solved inside the ODE. "dop853" asked
-#: for where it cannot run (no C compiler, algebraic variables) runs "adams" (the result's
-#: ``methods`` says so).
-METHODS = ("auto", "dop853", "adams", "bdf", "cvodes", "idas")
+#: "cvodes" is BDF with the torn nonlinear blocks solved inside the ODE. "abm" or "dop853"
+#: asked for where they cannot run (no C compiler, algebraic variables) run "adams" (the
+#: result's ``methods`` says so).
+METHODS = ("auto", "abm", "dop853", "adams", "bdf", "cvodes", "idas")
+#: The methods run by the C loops of :mod:`mbmodel.explicit`.
+C_LOOPS = ("abm", "dop853")
 
 #: With ``progress=True`` a run without events is cut into about this many integrator calls.
 PROGRESS_CHUNKS = 20
@@ -126,17 +132,19 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     at_start = grid <= t_start
     X[:, at_start] = x[:, None]
     Z[:, at_start] = z[:, None]
-    if n_z and method in ("auto", "dop853", "adams", "bdf"):
+    if n_z and method in ("auto", *C_LOOPS, "adams", "bdf"):
         method = "idas"
     dyn = None
     if n_x and not (n_z and method == "cvodes"):
         dyn = dynamics(cm, native)
     if method == "auto" and n_x:
-        method = _choose_method(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]), t_start,
-                                t_end)
+        method, fast = _stiffness(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]), t_start,
+                                  t_end)
         if method == "adams" and explicit_integrator(dyn) is not None:
-            method = "dop853"
-    elif method == "dop853" and explicit_integrator(dyn) is None:
+            # ABM's predictor-corrector steps are stable in a small region only: fast
+            # modes that are no stiffness (an undamped oscillation) go to DOP853
+            method = "abm" if fast <= STIFFNESS_LIMIT else "dop853"
+    elif method in C_LOOPS and explicit_integrator(dyn) is None:
         method = "adams"
     methods_used = []
     for a, b in zip(bounds[:-1], bounds[1:]):
@@ -339,6 +347,11 @@ def _mapped(cm, fn, n):
 
 
 def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
+    """"adams" (non-stiff) or "bdf" (stiff): see :func:`_stiffness`."""
+    return _stiffness(cm, dyn, x, z, pu, t_start, t_end)[0]
+
+
+def _stiffness(cm, dyn, x, z, pu, t_start, t_end) -> tuple[str, float]:
     """Adams for non-stiff models, BDF for stiff ones. Stiff means: a mode that dies out
     in a small fraction of the run, which limits Adams' steps long after it is gone while
     BDF steps over it. An oscillation that does not decay is not stiffness: whatever the
@@ -349,7 +362,7 @@ def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
     eigenvalues of a finite-difference Jacobian (one evaluation per state) decide: BDF when
     the fastest decay rate, max(-Re lambda), times the duration exceeds the limit (the
     r3 robot's current loops, -Re lambda <= 3300/s, over its 2 s run: Adams). Larger models
-    take BDF on the radius alone."""
+    take BDF on the radius alone. Returns the method and the radius times the duration."""
     n = len(x)
     buffer, evaluate = dyn.buffer()
     t_arg, x_arg, z_arg, pu_arg = np.array([t_start]), x.astype(float), z.astype(float), pu
@@ -360,7 +373,7 @@ def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
     evaluate()
     f0 = out.copy()
     if not np.all(np.isfinite(f0)):
-        return "bdf"
+        return "bdf", np.inf
     duration = t_end - t_start
     v = np.random.default_rng(0).normal(size=n)
     v /= np.linalg.norm(v)
@@ -372,15 +385,16 @@ def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
         jv = (out - f0) / h
         norm = float(np.linalg.norm(jv))
         if not np.isfinite(norm):
-            return "bdf"
+            return "bdf", np.inf
         radius = max(radius, norm)
         if norm == 0.0:
             break
         v = jv / norm
-    if radius * duration <= STIFFNESS_LIMIT:
-        return "adams"
+    fast = radius * duration
+    if fast <= STIFFNESS_LIMIT:
+        return "adams", fast
     if n > EIGEN_STATES:
-        return "bdf"
+        return "bdf", fast
     jacobian = np.empty((n, n))
     for j in range(n):
         h = 1e-7 * max(1.0, abs(float(x[j])))
@@ -389,18 +403,19 @@ def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
         evaluate()
         jacobian[:, j] = (out - f0) / h
     if not np.all(np.isfinite(jacobian)):
-        return "bdf"
+        return "bdf", fast
     decay = float(np.max(-np.linalg.eigvals(jacobian).real, initial=0.0))
-    return "adams" if decay * duration <= STIFFNESS_LIMIT else "bdf"
+    return ("adams" if decay * duration <= STIFFNESS_LIMIT else "bdf"), fast
 
 
 def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
-    """States (and algebraic variables) at ``tout``, integrating from ``t0``. Adams and
-    DOP853 fall back to BDF for a segment on which they fail (the model turned stiff)."""
+    """States (and algebraic variables) at ``tout``, integrating from ``t0``. The non-stiff
+    methods fall back to BDF for a segment on which they fail (the model turned stiff)."""
     n_x, n_z = len(x), len(z)
-    if method == "dop853":
+    if method in C_LOOPS:
+        # the segment ends at a time event or the run's end: its left limit
         run = explicit_integrator(dyn)(t0, x, pu, tout, rtol=rtol, atol=atol,
-                                       max_step=max_step)
+                                       max_step=max_step, method=method, left_limit=True)
         if run.ok:
             return run.xs, np.zeros((0, len(tout))), method
         method = "bdf"
@@ -575,9 +590,10 @@ def simulate(model, t_end: float, **options) -> Result:
     Options: ``t_start`` (0), ``n_points`` (501) or ``times`` (output grid), ``params``
     (name -> value), ``inputs`` (name -> number or (times, values)), ``rtol`` (1e-8), ``atol``
     (1e-10), ``steady_state`` (start in steady state), ``x0`` (initial states), ``method``
-    (``"auto"``: for non-stiff models DOP853 in C, or Adams where the dynamics are not
-    generated C; BDF for stiff models; IDAS with algebraic variables; or ``"dop853"``,
-    ``"adams"``, ``"bdf"``, ``"cvodes"``, ``"idas"``: see :data:`METHODS`), ``z0`` (guesses of the algebraic
+    (``"auto"``: for non-stiff models Adams–Bashforth–Moulton or, between events,
+    DOP853, both in C, or CVODES' Adams where the dynamics are not generated C; BDF for
+    stiff models; IDAS with algebraic variables; or ``"abm"``, ``"dop853"``, ``"adams"``,
+    ``"bdf"``, ``"cvodes"``, ``"idas"``: see :data:`METHODS`), ``z0`` (guesses of the algebraic
     variables, with ``x0``), ``state_selection`` (``"dynamic"``: where the choice of states
     of a constrained model depends on the solution, switch it at run time, see
     :mod:`mbmodel.state_selection`; ``"static"``: keep the compiled choice), ``max_step``
