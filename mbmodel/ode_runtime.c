@@ -188,6 +188,17 @@ static int all_finite(const double *v, int n) {
     return 1;
 }
 
+/* The run's results in info (layout in mb_dop853's comment). */
+static void report(double *info, double h, double t, long accepted, long rejected,
+                   long evaluations, int written) {
+    info[0] = h;
+    info[1] = t;
+    info[2] = (double)accepted;
+    info[3] = (double)rejected;
+    info[4] = (double)evaluations;
+    info[5] = (double)written;
+}
+
 /* y + h * sum_{j<s} a[j] K[j] */
 static void stage_point(double *out, const double *y, double h, const double *a,
                         const double *K, int s, int n) {
@@ -364,12 +375,7 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
         /* a last step cut short says nothing about the step the next run may start with */
         if (last && h < wanted) h = wanted;
     }
-    info[0] = h;
-    info[1] = t;
-    info[2] = (double)accepted;
-    info[3] = (double)rejected;
-    info[4] = (double)r.evaluations;
-    info[5] = (double)written;
+    report(info, h, t, accepted, rejected, r.evaluations, written);
     free(r.arg), free(r.res), free(K);
     return status;
 }
@@ -439,7 +445,7 @@ int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, i
     double *y = phi + (size_t)(MAX_ORDER + 3) * n, *yp = y + n, *p = yp + n, *wt = p + n;
     double *scratch = wt + n;
     const double fouru = 4.0 * DBL_EPSILON, p5eps = 0.5;
-    double t = t0, t_end = t_out[n_out - 1], h, hold = 0.0, absh, erk = 0.0;
+    double t = t0, t_end = t_out[n_out - 1], h = 0.0, hold = 0.0, absh = 0.0, erk = 0.0;
     int k = 1, kold = 0, ns = 0, phase1 = 1, written = 0, status = MB_OK;
     long accepted = 0, rejected = 0;
     two[1] = 2.0;
@@ -649,12 +655,7 @@ int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, i
         }
         h = hnew;
     }
-    info[0] = h;
-    info[1] = t;
-    info[2] = (double)accepted;
-    info[3] = (double)rejected;
-    info[4] = (double)r.evaluations;
-    info[5] = (double)written;
+    report(info, h, t, accepted, rejected, r.evaluations, written);
     free(r.arg), free(r.res), free(phi);
     return status;
 }
