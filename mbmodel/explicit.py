@@ -142,6 +142,11 @@ class NativeIntegrator:
         if x0.shape != (self.n_x,) or pu.shape != (self.n_pu,):
             raise ValueError(f"expected {self.n_x} states and {self.n_pu} parameters and "
                              f"inputs, got {x0.shape} and {pu.shape}")
+        if method not in self._loops:
+            raise ValueError(f"method must be one of {', '.join(self._loops)}, not {method!r}")
+        if tout.ndim != 1 or not len(tout) or tout[0] < t0 or np.any(np.diff(tout) < 0):
+            raise ValueError(f"tout must be non-decreasing output times from t0 = {t0} on, "
+                             f"not {tout!r}")
         xs = np.zeros((len(tout), self.n_x))   # row per time: contiguous columns in C
         iw = np.zeros(max(self._sz_iw, 1), dtype=np.int64)
         w = np.zeros(max(self._sz_w, 1))

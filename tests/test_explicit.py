@@ -156,6 +156,17 @@ def test_oscillator_over_a_hundred_periods_and_the_error_follows_the_tolerance(m
     assert errors[1] < errors[0] / 100
 
 
+def test_bad_calls_are_refused():
+    cm = mb.compile(Oscillator())
+    run = explicit.integrator(native.dynamics(cm, True))
+    p = cm.parameter_vector()
+    for tout, method in (([], "abm"), ([0.5, 0.2], "dop853"), ([1.0], "rk4")):
+        with pytest.raises(ValueError):
+            run(0.0, cm.start, p, tout, rtol=1e-6, atol=1e-8, method=method)
+    with pytest.raises(ValueError, match="2 states"):
+        run(0.0, np.zeros(3), p, [1.0], rtol=1e-6, atol=1e-8)
+
+
 @pytest.mark.parametrize("method", ["abm", "dop853"])
 def test_max_step_bounds_every_step(method):
     cm = mb.compile(Oscillator())
