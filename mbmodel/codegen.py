@@ -113,17 +113,14 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
     """
     command = _compiler_command(compiler)
     if command is None:
-        wanted = compiler or os.environ.get("CC") or "cc or gcc"
-        _fall_back(f"C compiler {wanted!r} not found", fn)
+        _fall_back(_no_compiler(compiler), fn)
         return fn
     if flags is None:
         flags = (f"-O{int(optimize)}", *_accepted_host_flags(command))
     flags = tuple(flags)
 
     source = _generate_c(fn, derivatives)
-    key = hashlib.sha256("\0".join([source, *command, *flags]).encode()).hexdigest()
-    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    library = directory / f"{key}.so"
+    library = _library_path(source, command, flags, cache_dir)
 
     options = dict(external_options or {})
     if background and not library.exists():
@@ -135,14 +132,9 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
             if verbose:
                 print(f"mbmodel.codegen: reusing {library}")
         else:
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-                _build_shared_library(source, library, command, flags, verbose)
-            except _BuildError as err:
-                _fall_back(err.reason, fn, details=err.compiler_output)
-                return fn
-            except OSError as err:
-                _fall_back(f"building {library} failed: {err}", fn)
+            failed = _build(source, library, command, flags, verbose)
+            if failed is not None:
+                _fall_back(failed[0], fn, details=failed[1])
                 return fn
             attempt = "rebuilt"
         try:
@@ -191,25 +183,43 @@ def compile_source(source: str, *, cache_dir=None, compiler=None) -> Path | None
     """
     command = _compiler_command(compiler)
     if command is None:
-        wanted = compiler or os.environ.get("CC") or "cc or gcc"
-        warnings.warn(f"C compiler {wanted!r} not found", CodegenWarning, stacklevel=2)
+        warnings.warn(_no_compiler(compiler), CodegenWarning, stacklevel=2)
         return None
     flags = ("-O2", *_accepted_host_flags(command))
-    key = hashlib.sha256("\0".join([source, *command, *flags]).encode()).hexdigest()
-    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    library = directory / f"{key}.so"
+    library = _library_path(source, command, flags, cache_dir)
     if not library.exists():
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            _build_shared_library(source, library, command, flags, False)
-        except _BuildError as err:
-            warnings.warn(f"{err.reason}:\n{err.compiler_output}", CodegenWarning,
+        failed = _build(source, library, command, flags, False)
+        if failed is not None:
+            reason, details = failed
+            warnings.warn(reason + (f":\n{details}" if details else ""), CodegenWarning,
                           stacklevel=2)
             return None
-        except OSError as err:
-            warnings.warn(f"building {library} failed: {err}", CodegenWarning, stacklevel=2)
-            return None
     return library
+
+
+def _no_compiler(compiler) -> str:
+    wanted = compiler or os.environ.get("CC") or "cc or gcc"
+    return f"C compiler {wanted!r} not found"
+
+
+def _library_path(source: str, command, flags, cache_dir) -> Path:
+    """Where the library of ``source`` built by ``command`` with ``flags`` is cached: its
+    name is the sha256 of all three."""
+    key = hashlib.sha256("\0".join([source, *command, *flags]).encode()).hexdigest()
+    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    return directory / f"{key}.so"
+
+
+def _build(source, library: Path, command, flags, verbose) -> tuple[str, str] | None:
+    """Build ``library``; None when it worked, else the reason and the compiler's output."""
+    try:
+        library.parent.mkdir(parents=True, exist_ok=True)
+        _build_shared_library(source, library, command, flags, verbose)
+    except _BuildError as err:
+        return err.reason, err.compiler_output
+    except OSError as err:
+        return f"building {library} failed: {err}", ""
+    return None
 
 
 _accepted: dict[tuple, tuple] = {}
@@ -282,10 +292,7 @@ def _build_in_background(source, library: Path, command, flags) -> None:
 
     def build():
         try:
-            library.parent.mkdir(parents=True, exist_ok=True)
-            _build_shared_library(source, library, command, flags, False)
-        except (_BuildError, OSError):
-            pass
+            _build(source, library, command, flags, False)  # a failure: reported later
         finally:
             with _background_lock:
                 _background_builds.discard(str(library))

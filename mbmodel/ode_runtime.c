@@ -182,6 +182,17 @@ static int rhs(Rhs *r, double t, const double *x, double *xdot) {
     return r->eval(r->arg, r->res, r->iw, r->w, r->mem) ? MB_EVAL_FAILED : MB_OK;
 }
 
+/* The evaluation of f for one run: pointer arrays of the sizes the generated function
+ * asks for (NULL on failure: the caller reports MB_NO_MEMORY). */
+static Rhs rhs_open(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int mem,
+                    const double *pu, double t_end, double left_limit) {
+    Rhs r = {eval, 0, 0, iw, w, mem, pu, 0.0, 0, 0.0};
+    r.t_below = left_limit != 0.0 ? nextafter(t_end, -INFINITY) : INFINITY;
+    r.arg = (const double **)calloc((size_t)(sz_arg > 5 ? sz_arg : 5), sizeof(double *));
+    r.res = (double **)calloc((size_t)(sz_res > 4 ? sz_res : 4), sizeof(double *));
+    return r;
+}
+
 static int all_finite(const double *v, int n) {
     for (int i = 0; i < n; i++)
         if (!isfinite(v[i])) return 0;
@@ -255,10 +266,7 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
               double *x_out, double rtol, double atol, double h_max, long max_steps,
               double *info) {
     const double *A = DOP_A, *B = DOP_B, *C = DOP_C, *E3 = DOP_E3, *E5 = DOP_E5, *D = DOP_D;
-    Rhs r = {eval, 0, 0, iw, w, mem, pu, 0.0, 0, 0.0};
-    r.t_below = info[6] != 0.0 ? nextafter(t_out[n_out - 1], -INFINITY) : INFINITY;
-    r.arg = (const double **)calloc((size_t)(sz_arg > 5 ? sz_arg : 5), sizeof(double *));
-    r.res = (double **)calloc((size_t)(sz_res > 4 ? sz_res : 4), sizeof(double *));
+    Rhs r = rhs_open(eval, iw, w, sz_arg, sz_res, mem, pu, t_out[n_out - 1], info[6]);
     /* stages K (16 rows of n), y, y_new, a stage's point, the dense output (7 rows) */
     double *K = (double *)malloc(sizeof(double) * (size_t)n * (EXTENDED + 3 + POWER));
     if (!r.arg || !r.res || !K) {
@@ -432,10 +440,7 @@ int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, i
     double psi[MAX_ORDER + 2] = {0}, alpha[MAX_ORDER + 2] = {0}, beta[MAX_ORDER + 2] = {0};
     double sig[MAX_ORDER + 3] = {0}, v[MAX_ORDER + 2] = {0}, w[MAX_ORDER + 2] = {0};
     double g[MAX_ORDER + 3] = {0}, two[MAX_ORDER + 3];
-    Rhs r = {eval, 0, 0, iw, w_work, mem, pu, 0.0, 0, 0.0};
-    r.t_below = info[6] != 0.0 ? nextafter(t_out[n_out - 1], -INFINITY) : INFINITY;
-    r.arg = (const double **)calloc((size_t)(sz_arg > 5 ? sz_arg : 5), sizeof(double *));
-    r.res = (double **)calloc((size_t)(sz_res > 4 ? sz_res : 4), sizeof(double *));
+    Rhs r = rhs_open(eval, iw, w_work, sz_arg, sz_res, mem, pu, t_out[n_out - 1], info[6]);
     /* phi: columns 1..MAX_ORDER+2; y, yp, p, wt, scratch */
     double *phi = (double *)calloc((size_t)n * (MAX_ORDER + 3 + 5), sizeof(double));
     if (!r.arg || !r.res || !phi) {
