@@ -29,6 +29,8 @@ import casadi as ca
 import numpy as np
 
 from .errors import DeclarationError, SimulationError
+from .explicit import CROSSED
+from .explicit import guard as explicit_guard
 from .explicit import integrator as explicit_integrator
 from .native import dynamics, event_function
 from .workspace import built, workspace
@@ -208,7 +210,7 @@ class _Run:
         self.cm, self.p, self.u_of = cm, p, u_of
         self.layout = cm.events
         self.rtol, self.atol, self.native = rtol, atol, native
-        self.event_fn = event_function(cm, native)  # in C when large enough
+        self.event_fn = event_function(cm, native)  # in C unless native=False
         self._values = None      # event_fn through buffers, and its maps per point count
         self._mapped_values = {}
         self.t_start, self.t_end = t_start, t_end
@@ -228,6 +230,7 @@ class _Run:
         self.chosen = None  # the method for "auto" until the next event
         self.next_step = 0.0  # DOP853's step at the end of the last stretch
         self._c_loop = False  # not looked up yet (None: no C loop)
+        self._guard = False   # the same for the event function as DOP853's guard
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
         self.progress = None  # told the time reached (a progress bar)
 
@@ -668,6 +671,10 @@ class _Run:
         lay = self.layout
         if t1 <= t0:
             return t1, x, z, None, np.zeros((self.n_x, 0)), np.zeros((self.n_z, 0)), 0
+        if len(lay.relation_slots) and self.n_x and self.choose_method(x, z, u, t0) == "dop853":
+            found = self.advance_guarded(t0, t1, m, x, z, u, geometric, ends_at_event)
+            if found is not None:
+                return found
         frozen = u[lay.relation_slots]
         fractions = _fractions(m, geometric)
         ts = t0 + (t1 - t0) * fractions
@@ -720,6 +727,64 @@ class _Run:
             left = (ts[j - 1], xs[:, j - 1], zs[:, j - 1], c[:, j - 1])
         right = (ts[j], xs[:, j], zs[:, j], c[:, j])
         return (*self.locate(left, right, u, frozen), xs, zs, j)
+
+    def advance_guarded(self, t0, t1, m, x, z, u, geometric, ends_at_event):
+        """:meth:`advance` with the crossings found inside the C loop: DOP853 evaluates the
+        event function after every step (at the check points inside it and at its end) and
+        locates a crossing on its dense output, so neither trial points nor check points
+        cost an integration or a return to Python. None when the event function is not
+        generated C, or the loop failed (``advance`` then does the stretch its way, with
+        ``u`` as it was)."""
+        g = self.guard()
+        if g is None:
+            return None
+        lay = self.layout
+        ts = t0 + (t1 - t0) * _fractions(m, geometric)
+        ts[-1] = t1
+        xs = np.zeros((self.n_x, m))
+        zs = np.zeros((0, m))
+        valid, t, x_t = 0, t0, x
+        u_before = u.copy()
+        while True:
+            frozen = u[lay.relation_slots]
+            run = self.c_loop()(t, x_t, np.concatenate([self.p, u]), ts[valid:],
+                                rtol=self.rtol, atol=self.atol, max_step=self.max_step,
+                                first_step=self.next_step, method="dop853", guard=g,
+                                frozen=frozen)
+            if run.status not in (0, CROSSED):
+                u[:] = u_before
+                return None
+            self.next_step = run.next_step
+            xs[:, valid:valid + run.written] = run.xs[:, :run.written]
+            valid += run.written
+            if run.status == 0:
+                return t1, xs[:, -1], z, None, xs, zs, m
+            hit = run.crossing
+            t, x_t = hit.time, hit.x.copy()
+            while valid < m and ts[valid] <= t:   # within the located width of the crossing
+                xs[:, valid] = x_t
+                valid += 1
+            if ends_at_event and t >= t1 - EVENT_TIME_TOLERANCE * max(1.0, abs(t1)):
+                # at a time event the relations on time already read their new values; the
+                # event iteration there evaluates every relation
+                xs[:, valid:] = x_t[:, None]
+                return t1, x_t, z, None, xs, zs, m
+            changed = np.flatnonzero(lay.literal(hit.values[lay.ranges["crossings"]])
+                                     != frozen)
+            if not self.inert(changed, x_t, z, u, t):
+                return t, x_t, z, [int(i) for i in changed], xs, zs, valid
+            u[lay.relation_slots[changed]] = 1.0 - frozen[changed]
+            self.inert_crossings += 1
+            if valid == m:
+                return t1, x_t, z, None, xs, zs, m
+
+    def guard(self):
+        """The event function as DOP853's guard (:func:`mbmodel.explicit.guard`), or None
+        when it is not generated C; looked up once per run."""
+        if self._guard is False:
+            self._guard = explicit_guard(self.event_fn, len(self.p), self.layout.strict,
+                                         NOISE_FLOOR * self.atol, EVENT_TIME_TOLERANCE)
+        return self._guard
 
     def inert(self, changed, x, z, u, t) -> bool:
         """Whether the relations ``changed`` may take their new values without an event: the

@@ -36,7 +36,8 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-__all__ = ["integrator", "NativeIntegrator", "Run", "LOOPS", "STATUS"]
+__all__ = ["integrator", "guard", "NativeIntegrator", "Guard", "Crossing", "Run", "LOOPS",
+           "STATUS", "CROSSED"]
 
 _RUNTIME_SOURCE = Path(__file__).with_name("ode_runtime.c")
 
@@ -44,7 +45,10 @@ _RUNTIME_SOURCE = Path(__file__).with_name("ode_runtime.c")
 STATUS = {0: "reached the end", 1: "took the most steps allowed",
           2: "could not keep the error within the tolerances with a step above round-off "
              "(the solution may stop being finite, or the model be stiff)",
-          3: "the dynamics failed to evaluate", 4: "out of memory"}
+          3: "the dynamics failed to evaluate", 4: "out of memory",
+          5: "stopped at a crossing"}
+#: The return code of a guarded run stopped at a crossing (:class:`Guard`).
+CROSSED = 5
 
 #: Steps (accepted and rejected) one run may take, as for CVODES (``max_num_steps``).
 MAX_STEPS = 100_000
@@ -77,7 +81,7 @@ def _loops() -> dict | None:
                                    ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p,
                                    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                                    ctypes.c_double, ctypes.c_double, ctypes.c_double,
-                                   ctypes.c_long, ctypes.c_void_p]
+                                   ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
                     loops[method] = fn
             _runtime.append(loops)
         return _runtime[0]
@@ -96,6 +100,7 @@ class Run:
     steps: int
     rejected: int
     evaluations: int
+    crossing: "Crossing | None" = None
 
     @property
     def ok(self) -> bool:
@@ -106,6 +111,85 @@ class Run:
         return STATUS.get(self.status, f"failed (code {self.status})")
 
 
+@dataclass
+class Crossing:
+    """Where a guarded run stopped: the located bracket ``(t_left, time)`` (the relations
+    read as in force at ``t_left`` and differently at ``time``), and the state ``x`` and
+    the event function's ``values`` at ``time``."""
+    t_left: float
+    time: float
+    x: np.ndarray
+    values: np.ndarray
+
+
+class _CFunction:
+    """A generated function's C entry point in its library, and its work sizes: what a
+    C loop needs to call it (``eval`` address, ``sz_*``, ``checkout``/``release``)."""
+
+    def __init__(self, fn: ca.Function, library: Path):
+        self._lib = ctypes.CDLL(str(library))
+        name = fn.name()
+        self.eval = ctypes.cast(getattr(self._lib, name), ctypes.c_void_p).value
+        sizes = [ctypes.c_longlong() for _ in range(4)]
+        if getattr(self._lib, f"{name}_work")(*[ctypes.byref(s) for s in sizes]):
+            raise RuntimeError(f"{name}_work failed")
+        self.sz_arg, self.sz_res, self.sz_iw, self.sz_w = (int(s.value) for s in sizes)
+        self.checkout = getattr(self._lib, f"{name}_checkout", None)
+        self.release = getattr(self._lib, f"{name}_release", None)
+        if self.release is not None:
+            self.release.argtypes = [ctypes.c_int]
+
+    def work(self):
+        """Fresh integer and real work arrays (one pair per call: thread safety)."""
+        return (np.zeros(max(self.sz_iw, 1), dtype=np.int64), np.zeros(max(self.sz_w, 1)))
+
+
+class _MbGuard(ctypes.Structure):
+    """``MbGuard`` of ``ode_runtime.c``."""
+    _fields_ = [("eval", ctypes.c_void_p), ("iw", ctypes.c_void_p), ("w", ctypes.c_void_p),
+                ("sz_arg", ctypes.c_longlong), ("sz_res", ctypes.c_longlong),
+                ("mem", ctypes.c_longlong), ("n_p", ctypes.c_longlong),
+                ("n_c", ctypes.c_longlong), ("n_values", ctypes.c_longlong),
+                ("frozen", ctypes.c_void_p), ("strict", ctypes.c_void_p),
+                ("noise", ctypes.c_double), ("width", ctypes.c_double),
+                ("x_cross", ctypes.c_void_p), ("values", ctypes.c_void_p),
+                ("t_left", ctypes.c_void_p)]
+
+
+class Guard:
+    """Crossings a DOP853 run stops at: the model's event function ``fn`` (generated C,
+    ``x, z, u, p, t -> values``, the first ``len(strict)`` of them zero-crossing functions
+    of relations ``c > 0`` (``strict``) or ``c >= 0``), evaluated after every step at the
+    output times inside it and at its end; a crossing is located on the step's dense
+    output to the relative ``width``. A crossing function within ``noise`` of zero leaves
+    its relation's value as it is. Built by :func:`guard`; the relations' values in force
+    are given per run (``frozen``)."""
+
+    def __init__(self, fn: ca.Function, library: Path, n_p: int, strict, noise: float,
+                 width: float):
+        self._fn = _CFunction(fn, library)
+        self.n_p = int(n_p)
+        self.strict = np.ascontiguousarray(strict, dtype=float)
+        self.n_values = fn.numel_out(0)
+        self.noise, self.width = float(noise), float(width)
+        self.n_x = fn.size1_in(0)
+
+    def _struct(self, frozen, keep):
+        """The C structure for one run; ``keep`` holds the arrays it points into."""
+        frozen = np.ascontiguousarray(frozen, dtype=float)
+        if frozen.shape != self.strict.shape:
+            raise ValueError(f"expected {len(self.strict)} relation values, got "
+                             f"{frozen.shape}")
+        iw, w = self._fn.work()
+        x_cross, values, t_left = np.zeros(self.n_x), np.zeros(self.n_values), np.zeros(1)
+        keep.extend([frozen, iw, w, x_cross, values, t_left])
+        mem = self._fn.checkout() if self._fn.checkout is not None else 0
+        return _MbGuard(self._fn.eval, iw.ctypes.data, w.ctypes.data, self._fn.sz_arg,
+                        self._fn.sz_res, mem, self.n_p, len(self.strict), self.n_values,
+                        frozen.ctypes.data, self.strict.ctypes.data, self.noise, self.width,
+                        x_cross.ctypes.data, values.ctypes.data, t_left.ctypes.data)
+
+
 class NativeIntegrator:
     """The C loops over a compiled dynamics Function (``t, x, z, p, u -> ode, ...``, no
     algebraic variables) loaded from ``library``. Thread-safe: every call has its own work
@@ -113,29 +197,22 @@ class NativeIntegrator:
 
     def __init__(self, fn: ca.Function, library: Path, loops: dict):
         self._loops = loops
-        self._lib = ctypes.CDLL(str(library))
-        name = fn.name()
-        self._eval = ctypes.cast(getattr(self._lib, name), ctypes.c_void_p).value
-        sizes = [ctypes.c_longlong() for _ in range(4)]
-        if getattr(self._lib, f"{name}_work")(*[ctypes.byref(s) for s in sizes]):
-            raise RuntimeError(f"{name}_work failed")
-        self._sz_arg, self._sz_res, self._sz_iw, self._sz_w = (int(s.value) for s in sizes)
-        self._checkout = getattr(self._lib, f"{name}_checkout", None)
-        self._release = getattr(self._lib, f"{name}_release", None)
-        if self._release is not None:
-            self._release.argtypes = [ctypes.c_int]
+        self._fn = _CFunction(fn, library)
         self.n_x = fn.size1_in(1)
         self.n_pu = fn.size1_in(3)
 
     def __call__(self, t0: float, x0, pu, tout, *, rtol: float, atol: float,
                  max_step: float | None = None, first_step: float = 0.0,
                  max_steps: int = MAX_STEPS, method: str = "dop853",
-                 left_limit: bool = False) -> Run:
+                 left_limit: bool = False, guard: Guard | None = None,
+                 frozen=None) -> Run:
         """Integrate from ``t0`` through the increasing times ``tout`` (all after t0) with
         ``method`` (:data:`LOOPS`; Adams ignores ``first_step``). ``left_limit``: the run
         integrates the model of ``[t0, tout[-1])``, evaluating the dynamics at the end a
         rounding before it, so that a relation on time switching there (a time event, a
-        table's jump) still has its value before the event."""
+        table's jump) still has its value before the event. ``guard`` (DOP853 only) with
+        the relations' values in force ``frozen``: the run stops at the first crossing
+        (status :data:`CROSSED`, ``crossing`` says where)."""
         x0 = np.ascontiguousarray(x0, dtype=float)
         pu = np.ascontiguousarray(pu, dtype=float)
         tout = np.ascontiguousarray(tout, dtype=float)
@@ -147,25 +224,57 @@ class NativeIntegrator:
         if tout.ndim != 1 or not len(tout) or tout[0] < t0 or np.any(np.diff(tout) < 0):
             raise ValueError(f"tout must be non-decreasing output times from t0 = {t0} on, "
                              f"not {tout!r}")
+        if guard is not None and method != "dop853":
+            raise ValueError(f"a guard needs method='dop853', not {method!r}")
         xs = np.zeros((len(tout), self.n_x))   # row per time: contiguous columns in C
-        iw = np.zeros(max(self._sz_iw, 1), dtype=np.int64)
-        w = np.zeros(max(self._sz_w, 1))
+        iw, w = self._fn.work()
         info = np.zeros(7)
         info[0] = first_step
         info[6] = 1.0 if left_limit else 0.0
-        mem = self._checkout() if self._checkout is not None else 0
+        keep: list = []
+        c_guard = guard._struct(frozen, keep) if guard is not None else None
+        fn = self._fn
+        mem = fn.checkout() if fn.checkout is not None else 0
         try:
             status = self._loops[method](
-                self._eval, iw.ctypes.data, w.ctypes.data, self._sz_arg, self._sz_res, mem,
+                fn.eval, iw.ctypes.data, w.ctypes.data, fn.sz_arg, fn.sz_res, mem,
                 self.n_x, float(t0), x0.ctypes.data, pu.ctypes.data, len(tout),
                 tout.ctypes.data, xs.ctypes.data, float(rtol), float(atol),
-                float(max_step or 0.0), int(max_steps), info.ctypes.data)
+                float(max_step or 0.0), int(max_steps), info.ctypes.data,
+                ctypes.addressof(c_guard) if c_guard is not None else None)
         finally:
-            if self._release is not None:
-                self._release(mem)
+            if fn.release is not None:
+                fn.release(mem)
+            if c_guard is not None and guard._fn.release is not None:
+                guard._fn.release(c_guard.mem)
+        crossing = None
+        if status == CROSSED:
+            _, _, _, x_cross, values, t_left = keep
+            crossing = Crossing(t_left=float(t_left[0]), time=float(info[1]), x=x_cross,
+                                values=values)
         return Run(xs=xs.T, status=int(status), written=int(info[5]), time=float(info[1]),
                    next_step=float(info[0]), steps=int(info[2]), rejected=int(info[3]),
-                   evaluations=int(info[4]))
+                   evaluations=int(info[4]), crossing=crossing)
+
+
+def guard(fn: ca.Function, n_p: int, strict, noise: float, width: float) -> Guard | None:
+    """The :class:`Guard` of the event function ``fn`` (``x, z, u, p, t -> values``; see
+    :class:`Guard` for the rest), or None when ``fn`` is not generated C or has algebraic
+    variables (the C loops have none).
+
+    Example::
+
+        g = guard(native.event_function(cm), cm.symbols.p.numel(), cm.events.strict,
+                  noise=1e-16, width=1e-12)
+        run = integrator(native.dynamics(cm))(t0, x, pu, ts, rtol=1e-8, atol=1e-10,
+                                              guard=g, frozen=relations_in_force)
+    """
+    from .codegen import library_of
+    library = library_of(fn) if fn is not None else None
+    if library is None or fn.size1_in(1) or fn.n_in() != 5 or not all(
+            fn.sparsity_in(i).is_dense() for i in (0, 2, 3)):
+        return None
+    return Guard(fn, library, n_p, strict, noise, width)
 
 
 def integrator(fn: ca.Function) -> NativeIntegrator | None:

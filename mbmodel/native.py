@@ -38,7 +38,7 @@ from .core import time as TIME
 from .errors import DeclarationError
 
 __all__ = ["dynamics", "code_source", "evaluator", "Evaluator", "event_function",
-           "AUTO_BUILD_INSTRUCTIONS", "KERNEL_INSTRUCTIONS", "EVENT_NATIVE_INSTRUCTIONS"]
+           "AUTO_BUILD_INSTRUCTIONS", "KERNEL_INSTRUCTIONS"]
 
 _lock = threading.Lock()
 _built: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -106,27 +106,22 @@ _built_with_derivatives: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary
 _sources: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _built_events: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
-#: Event functions (relations, when conditions, discrete equations: :mod:`mbmodel.events`)
-#: of at least this many casadi instructions run in generated C; smaller ones cost less in
-#: the virtual machine than a compiler run (a friction element: ~200; the r3 robot with its
-#: drive trains: ~5900, evaluated some 1000 times in a 2 s run).
-EVENT_NATIVE_INSTRUCTIONS = 2000
-
-
 def event_function(cm, native: bool | str = "auto") -> ca.Function:
     """``cm.event_values`` (``x, z, u, p, t ->`` crossing functions, conditions, discrete
-    equations, ...) in generated C when it is large enough to pay for the compiler
-    (:data:`EVENT_NATIVE_INSTRUCTIONS`) and ``native`` allows it, with the same policy as
+    equations, ...) in generated C when ``native`` allows it, with the same policy as
     :func:`dynamics` (``"auto"``: built in the background above
     :data:`AUTO_BUILD_INSTRUCTIONS`, the virtual machine meanwhile); else the function
-    itself.
+    itself. In C it is the guard of DOP853's C loop, which then finds and locates the
+    crossings itself, after every step (:mod:`mbmodel.events`): that pays for the compiler
+    (~0.1 s for a small model) even where one evaluation in casadi's virtual machine costs
+    less than a call into C from Python.
 
     Example::
 
         values = event_function(cm)(x, z, u, p, t)
     """
     fn = cm.event_values
-    if not native or fn is None or fn.n_instructions() < EVENT_NATIVE_INSTRUCTIONS:
+    if not native or fn is None:
         return fn
     with _lock:
         built = _built_events.get(cm)

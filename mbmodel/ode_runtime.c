@@ -28,7 +28,8 @@ enum {
     MB_TOO_MANY_STEPS = 1,
     MB_STEP_TOO_SMALL = 2, /* also: the solution stopped being finite */
     MB_EVAL_FAILED = 3,
-    MB_NO_MEMORY = 4
+    MB_NO_MEMORY = 4,
+    MB_CROSSED = 5 /* a guarded run stopped at a located crossing */
 };
 
 enum { STAGES = 12, EXTENDED = 16, POWER = 7 };
@@ -221,6 +222,93 @@ static void stage_point(double *out, const double *y, double h, const double *a,
     }
 }
 
+/* ---- Guards: crossing detection and location inside the run -------------------------
+ * A run of mb_dop853 may carry a guard: the model's event function (casadi-generated,
+ * x, z, u, p, t -> values, the first n_c of them zero-crossing functions of the model's
+ * relations) and the relations' values in force. After every accepted step the guard is
+ * evaluated at the output times inside the step and at its end; the first point where a
+ * relation would read differently (beyond the noise floor) closes a bracket, which is
+ * narrowed by regula falsi (Illinois) on the step's dense output, without integrating
+ * again, to the relative width asked for. The run stops there (MB_CROSSED): the state and
+ * the event function's values at the bracket's right end, where the relation has switched,
+ * are returned; output times up to its left end are written. The caller runs the event. */
+typedef struct {
+    mb_eval eval;
+    mb_int *iw;
+    double *w;
+    long long sz_arg, sz_res, mem;
+    long long n_p;        /* pu = [p (n_p), u]: the event function reads u and p apart */
+    long long n_c;        /* crossing functions: the first n_c values */
+    long long n_values;   /* all values */
+    const double *frozen; /* the relations' values in force (0 or 1) */
+    const double *strict; /* 1: the relation is c > 0; 0: c >= 0 */
+    double noise;         /* |c| <= noise: the relation keeps its value */
+    double width;         /* relative width a crossing is located to */
+    double *x_cross;      /* out: the state at the crossing (n) */
+    double *values;       /* out: the event function's values there (n_values) */
+    double *t_left;       /* out: the bracket's left end */
+} MbGuard;
+
+typedef struct {
+    const MbGuard *g;
+    const double **arg;
+    double **res;
+    const double *pu;
+    double t;
+    double *c_left, *c_here, *c_mid; /* values at the bracket's ends and a trial point */
+    double *c_memory;                 /* the three, swapped around in it */
+} Guarded;
+
+static int guard_eval(Guarded *q, double t, const double *x, double *values) {
+    q->t = t;
+    q->arg[0] = x;
+    q->arg[1] = 0;
+    q->arg[2] = q->pu + q->g->n_p;
+    q->arg[3] = q->pu;
+    q->arg[4] = &q->t;
+    q->res[0] = values;
+    return q->g->eval(q->arg, q->res, q->g->iw, q->g->w, (int)q->g->mem) ? MB_EVAL_FAILED
+                                                                        : MB_OK;
+}
+
+static int literal(const MbGuard *g, long long k, double c) {
+    return g->strict[k] != 0.0 ? c > 0.0 : c >= 0.0;
+}
+
+/* Whether a relation reads differently from its value in force (noise: see MbGuard). */
+static int guard_differs(const MbGuard *g, const double *c, double noise) {
+    for (long long k = 0; k < g->n_c; k++) {
+        if (fabs(c[k]) <= noise) continue;
+        if (literal(g, k, c[k]) != (g->frozen[k] != 0.0)) return 1;
+    }
+    return 0;
+}
+
+static Guarded guard_open(const MbGuard *g, const double *pu) {
+    Guarded q = {g, 0, 0, pu, 0.0, 0, 0, 0, 0};
+    if (!g) return q;
+    size_t n_values = (size_t)(g->n_values > 0 ? g->n_values : 1);
+    q.arg = (const double **)calloc((size_t)(g->sz_arg > 5 ? g->sz_arg : 5), sizeof(double *));
+    q.res = (double **)calloc((size_t)(g->sz_res > 1 ? g->sz_res : 1), sizeof(double *));
+    q.c_memory = (double *)malloc(sizeof(double) * 3 * n_values);
+    if (q.c_memory) {
+        q.c_left = q.c_memory;
+        q.c_here = q.c_left + n_values;
+        q.c_mid = q.c_here + n_values;
+    }
+    return q;
+}
+
+static void guard_close(Guarded *q) {
+    free(q->arg), free(q->res), free(q->c_memory);
+}
+
+static void swap(double **a, double **b) {
+    double *tmp = *a;
+    *a = *b;
+    *b = tmp;
+}
+
 /* Hairer's starting step: the step whose first- and second-order terms stay within the
  * tolerance, for an error of order 8. */
 static int first_step(Rhs *r, double t, const double *y, const double *f, int n,
@@ -249,6 +337,86 @@ static int first_step(Rhs *r, double t, const double *y, const double *f, int n,
     return MB_OK;
 }
 
+/* The coefficients of the step's 7th-order dense output (stages 13-15 evaluated here). */
+static int dense_prepare(Rhs *r, double t, double h, const double *y, const double *y_new,
+                         double *K, double *point, double *dense, int n) {
+    const double *A = DOP_A, *C = DOP_C, *D = DOP_D;
+    for (int s = STAGES + 1; s < EXTENDED; s++) {
+        stage_point(point, y, h, A + s * EXTENDED, K, s, n);
+        int status = rhs(r, t + C[s] * h, point, K + s * n);
+        if (status) return status;
+    }
+    for (int i = 0; i < n; i++) {
+        double dy = y_new[i] - y[i];
+        dense[i] = dy;
+        dense[n + i] = h * K[i] - dy;
+        dense[2 * n + i] = 2.0 * dy - h * (K[STAGES * n + i] + K[i]);
+        for (int d = 0; d < POWER - 3; d++) {
+            double sum = 0.0;
+            for (int j = 0; j < EXTENDED; j++) sum += D[d * EXTENDED + j] * K[j * n + i];
+            dense[(3 + d) * n + i] = h * sum;
+        }
+    }
+    return MB_OK;
+}
+
+/* The dense output at the fraction s of the step. */
+static void dense_at(const double *dense, const double *y, double s, double *out, int n) {
+    for (int i = 0; i < n; i++) {
+        double v = 0.0;
+        for (int d = POWER - 1; d >= 0; d--) {
+            v += dense[d * n + i];
+            v *= ((POWER - 1 - d) % 2 == 0) ? s : 1.0 - s;
+        }
+        out[i] = y[i] + v;
+    }
+}
+
+/* Regula falsi (Illinois) on the step's dense output between t_l (relations as in force,
+ * values q->c_left) and t_r (some differ, q->c_here), to the guard's width; the ends are
+ * updated in place and x_r is the state at t_r. The same iteration as the Python
+ * fallback's (mbmodel.events._Run.locate), with the dense output for re-integration. */
+static int guard_locate(Guarded *q, double t, double h, const double *y, const double *dense,
+                        int n, double *t_l, double *t_r, double *x_r, double *x_m) {
+    const MbGuard *g = q->g;
+    double scale_l = 1.0, scale_r = 1.0;
+    int last_side = 0;
+    for (int it = 0; it < 100; it++) {
+        double magnitude = fmax(1.0, fabs(*t_r));
+        if (*t_r - *t_l <= g->width * magnitude) break;
+        double frac = 1.0;
+        for (long long k = 0; k < g->n_c; k++) {
+            if (literal(g, k, q->c_here[k]) == (g->frozen[k] != 0.0)) continue;
+            double f_l = q->c_left[k] * scale_l, f_r = q->c_here[k] * scale_r;
+            double fk = f_l != f_r ? f_l / (f_l - f_r) : 0.5;
+            if (isnan(fk)) fk = 0.5;
+            fk = fk < 0.0 ? 0.0 : (fk > 1.0 ? 1.0 : fk);
+            if (fk < frac) frac = fk;
+        }
+        double tol = 0.25 * g->width * magnitude;
+        double t_m = *t_l + frac * (*t_r - *t_l);
+        t_m = fmin(fmax(t_m, *t_l + tol), *t_r - tol);
+        dense_at(dense, y, (t_m - t) / h, x_m, n);
+        int status = guard_eval(q, t_m, x_m, q->c_mid);
+        if (status) return status;
+        if (guard_differs(g, q->c_mid, -1.0)) {
+            *t_r = t_m;
+            memcpy(x_r, x_m, sizeof(double) * (size_t)n);
+            swap(&q->c_here, &q->c_mid);
+            scale_l = last_side == 1 ? 0.5 : 1.0;
+            scale_r = 1.0;
+            last_side = 1;
+        } else {
+            *t_l = t_m;
+            swap(&q->c_left, &q->c_mid);
+            scale_r = last_side == -1 ? 0.5 : 1.0;
+            scale_l = 1.0;
+            last_side = -1;
+        }
+    }
+    return MB_OK;
+}
+
 /* Integrate dx/dt = f(t, x) from t0 through the increasing output times t_out[0..n_out-1]
  * (all > t0), writing x at each into the columns of x_out (n x n_out, column-major).
  *
@@ -259,18 +427,20 @@ static int first_step(Rhs *r, double t, const double *y, const double *f, int n,
  * rounding before (see rhs). info (out): [0] the next step the
  * control proposes (for a run that goes on from the last output time), [1] the time
  * reached, [2] accepted steps, [3] rejected steps, [4] evaluations of f, [5] output times
- * written.
- * Returns MB_OK, or a failure code with the outputs up to info[5] written. */
+ * written. guard: NULL, or crossings to stop at (see MbGuard).
+ * Returns MB_OK, MB_CROSSED (info[1]: the crossing's time), or a failure code with the
+ * outputs up to info[5] written. */
 int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int mem, int n,
               double t0, const double *x0, const double *pu, int n_out, const double *t_out,
               double *x_out, double rtol, double atol, double h_max, long max_steps,
-              double *info) {
-    const double *A = DOP_A, *B = DOP_B, *C = DOP_C, *E3 = DOP_E3, *E5 = DOP_E5, *D = DOP_D;
+              double *info, const MbGuard *guard) {
+    const double *A = DOP_A, *B = DOP_B, *C = DOP_C, *E3 = DOP_E3, *E5 = DOP_E5;
     Rhs r = rhs_open(eval, iw, w, sz_arg, sz_res, mem, pu, t_out[n_out - 1], info[6]);
+    Guarded q = guard_open(guard, pu);
     /* stages K (16 rows of n), y, y_new, a stage's point, the dense output (7 rows) */
     double *K = (double *)malloc(sizeof(double) * (size_t)n * (EXTENDED + 3 + POWER));
-    if (!r.arg || !r.res || !K) {
-        free(r.arg), free(r.res), free(K);
+    if (!r.arg || !r.res || !K || (guard && (!q.arg || !q.res || !q.c_memory))) {
+        free(r.arg), free(r.res), free(K), guard_close(&q);
         return MB_NO_MEMORY;
     }
     double *y = K + EXTENDED * n, *y_new = y + n, *point = y_new + n, *dense = point + n;
@@ -280,6 +450,7 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
     memcpy(y, x0, sizeof(double) * (size_t)n);
     status = rhs(&r, t, y, K);
     if (!status && !all_finite(K, n)) status = MB_STEP_TOO_SMALL;
+    if (!status && guard) status = guard_eval(&q, t, y, q.c_left);
     if (!status && !(h > 0.0))
         status = first_step(&r, t, y, K, n, rtol, atol, point, K + n, &h);
     while (!status && written < n_out) {
@@ -335,56 +506,79 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
             just_rejected = 1;
             continue;
         }
-        /* accepted: outputs inside (t, t_new] from the dense output */
-        if (written < n_out && t_out[written] < t_new) {
-            for (int s = STAGES + 1; s < EXTENDED && !status; s++) {
-                stage_point(point, y, h, A + s * EXTENDED, K, s, n);
-                status = rhs(&r, t + C[s] * h, point, K + s * n);
+        /* accepted. With a guard: its values at the output times inside the step and at
+         * the end, until a relation reads differently; then the crossing's bracket */
+        int ready = 0, crossed = 0;
+        double t_l = t, t_r = t_new;
+        if (guard) {
+            for (int j = written;; j++) {
+                double tp = j < n_out && t_out[j] < t_new ? t_out[j] : t_new;
+                const double *xp = y_new;
+                if (tp < t_new) {
+                    if (!ready && (status = dense_prepare(&r, t, h, y, y_new, K, point,
+                                                          dense, n)))
+                        break;
+                    ready = 1;
+                    dense_at(dense, y, (tp - t) / h, point, n);
+                    xp = point;
+                }
+                if ((status = guard_eval(&q, tp, xp, q.c_here))) break;
+                if (guard_differs(guard, q.c_here, guard->noise)) {
+                    crossed = 1;
+                    t_r = tp;
+                    memcpy(guard->x_cross, xp, sizeof(double) * (size_t)n);
+                    break;
+                }
+                t_l = tp;
+                swap(&q.c_left, &q.c_here);
+                if (tp == t_new) break;
             }
             if (status) break;
-            for (int i = 0; i < n; i++) {
-                double dy = y_new[i] - y[i];
-                dense[i] = dy;
-                dense[n + i] = h * K[i] - dy;
-                dense[2 * n + i] = 2.0 * dy - h * (K[STAGES * n + i] + K[i]);
-                for (int d = 0; d < POWER - 3; d++) {
-                    double sum = 0.0;
-                    for (int j = 0; j < EXTENDED; j++)
-                        sum += D[d * EXTENDED + j] * K[j * n + i];
-                    dense[(3 + d) * n + i] = h * sum;
-                }
+            if (crossed) {
+                if (!ready && (status = dense_prepare(&r, t, h, y, y_new, K, point, dense, n)))
+                    break;
+                ready = 1;
+                status = guard_locate(&q, t, h, y, dense, n, &t_l, &t_r, guard->x_cross,
+                                      point);
+                if (status) break;
+                memcpy(guard->values, q.c_here, sizeof(double) * (size_t)guard->n_values);
+                *guard->t_left = t_l;
             }
-            while (written < n_out && t_out[written] < t_new) {
-                double s = (t_out[written] - t) / h;
-                double *out = x_out + (size_t)written * n;
-                for (int i = 0; i < n; i++) {
-                    double v = 0.0;
-                    for (int d = POWER - 1; d >= 0; d--) {
-                        v += dense[d * n + i];
-                        v *= ((POWER - 1 - d) % 2 == 0) ? s : 1.0 - s;
-                    }
-                    out[i] = y[i] + v;
-                }
+        }
+        /* outputs inside (t, t_new] (up to the bracket's left end at a crossing) */
+        double t_stop = crossed ? t_l : t_new;
+        if (written < n_out && t_out[written] < t_new && t_out[written] <= t_stop) {
+            if (!ready && (status = dense_prepare(&r, t, h, y, y_new, K, point, dense, n)))
+                break;
+            ready = 1;
+            while (written < n_out && t_out[written] < t_new && t_out[written] <= t_stop) {
+                dense_at(dense, y, (t_out[written] - t) / h, x_out + (size_t)written * n, n);
                 written++;
             }
         }
-        while (written < n_out && t_out[written] <= t_new) { /* at the step's end: exact */
-            memcpy(x_out + (size_t)written * n, y_new, sizeof(double) * (size_t)n);
-            written++;
-        }
+        if (!crossed)
+            while (written < n_out && t_out[written] <= t_new) { /* the step's end: exact */
+                memcpy(x_out + (size_t)written * n, y_new, sizeof(double) * (size_t)n);
+                written++;
+            }
         double factor = error == 0.0 ? 10.0 : fmin(10.0, 0.9 * pow(error, -1.0 / 8.0));
         if (just_rejected && factor > 1.0) factor = 1.0;
         just_rejected = 0;
         accepted++;
+        h *= factor;
+        if (crossed) {
+            t = t_r;
+            status = MB_CROSSED;
+            break;
+        }
         t = t_new;
         memcpy(y, y_new, sizeof(double) * (size_t)n);
         memcpy(K, K + STAGES * n, sizeof(double) * (size_t)n);
-        h *= factor;
         /* a last step cut short says nothing about the step the next run may start with */
         if (last && h < wanted) h = wanted;
     }
     report(info, h, t, accepted, rejected, r.evaluations, written);
-    free(r.arg), free(r.res), free(K);
+    free(r.arg), free(r.res), free(K), guard_close(&q);
     return status;
 }
 
@@ -429,11 +623,13 @@ static double rms_scaled(const double *v, const double *wt, int n) {
 }
 
 /* Same arguments and results as mb_dop853 (info[0] in is ignored: order 1 starts with
- * its own step). */
+ * its own step), without a guard (runs with events use DOP853: a one-step method loses
+ * nothing when a crossing stops it). */
 int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, int mem, int n,
              double t0, const double *x0, const double *pu, int n_out, const double *t_out,
              double *x_out, double rtol, double atol, double h_max, long max_steps,
-             double *info) {
+             double *info, const MbGuard *guard) {
+    if (guard) return MB_EVAL_FAILED;
     static const double gstar[MAX_ORDER + 2] = {
         0.0, 0.5, 0.0833, 0.0417, 0.0264, 0.0188, 0.0143, 0.0114, 0.00936, 0.00789,
         0.00679, 0.00592, 0.00524, 0.00468};

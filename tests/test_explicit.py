@@ -218,3 +218,62 @@ def test_two_threads_integrate_one_model_alike(hanging_chain, method):
 
     assert not in_threads(work, range(2))
     assert np.array_equal(results[0], results[1])
+
+
+def _guard_for(cm, crossings, strict, noise=0.0):
+    """A guard whose crossing functions are ``crossings(x)`` (generated C), with the
+    event function's argument layout (x, z, u, p, t)."""
+    import casadi as ca
+    from mbmodel.codegen import compile_function
+    n_p = cm.parameter_vector().size
+    x, z = ca.SX.sym("x", 2), ca.SX.sym("z", 0)
+    u, p, t = ca.SX.sym("u", 0), ca.SX.sym("p", n_p), ca.SX.sym("t")
+    fn = compile_function(ca.Function("oscillator_guard", [x, z, u, p, t],
+                                      [ca.vertcat(*crossings(x, t))]))
+    found = explicit.guard(fn, n_p, strict, noise=noise, width=1e-12)
+    assert found is not None
+    return found
+
+
+def test_a_guarded_run_stops_at_the_crossing_located_on_its_dense_output():
+    # s = cos(10 t): 's > 0' (held true) switches at t = pi/20; 's > -2' never does
+    cm = mb.compile(Oscillator())
+    run = explicit.integrator(native.dynamics(cm, True))
+    guard = _guard_for(cm, lambda x, t: [x[0], x[0] + 2.0], strict=[True, True])
+    times = np.linspace(0.0, 1.0, 101)[1:]   # t = 0.15 is past the crossing (0.157...)
+    out = run(0.0, cm.start, cm.parameter_vector(), times, rtol=1e-12, atol=1e-14,
+              guard=guard, frozen=[1.0, 1.0])
+    assert out.status == explicit.CROSSED and out.crossing is not None
+    hit = out.crossing
+    assert hit.t_left < hit.time and hit.time - hit.t_left <= 1e-12
+    assert abs(hit.time - np.pi / 20) < 1e-11
+    assert np.allclose(hit.x, [np.cos(10 * hit.time), -10 * np.sin(10 * hit.time)],
+                       rtol=0, atol=1e-10)
+    assert hit.values[0] <= 0.0 < hit.values[1]   # the relation reads false there
+    assert out.written == 15   # the output times up to the bracket's left end
+    assert np.allclose(out.xs[0, :15], np.cos(10 * times[:15]), rtol=0, atol=1e-10)
+    # a run going on from there with the relation false stops at the next zero, 3 pi / 20
+    on = run(hit.time, hit.x, cm.parameter_vector(), times[15:], rtol=1e-12, atol=1e-14,
+             first_step=out.next_step, guard=guard, frozen=[0.0, 1.0])
+    assert on.status == explicit.CROSSED and abs(on.crossing.time - 3 * np.pi / 20) < 1e-11
+    # relations that hold throughout: the run reaches its end, as without a guard
+    plain = run(0.0, cm.start, cm.parameter_vector(), times[:10], rtol=1e-12, atol=1e-14)
+    held = run(0.0, cm.start, cm.parameter_vector(), times[:10], rtol=1e-12, atol=1e-14,
+               guard=guard, frozen=[1.0, 1.0])
+    assert held.ok and held.crossing is None and np.array_equal(held.xs, plain.xs)
+
+
+def test_a_crossing_function_within_the_noise_floor_keeps_its_relation():
+    # 'tiny >= 0' held false with tiny = 1e-20: round-off, not a crossing, under a noise
+    # floor of 1e-16; without one the guard stops at once
+    cm = mb.compile(Oscillator())
+    run = explicit.integrator(native.dynamics(cm, True))
+    times = [0.05, 0.1]
+    for noise, status in ((1e-16, 0), (0.0, explicit.CROSSED)):
+        guard = _guard_for(cm, lambda x, t: [1e-20 + 0 * x[0]], strict=[False], noise=noise)
+        out = run(0.0, cm.start, cm.parameter_vector(), times, rtol=1e-8, atol=1e-10,
+                  guard=guard, frozen=[0.0])
+        assert out.status == status
+    with pytest.raises(ValueError, match="dop853"):
+        run(0.0, cm.start, cm.parameter_vector(), times, rtol=1e-8, atol=1e-10,
+            method="abm", guard=guard, frozen=[0.0])
