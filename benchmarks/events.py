@@ -128,7 +128,7 @@ def main():
     t0 = time.perf_counter()
     ball = mb.compile(BouncingBall())
     compile_ball = time.perf_counter() - t0
-    t_mb, res = best_of(lambda: ball.simulate(t_end, rtol=RTOL, atol=ATOL, native=True))
+    t_mb, res = best_of(lambda: ball.simulate(t_end, rtol=RTOL, atol=ATOL))
     t_sp, sp_impacts = best_of(lambda: scipy_ball(t_end))
     mb_impacts = [ev.time for ev in res.events if ev.causes[0].startswith("h < 0")
                   and any(c.startswith("fired") for c in ev.causes)]
@@ -138,7 +138,7 @@ def main():
     t0 = time.perf_counter()
     rectifier = mb.compile(HalfWave())
     compile_rect = time.perf_counter() - t0
-    t_mb, res = best_of(lambda: rectifier.simulate(1.0, rtol=RTOL, atol=ATOL, native=True))
+    t_mb, res = best_of(lambda: rectifier.simulate(1.0, rtol=RTOL, atol=ATOL))
     t_sp, (v_sp, switches) = best_of(lambda: scipy_rectifier(1.0))
     rows.append(("rectifier 1 s", t_mb, t_sp, f"{len(res.events) - 1} / {switches}",
                  f"v(1 s) differs by {abs(res['cap.v'][-1] - v_sp):.1e} V"))

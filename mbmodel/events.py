@@ -730,60 +730,52 @@ class _Run:
 
     def advance_guarded(self, t0, t1, m, x, z, u, geometric, ends_at_event):
         """:meth:`advance` with the crossings found inside the C loop: DOP853 evaluates the
-        event function after every step (at the check points inside it and at its end) and
-        locates a crossing on its dense output, so neither trial points nor check points
-        cost an integration or a return to Python. None when the event function is not
-        generated C, or the loop failed (``advance`` then does the stretch its way, with
-        ``u`` as it was)."""
+        event function after every step (at the check points inside it and at its end),
+        locates a crossing on its dense output, and passes crossings that change nothing
+        (:meth:`inert`) without stopping, so neither check points nor trial points cost an
+        integration or a return to Python. None when the event function is not generated
+        C, or the loop failed (``advance`` then does the stretch its way)."""
         g = self.guard()
         if g is None:
             return None
         lay = self.layout
         ts = t0 + (t1 - t0) * _fractions(m, geometric)
         ts[-1] = t1
-        xs = np.zeros((self.n_x, m))
-        zs = np.zeros((0, m))
-        valid, t, x_t = 0, t0, x
-        u_before = u.copy()
-        while True:
-            frozen = u[lay.relation_slots]
-            run = self.c_loop()(t, x_t, np.concatenate([self.p, u]), ts[valid:],
-                                rtol=self.rtol, atol=self.atol, max_step=self.max_step,
-                                first_step=self.next_step, method="dop853", guard=g,
-                                frozen=frozen)
-            if run.status not in (0, CROSSED):
-                u[:] = u_before
-                return None
-            self.next_step = run.next_step
-            xs[:, valid:valid + run.written] = run.xs[:, :run.written]
-            valid += run.written
-            if run.status == 0:
-                return t1, xs[:, -1], z, None, xs, zs, m
-            hit = run.crossing
-            t, x_t = hit.time, hit.x.copy()
-            while valid < m and ts[valid] <= t:   # within the located width of the crossing
-                xs[:, valid] = x_t
-                valid += 1
-            if ends_at_event and t >= t1 - EVENT_TIME_TOLERANCE * max(1.0, abs(t1)):
-                # at a time event the relations on time already read their new values; the
-                # event iteration there evaluates every relation
-                xs[:, valid:] = x_t[:, None]
-                return t1, x_t, z, None, xs, zs, m
-            changed = np.flatnonzero(lay.literal(hit.values[lay.ranges["crossings"]])
-                                     != frozen)
-            if not self.inert(changed, x_t, z, u, t):
-                return t, x_t, z, [int(i) for i in changed], xs, zs, valid
-            u[lay.relation_slots[changed]] = 1.0 - frozen[changed]
-            self.inert_crossings += 1
-            if valid == m:
-                return t1, x_t, z, None, xs, zs, m
+        run = self.c_loop()(t0, x, np.concatenate([self.p, u]), ts, rtol=self.rtol,
+                            atol=self.atol, max_step=self.max_step, first_step=self.next_step,
+                            method="dop853", guard=g, frozen=u[lay.relation_slots])
+        if run.status not in (0, CROSSED):
+            return None
+        u[lay.relation_slots] = run.relations   # crossings passed as inert
+        self.inert_crossings += run.inert
+        self.next_step = run.next_step
+        xs, zs, valid = run.xs, np.zeros((0, m)), run.written
+        if run.status == 0:
+            return t1, xs[:, -1], z, None, xs, zs, m
+        hit = run.crossing
+        while valid < m and ts[valid] <= hit.time:   # within the width it was located to
+            xs[:, valid] = hit.x
+            valid += 1
+        if ends_at_event and hit.time >= t1 - EVENT_TIME_TOLERANCE * max(1.0, abs(t1)):
+            # at a time event the relations on time already read their new values; the
+            # event iteration there evaluates every relation
+            xs[:, valid:] = hit.x[:, None]
+            return t1, hit.x, z, None, xs, zs, m
+        changed = np.flatnonzero(lay.literal(hit.values[lay.ranges["crossings"]])
+                                 != run.relations)
+        return hit.time, hit.x, z, [int(i) for i in changed], xs, zs, valid
 
     def guard(self):
         """The event function as DOP853's guard (:func:`mbmodel.explicit.guard`), or None
         when it is not generated C; looked up once per run."""
         if self._guard is False:
-            self._guard = explicit_guard(self.event_fn, len(self.p), self.layout.strict,
-                                         NOISE_FLOOR * self.atol, EVENT_TIME_TOLERANCE)
+            lay = self.layout
+            inert = {"direct": lay.relation_direct, "relation_slots": lay.relation_slots,
+                     "conditions": lay.ranges["conditions"],
+                     "equations": lay.ranges["equations"],
+                     "equation_slots": lay.equation_slots}
+            self._guard = explicit_guard(self.event_fn, len(self.p), lay.strict,
+                                         NOISE_FLOOR * self.atol, EVENT_TIME_TOLERANCE, inert)
         return self._guard
 
     def inert(self, changed, x, z, u, t) -> bool:

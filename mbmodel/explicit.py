@@ -81,7 +81,8 @@ def _loops() -> dict | None:
                                    ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p,
                                    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                                    ctypes.c_double, ctypes.c_double, ctypes.c_double,
-                                   ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+                                   ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_int]
                     loops[method] = fn
             _runtime.append(loops)
         return _runtime[0]
@@ -101,6 +102,8 @@ class Run:
     rejected: int
     evaluations: int
     crossing: "Crossing | None" = None
+    relations: np.ndarray | None = None   # a guarded run: the relations' values at the end
+    inert: int = 0                        # ... and the crossings it passed as inert
 
     @property
     def ok(self) -> bool:
@@ -153,7 +156,11 @@ class _MbGuard(ctypes.Structure):
                 ("frozen", ctypes.c_void_p), ("strict", ctypes.c_void_p),
                 ("noise", ctypes.c_double), ("width", ctypes.c_double),
                 ("x_cross", ctypes.c_void_p), ("values", ctypes.c_void_p),
-                ("t_left", ctypes.c_void_p)]
+                ("t_left", ctypes.c_void_p), ("direct", ctypes.c_void_p),
+                ("relation_slot", ctypes.c_void_p), ("n_conditions", ctypes.c_longlong),
+                ("conditions_at", ctypes.c_longlong), ("n_equations", ctypes.c_longlong),
+                ("equations_at", ctypes.c_longlong), ("equation_slot", ctypes.c_void_p),
+                ("inert", ctypes.c_void_p)]
 
 
 class Guard:
@@ -163,31 +170,58 @@ class Guard:
     output times inside it and at its end; a crossing is located on the step's dense
     output to the relative ``width``. A crossing function within ``noise`` of zero leaves
     its relation's value as it is. Built by :func:`guard`; the relations' values in force
-    are given per run (``frozen``)."""
+    are given per run (``frozen``).
+
+    ``inert`` (optional) lets the loop pass crossings that change nothing without stopping:
+    a dict with ``direct`` (per relation: the continuous part reads it, so it never is
+    inert), ``relation_slots`` (where each relation's value is in ``u``), ``conditions`` and
+    ``equations`` (slices of the values: when conditions, discrete equations) and
+    ``equation_slots`` (where the discrete equations' variables are in ``u``). A crossing
+    of relations the continuous part does not read is inert when, with them flipped, every
+    condition and discrete equation keeps its value (the rule of
+    :meth:`mbmodel.events._Run.inert`); the relations then take their new values and the
+    run goes on (``Run.relations``, ``Run.inert``)."""
 
     def __init__(self, fn: ca.Function, library: Path, n_p: int, strict, noise: float,
-                 width: float):
+                 width: float, inert: dict | None = None):
         self._fn = _CFunction(fn, library)
         self.n_p = int(n_p)
         self.strict = np.ascontiguousarray(strict, dtype=float)
         self.n_values = fn.numel_out(0)
         self.noise, self.width = float(noise), float(width)
         self.n_x = fn.size1_in(0)
+        n_c = len(self.strict)
+        rule = inert or {"direct": np.ones(n_c), "relation_slots": np.zeros(n_c),
+                         "conditions": slice(0, 0), "equations": slice(0, 0),
+                         "equation_slots": np.zeros(0)}
+        self._direct = np.ascontiguousarray(rule["direct"], dtype=float)
+        self._relation_slots = np.ascontiguousarray(rule["relation_slots"], dtype=np.int64)
+        self._equation_slots = np.ascontiguousarray(rule["equation_slots"], dtype=np.int64)
+        self._conditions, self._equations = rule["conditions"], rule["equations"]
+        if not (self._direct.shape == self._relation_slots.shape == (n_c,)
+                and len(self._equation_slots) == self._equations.stop - self._equations.start):
+            raise ValueError("inert: one 'direct' flag and one slot per relation, and one "
+                             "slot per discrete equation")
 
     def _struct(self, frozen, keep):
         """The C structure for one run; ``keep`` holds the arrays it points into."""
-        frozen = np.ascontiguousarray(frozen, dtype=float)
+        frozen = np.array(frozen, dtype=float)   # a copy: the loop writes it
         if frozen.shape != self.strict.shape:
             raise ValueError(f"expected {len(self.strict)} relation values, got "
                              f"{frozen.shape}")
         iw, w = self._fn.work()
         x_cross, values, t_left = np.zeros(self.n_x), np.zeros(self.n_values), np.zeros(1)
-        keep.extend([frozen, iw, w, x_cross, values, t_left])
+        inert = np.zeros(1)
+        keep.extend([frozen, iw, w, x_cross, values, t_left, inert])
         mem = self._fn.checkout() if self._fn.checkout is not None else 0
+        c, e = self._conditions, self._equations
         return _MbGuard(self._fn.eval, iw.ctypes.data, w.ctypes.data, self._fn.sz_arg,
                         self._fn.sz_res, mem, self.n_p, len(self.strict), self.n_values,
                         frozen.ctypes.data, self.strict.ctypes.data, self.noise, self.width,
-                        x_cross.ctypes.data, values.ctypes.data, t_left.ctypes.data)
+                        x_cross.ctypes.data, values.ctypes.data, t_left.ctypes.data,
+                        self._direct.ctypes.data, self._relation_slots.ctypes.data,
+                        c.stop - c.start, c.start, e.stop - e.start, e.start,
+                        self._equation_slots.ctypes.data, inert.ctypes.data)
 
 
 class NativeIntegrator:
@@ -241,23 +275,27 @@ class NativeIntegrator:
                 self.n_x, float(t0), x0.ctypes.data, pu.ctypes.data, len(tout),
                 tout.ctypes.data, xs.ctypes.data, float(rtol), float(atol),
                 float(max_step or 0.0), int(max_steps), info.ctypes.data,
-                ctypes.addressof(c_guard) if c_guard is not None else None)
+                ctypes.addressof(c_guard) if c_guard is not None else None, len(pu))
         finally:
             if fn.release is not None:
                 fn.release(mem)
             if c_guard is not None and guard._fn.release is not None:
                 guard._fn.release(c_guard.mem)
-        crossing = None
-        if status == CROSSED:
-            _, _, _, x_cross, values, t_left = keep
-            crossing = Crossing(t_left=float(t_left[0]), time=float(info[1]), x=x_cross,
-                                values=values)
+        crossing, relations, inert = None, None, 0
+        if guard is not None:
+            relations, _, _, x_cross, values, t_left, passed = keep
+            inert = int(passed[0])
+            if status == CROSSED:
+                crossing = Crossing(t_left=float(t_left[0]), time=float(info[1]), x=x_cross,
+                                    values=values)
         return Run(xs=xs.T, status=int(status), written=int(info[5]), time=float(info[1]),
                    next_step=float(info[0]), steps=int(info[2]), rejected=int(info[3]),
-                   evaluations=int(info[4]), crossing=crossing)
+                   evaluations=int(info[4]), crossing=crossing, relations=relations,
+                   inert=inert)
 
 
-def guard(fn: ca.Function, n_p: int, strict, noise: float, width: float) -> Guard | None:
+def guard(fn: ca.Function, n_p: int, strict, noise: float, width: float,
+          inert: dict | None = None) -> Guard | None:
     """The :class:`Guard` of the event function ``fn`` (``x, z, u, p, t -> values``; see
     :class:`Guard` for the rest), or None when ``fn`` is not generated C or has algebraic
     variables (the C loops have none).
@@ -274,7 +312,7 @@ def guard(fn: ca.Function, n_p: int, strict, noise: float, width: float) -> Guar
     if library is None or fn.size1_in(1) or fn.n_in() != 5 or not all(
             fn.sparsity_in(i).is_dense() for i in (0, 2, 3)):
         return None
-    return Guard(fn, library, n_p, strict, noise, width)
+    return Guard(fn, library, n_p, strict, noise, width, inert)
 
 
 def integrator(fn: ca.Function) -> NativeIntegrator | None:

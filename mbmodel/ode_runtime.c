@@ -240,23 +240,31 @@ typedef struct {
     long long n_p;        /* pu = [p (n_p), u]: the event function reads u and p apart */
     long long n_c;        /* crossing functions: the first n_c values */
     long long n_values;   /* all values */
-    const double *frozen; /* the relations' values in force (0 or 1) */
+    double *frozen;       /* the relations' values in force (0 or 1); out: at the end */
     const double *strict; /* 1: the relation is c > 0; 0: c >= 0 */
     double noise;         /* |c| <= noise: the relation keeps its value */
     double width;         /* relative width a crossing is located to */
     double *x_cross;      /* out: the state at the crossing (n) */
     double *values;       /* out: the event function's values there (n_values) */
     double *t_left;       /* out: the bracket's left end */
+    /* Inert crossings (see guard_inert): */
+    const double *direct;           /* 1: the continuous part reads the relation */
+    const long long *relation_slot; /* where each relation's value is in u */
+    long long n_conditions, conditions_at; /* when conditions among the values */
+    long long n_equations, equations_at;   /* discrete equations among the values ... */
+    const long long *equation_slot;        /* ... and where their variables are in u */
+    double *inert;                  /* out: crossings passed as inert */
 } MbGuard;
 
 typedef struct {
     const MbGuard *g;
     const double **arg;
     double **res;
-    const double *pu;
+    double *pu; /* a copy: inert crossings flip relations in it */
     double t;
     double *c_left, *c_here, *c_mid; /* values at the bracket's ends and a trial point */
-    double *c_memory;                 /* the three, swapped around in it */
+    double *c_after;                  /* values with relations flipped (guard_inert) */
+    double *c_memory;                 /* the four, and pu's copy */
 } Guarded;
 
 static int guard_eval(Guarded *q, double t, const double *x, double *values) {
@@ -284,23 +292,69 @@ static int guard_differs(const MbGuard *g, const double *c, double noise) {
     return 0;
 }
 
-static Guarded guard_open(const MbGuard *g, const double *pu) {
-    Guarded q = {g, 0, 0, pu, 0.0, 0, 0, 0, 0};
+/* The guard of one run; pu (n_pu values) is copied. */
+static Guarded guard_open(const MbGuard *g, const double *pu, int n_pu) {
+    Guarded q = {g, 0, 0, 0, 0.0, 0, 0, 0, 0, 0};
     if (!g) return q;
     size_t n_values = (size_t)(g->n_values > 0 ? g->n_values : 1);
     q.arg = (const double **)calloc((size_t)(g->sz_arg > 5 ? g->sz_arg : 5), sizeof(double *));
     q.res = (double **)calloc((size_t)(g->sz_res > 1 ? g->sz_res : 1), sizeof(double *));
-    q.c_memory = (double *)malloc(sizeof(double) * 3 * n_values);
+    q.c_memory = (double *)malloc(sizeof(double) * (4 * n_values + (size_t)n_pu + 1));
     if (q.c_memory) {
         q.c_left = q.c_memory;
         q.c_here = q.c_left + n_values;
         q.c_mid = q.c_here + n_values;
+        q.c_after = q.c_mid + n_values;
+        q.pu = q.c_after + n_values;
+        memcpy(q.pu, pu, sizeof(double) * (size_t)n_pu);
     }
     return q;
 }
 
 static void guard_close(Guarded *q) {
     free(q->arg), free(q->res), free(q->c_memory);
+}
+
+/* Whether the crossing at (t, x), where q->c_here holds the values, is inert: the
+ * relations that read differently there are not read by the continuous part, and with
+ * them flipped every when condition and discrete equation keeps its value (and the
+ * discrete equations still give the discrete variables their values). Then the trajectory
+ * is the same either way: the relations take their new values (in frozen and pu) and the
+ * run goes on, with q->c_here the values after the flip. The same rule as the Python
+ * fallback's (mbmodel.events._Run.inert). */
+static int guard_inert(Guarded *q, double t, const double *x, int *inert) {
+    const MbGuard *g = q->g;
+    double *u = q->pu + g->n_p, *after = q->c_after;
+    int changed = 0;
+    *inert = 0;
+    for (long long k = 0; k < g->n_c; k++) {
+        if (literal(g, k, q->c_here[k]) == (g->frozen[k] != 0.0)) continue;
+        if (g->direct[k] != 0.0) return MB_OK;
+        changed = 1;
+    }
+    if (!changed) return MB_OK;
+    for (long long k = 0; k < g->n_c; k++)
+        if (literal(g, k, q->c_here[k]) != (g->frozen[k] != 0.0))
+            u[g->relation_slot[k]] = 1.0 - g->frozen[k];
+    int status = guard_eval(q, t, x, after);
+    int same = !status;
+    for (long long i = 0; same && i < g->n_conditions; i++)
+        same = q->c_here[g->conditions_at + i] == after[g->conditions_at + i];
+    for (long long i = 0; same && i < g->n_equations; i++)
+        same = q->c_here[g->equations_at + i] == after[g->equations_at + i]
+               && after[g->equations_at + i] == u[g->equation_slot[i]];
+    for (long long k = 0; k < g->n_c; k++) {
+        if (literal(g, k, q->c_here[k]) == (g->frozen[k] != 0.0)) continue;
+        if (same)
+            g->frozen[k] = 1.0 - g->frozen[k];
+        else
+            u[g->relation_slot[k]] = g->frozen[k]; /* not inert: as it was */
+    }
+    if (same) {
+        memcpy(q->c_here, after, sizeof(double) * (size_t)g->n_values);
+        *inert = 1;
+    }
+    return status;
 }
 
 static void swap(double **a, double **b) {
@@ -433,16 +487,17 @@ static int guard_locate(Guarded *q, double t, double h, const double *y, const d
 int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int mem, int n,
               double t0, const double *x0, const double *pu, int n_out, const double *t_out,
               double *x_out, double rtol, double atol, double h_max, long max_steps,
-              double *info, const MbGuard *guard) {
+              double *info, const MbGuard *guard, int sz_pu) {
     const double *A = DOP_A, *B = DOP_B, *C = DOP_C, *E3 = DOP_E3, *E5 = DOP_E5;
     Rhs r = rhs_open(eval, iw, w, sz_arg, sz_res, mem, pu, t_out[n_out - 1], info[6]);
-    Guarded q = guard_open(guard, pu);
+    Guarded q = guard_open(guard, pu, sz_pu);
     /* stages K (16 rows of n), y, y_new, a stage's point, the dense output (7 rows) */
     double *K = (double *)malloc(sizeof(double) * (size_t)n * (EXTENDED + 3 + POWER));
     if (!r.arg || !r.res || !K || (guard && (!q.arg || !q.res || !q.c_memory))) {
         free(r.arg), free(r.res), free(K), guard_close(&q);
         return MB_NO_MEMORY;
     }
+    if (guard) r.pu = q.pu; /* the continuous part does not read what inert flips change */
     double *y = K + EXTENDED * n, *y_new = y + n, *point = y_new + n, *dense = point + n;
     long accepted = 0, rejected = 0;
     int written = 0, status = MB_OK, just_rejected = 0;
@@ -511,7 +566,8 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
         int ready = 0, crossed = 0;
         double t_l = t, t_r = t_new;
         if (guard) {
-            for (int j = written;; j++) {
+            int j = written;
+            while (!crossed) {
                 double tp = j < n_out && t_out[j] < t_new ? t_out[j] : t_new;
                 const double *xp = y_new;
                 if (tp < t_new) {
@@ -524,26 +580,38 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
                 }
                 if ((status = guard_eval(&q, tp, xp, q.c_here))) break;
                 if (guard_differs(guard, q.c_here, guard->noise)) {
-                    crossed = 1;
                     t_r = tp;
                     memcpy(guard->x_cross, xp, sizeof(double) * (size_t)n);
-                    break;
+                    if (!ready && (status = dense_prepare(&r, t, h, y, y_new, K, point,
+                                                          dense, n)))
+                        break;
+                    ready = 1;
+                    status = guard_locate(&q, t, h, y, dense, n, &t_l, &t_r, guard->x_cross,
+                                          point);
+                    int inert = 0;
+                    if (!status) status = guard_inert(&q, t_r, guard->x_cross, &inert);
+                    if (status) break;
+                    if (!inert) {
+                        crossed = 1;
+                        memcpy(guard->values, q.c_here,
+                               sizeof(double) * (size_t)guard->n_values);
+                        *guard->t_left = t_l;
+                        break;
+                    }
+                    /* the relations took their new values at t_r: look on from there
+                     * (point j again) */
+                    *guard->inert += 1.0;
+                    t_l = t_r;
+                    t_r = t_new;
+                    swap(&q.c_left, &q.c_here);
+                    continue;
                 }
                 t_l = tp;
                 swap(&q.c_left, &q.c_here);
                 if (tp == t_new) break;
+                j++;
             }
             if (status) break;
-            if (crossed) {
-                if (!ready && (status = dense_prepare(&r, t, h, y, y_new, K, point, dense, n)))
-                    break;
-                ready = 1;
-                status = guard_locate(&q, t, h, y, dense, n, &t_l, &t_r, guard->x_cross,
-                                      point);
-                if (status) break;
-                memcpy(guard->values, q.c_here, sizeof(double) * (size_t)guard->n_values);
-                *guard->t_left = t_l;
-            }
         }
         /* outputs inside (t, t_new] (up to the bracket's left end at a crossing) */
         double t_stop = crossed ? t_l : t_new;
@@ -628,7 +696,8 @@ static double rms_scaled(const double *v, const double *wt, int n) {
 int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, int mem, int n,
              double t0, const double *x0, const double *pu, int n_out, const double *t_out,
              double *x_out, double rtol, double atol, double h_max, long max_steps,
-             double *info, const MbGuard *guard) {
+             double *info, const MbGuard *guard, int sz_pu) {
+    (void)sz_pu;
     if (guard) return MB_EVAL_FAILED;
     static const double gstar[MAX_ORDER + 2] = {
         0.0, 0.5, 0.0833, 0.0417, 0.0264, 0.0188, 0.0143, 0.0114, 0.00936, 0.00789,
