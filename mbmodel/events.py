@@ -2,21 +2,28 @@
 discrete variables, samples).
 
 Between events the discrete knowns (relations, discrete variables, pre values) are
-constant, so the continuous part runs in casadi's integrators as generated code, exactly
-as for a model without events. Crossings are looked for on a check grid inside every
-output interval (spacing ``max_step``, or a thousandth of the run, or half the output
-interval, whichever is finest): the integrator's interpolated states there tell whether
-any relation would now evaluate differently. A crossing found between two check points is
-located by regula falsi (Illinois) on its zero-crossing function, each trial an
-integration from the last point before the crossing, until the bracket is below
-:data:`EVENT_TIME_TOLERANCE` (relative). The event happens at the bracket's right end,
-where the relation has switched; the event iteration (Modelica's) then runs to a fixed
-point: algebraic variables re-solved, relations evaluated, discrete equations and fired
-when clauses applied, until no discrete value changes.
+constant, so the continuous part runs as generated code, exactly as for a model without
+events. Crossings are looked for on a check grid inside every output interval (spacing
+``max_step``, or a thousandth of the run, or half the output interval, whichever is
+finest) and located by regula falsi (Illinois) on their zero-crossing functions until the
+bracket is below :data:`EVENT_TIME_TOLERANCE` (relative):
 
-The integrators run in scaled time over ``[t0, t0 + dt]`` (both passed as parameters), so
-one integrator object serves every interval and event. Python runs once per output
-interval and a few times per event, never per integrator step.
+* in DOP853's C loop (:mod:`mbmodel.explicit`) the generated event function is the loop's
+  guard: evaluated after every step at the check points inside it and at its end, a
+  crossing located on the step's dense output, crossings that change nothing passed on
+  (:meth:`_Run.inert`); the loop returns at an event (:meth:`_Run.advance_guarded`);
+* with casadi's integrators (CVODES, IDAS) the states at the check points are checked
+  here after each stretch, and each trial of the location integrates again from the last
+  point before the crossing (:meth:`_Run.advance`, :meth:`_Run.locate`).
+
+The event happens at the bracket's right end, where the relation has switched; the event
+iteration (Modelica's) then runs to a fixed point: algebraic variables re-solved,
+relations evaluated, discrete equations and fired when clauses applied, until no discrete
+value changes.
+
+casadi's integrators run in scaled time over ``[t0, t0 + dt]`` (both passed as
+parameters), so one integrator object serves every interval and event. Python runs once per
+output interval and a few times per event, never per integrator step.
 """
 
 from __future__ import annotations
