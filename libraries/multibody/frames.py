@@ -91,6 +91,16 @@ def world_of(component):
     return top.__dict__.setdefault("_multibody_default_world", DefaultWorld())
 
 
+def alone_at(asking, frame):
+    """Inside ``equations()``: the one connector of another component that ``frame`` meets
+    (no loop cut there), or ``None``; ``asking`` is the component whose equations ask
+    (:meth:`mbmodel.Model.connected`)."""
+    others = asking.connected(frame)
+    if len(others) != 1 or asking.loop_cut_side(frame) is not None:
+        return None
+    return others[0]
+
+
 def numeric_value(component, name):
     """A parameter's numeric value, or None if it is bound to an expression."""
     value = component.declaration(name).value

@@ -49,8 +49,8 @@ from mbmodel.libraries.drive_trains import drive_load
 
 from . import spatial as sp
 from . import visualizers as vis
-from .frames import (Frame, axis_check, check_axis, classical_accelerations, cut_force,
-                     numeric_value, unit_axis)
+from .frames import (Frame, alone_at, axis_check, check_axis, classical_accelerations,
+                     cut_force, numeric_value, unit_axis)
 
 
 def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
@@ -264,6 +264,50 @@ class Revolute(_AxisJoint):
         # axis is a number (folded parameters); with symbolic parameters it costs more.
         declared = numeric_value(self, "n") if self.parameters_folded else None
         return (sp.axis_rotation(e, q, declared), None, ca.vertcat(e, ca.SX.zeros(3, 1)))
+
+    def square_sum(self):
+        """``(k, s)`` for a rotation about coordinate axis ``k`` once parameters are folded:
+        ``s`` is ``w_i^2 + w_j^2`` (``i, j`` the other indices) of frame_a's angular
+        velocity, formed as :func:`.spatial.point_acceleration_matrix` forms it there. The
+        rotation about ``k`` turns frame_a's ``(w_i, w_j)`` into frame_b's and the joint rate
+        adds to ``w_k`` only, so frame_b's sum of the two squares is the same: a part at
+        frame_b reuses it (exact up to rounding, ``cos^2 + sin^2 = 1``). If frame_a has the
+        angular velocity of a Revolute about the same ``k`` (through one unrotated rigid
+        part), that joint's sum, further back. Else ``None``."""
+        declared = numeric_value(self, "n") if self.parameters_folded else None
+        if declared is None:
+            return None
+        d = np.abs(declared.ravel())
+        if d.size != 3 or np.count_nonzero(d) != 1:
+            return None
+        k = int(np.argmax(d))
+        behind = self._revolute_behind()
+        if behind is not None:
+            found = behind.square_sum()
+            if found is not None and found[0] == k:
+                return found  # the same sum, preserved by both rotations
+        i, j = (m for m in range(3) if m != k)
+        w = self.frame_a.v[0:3]
+        return k, w[i] * w[i] + w[j] * w[j]
+
+    def _revolute_behind(self):
+        """The Revolute whose frame_b has frame_a's angular velocity: alone on frame_a of
+        the rigid, unrotated part (a shape, a FixedTranslation) whose frame_b alone meets
+        this joint's frame_a, no loop cut on the way; else ``None``."""
+        near = alone_at(self, self.frame_a)
+        part = None if near is None else near.owner
+        if part is None or near is not getattr(part, "frame_b", None) or not hasattr(
+                part, "relative_rotation"):
+            return None
+        rotation = part.relative_rotation()
+        if (rotation is None or rotation[0] != "fixed"
+                or not np.array_equal(np.asarray(rotation[1]), np.eye(3))):
+            return None
+        far = alone_at(self, part.frame_a)
+        joint = None if far is None else far.owner
+        if not isinstance(joint, Revolute) or far is not joint.frame_b:
+            return None
+        return joint
 
     def visuals(self):
         return vis.revolute(self)

@@ -20,8 +20,9 @@ from mbmodel.errors import ParameterError
 
 from . import spatial as sp
 from . import visualizers as vis
-from .frames import (Frame, axis_check, check_axis, cut_force, evaluate_at_declared_values,
-                     numeric_value, rigid_forces, rigid_kinematics, unit_axis, world_of)
+from .frames import (Frame, alone_at, axis_check, check_axis, cut_force,
+                     evaluate_at_declared_values, numeric_value, rigid_forces, rigid_kinematics,
+                     unit_axis, world_of)
 
 GRAVITY_TYPES = ("uniform", "point", "none")
 
@@ -685,7 +686,7 @@ class _Shape:
         r = sp.vec(self.r)
         U = None
         if self.analysis == "inverse" and self._shares_point_acceleration():
-            U = sp.point_acceleration_matrix(fa.a[0:3], fa.v[0:3])
+            U = sp.point_acceleration_matrix(fa.a[0:3], fa.v[0:3], _square_sum(self))
         yield from rigid_kinematics(fa, fb, None, r, U)
         attached = attached_body(self)
         if attached is None:
@@ -707,6 +708,17 @@ class _Shape:
         declared = self.declared_mass_properties()
         return (r is not None and declared is not None and np.any(r)
                 and (np.any(declared[1]) or self._diagonal()))
+
+
+def _square_sum(shape):
+    """What the joint alone on ``shape.frame_a`` knows of the frame's angular velocity
+    (its ``square_sum``, see :meth:`.joints.Revolute.square_sum`), or ``None``."""
+    other = alone_at(shape, shape.frame_a)
+    owner = None if other is None else other.owner
+    if other is None or other is not getattr(owner, "frame_b", None) or not hasattr(
+            owner, "square_sum"):
+        return None
+    return owner.square_sum()
 
 
 class BodyShape(_Shape, Body):

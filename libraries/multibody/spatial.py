@@ -43,9 +43,15 @@ def skew(r) -> ca.SX:
 
 
 def cross(a, b) -> ca.SX:
-    return ca.vertcat(a[1] * b[2] - a[2] * b[1],
-                      a[2] * b[0] - a[0] * b[2],
-                      a[0] * b[1] - a[1] * b[0])
+    """``a x b``. Each product ``a_i b_j`` is formed with the factor of the lower index
+    first, the order of :func:`_products`: where ``a`` and ``b`` hold components of one
+    vector (an angular velocity and a joint rate that equals one of its components) the
+    products are then the same expression nodes and merge."""
+    def mul(i, j):
+        return a[i] * b[j] if i <= j else b[j] * a[i]
+    return ca.vertcat(mul(1, 2) - mul(2, 1),
+                      mul(2, 0) - mul(0, 2),
+                      mul(0, 1) - mul(1, 0))
 
 
 class AxisRotation:
@@ -244,16 +250,25 @@ def _products(w):
     return {(i, j): w[i] * w[j] for i in range(3) for j in range(i, 3)}
 
 
-def point_acceleration_matrix(z, w) -> ca.SX:
+def point_acceleration_matrix(z, w, square_sum=None) -> ca.SX:
     """``U = z~ + w~ w~``: ``U d = z x d + w x (w x d)`` is the acceleration of a point at
     offset ``d`` relative to the frame origin (angular velocity w, angular acceleration z).
     Worth its 15 operations where two offsets share it (a link's far end and its centre of
-    mass: 9 each instead of 22)."""
+    mass: 9 each instead of 22).
+
+    ``square_sum``: ``(k, s)`` with ``s`` an expression known to equal ``w_i^2 + w_j^2``
+    (``i, j`` the indices other than ``k``), e.g. the same sum formed in the frame before a
+    rotation about coordinate axis ``k`` (:meth:`.joints.Revolute.square_sum`), which
+    preserves it: the diagonal entry ``k`` then reuses it."""
     m = _products(w)
+    diagonal = [-(m[1, 1] + m[2, 2]), -(m[0, 0] + m[2, 2]), -(m[0, 0] + m[1, 1])]
+    if square_sum is not None:
+        k, s = square_sum
+        diagonal[k] = -s
     return ca.vertcat(
-        ca.horzcat(-(m[1, 1] + m[2, 2]), m[0, 1] - z[2], m[0, 2] + z[1]),
-        ca.horzcat(m[0, 1] + z[2], -(m[0, 0] + m[2, 2]), m[1, 2] - z[0]),
-        ca.horzcat(m[0, 2] - z[1], m[1, 2] + z[0], -(m[0, 0] + m[1, 1])))
+        ca.horzcat(diagonal[0], m[0, 1] - z[2], m[0, 2] + z[1]),
+        ca.horzcat(m[0, 1] + z[2], diagonal[1], m[1, 2] - z[0]),
+        ca.horzcat(m[0, 2] - z[1], m[1, 2] + z[0], diagonal[2]))
 
 
 def gyroscopic(w, I, by_products=False) -> ca.SX:
@@ -262,8 +277,9 @@ def gyroscopic(w, I, by_products=False) -> ca.SX:
 
     ``by_products=True``: each component as a combination of the products ``w_i w_j`` with
     coefficients from ``I`` (component i is ``w_j (I w)_k - w_k (I w)_j`` for i, j, k
-    cyclic). The same value for every ``I``; for a diagonal ``I`` whose values are folded in
-    it costs 6 operations (3 where :func:`point_acceleration_matrix` has formed the products
+    cyclic; the squares come as ``I_jk (w_j^2 - w_k^2)``, one product for the two). The same
+    value for every symmetric ``I``; for a diagonal ``I`` whose values are folded in it
+    costs 6 operations (3 where :func:`point_acceleration_matrix` has formed the products
     already) where the cross product needs 11; for a full ``I`` it is dearer."""
     if not by_products:
         return cross(w, (I - I[0, 0] * ca.SX.eye(3)) @ w)
@@ -275,7 +291,13 @@ def gyroscopic(w, I, by_products=False) -> ca.SX:
             for p, q, term in ((j, l, I[k, l]), (k, l, -I[j, l])):
                 key = (min(p, q), max(p, q))
                 coef[key] = coef[key] + term if key in coef else term
-        out.append(sum((coef[key] * m[key] for key in sorted(coef)), ca.SX(0)))
+        terms = []
+        jj, kk = (j, j), (k, k)
+        if ca.is_equal(I[k, j], I[j, k], 2):
+            # the squares come as I_jk (w_j^2 - w_k^2): one product for the two
+            terms.append(I[j, k] * (m[jj] - m[kk]))
+            del coef[jj], coef[kk]
+        out.append(sum(terms + [coef[key] * m[key] for key in sorted(coef)], ca.SX(0)))
     return ca.vertcat(*out)
 
 
