@@ -56,7 +56,7 @@ __all__ = [
     "SO", "SISO", "SI2SO",
     # sources
     "Constant", "Step", "Ramp", "Sine", "Cosine", "ContinuousClock", "KinematicPTP",
-    "PolynomialPTP", "TimeFunction", "FreeSignal", "Pick",
+    "PolynomialPTP", "FilteredPTP", "TimeFunction", "FreeSignal", "Pick",
     # math
     "Gain", "Add", "Add3", "Feedback", "Product", "Division", "Abs",
     # continuous
@@ -384,6 +384,112 @@ class KinematicPTP(Model):
         yield self.q == self.q_begin + dq * if_else(moving, s, 0)
         yield self.qd == dq * if_else(moving, sd, 0)
         yield self.qdd == dq * if_else(moving, sdd, 0)
+
+
+def _gamma_below(m: int, u):
+    """P(m, u) = 1 - exp(-u) sum_{j<m} u^j/j!: the probability that a sum of ``m``
+    exponential delays of unit mean is below ``u`` (the regularized lower incomplete gamma
+    function for integer ``m``), for ``u >= 0``."""
+    term, total = 1.0, 1.0
+    for j in range(1, m):
+        term = term * u / j
+        total = total + term
+    return 1 - ca.exp(-u) * total
+
+
+class FilteredPTP(Model):
+    """:class:`KinematicPTP`'s synchronized trapezoidal profile through a critically damped
+    low-pass filter (MSL ``Blocks.Continuous.Filter`` with ``analogFilter=CriticalDamping``),
+    in closed form: a reference for inverse models, which differentiate it (an elastic gear
+    needs the fourth derivative of the angle for the motor current and the fifth for its
+    voltage), as fast as the trapezoid it smooths.
+
+    Options and parameters as :class:`KinematicPTP` (``n``, ``q_begin``, ``q_end``,
+    ``qd_max``, ``qdd_max``, ``start_time``), and structural ``order`` (default 4) and
+    parameter ``f_cut`` [Hz] (default 5): ``order`` first-order stages of time constant
+    ``tau = sqrt(2^(1/order) - 1) / (2 pi f_cut)`` each, so that the whole filter passes
+    ``f_cut`` at -3 dB. Outputs ``q``, ``qd``, ``qdd`` and the duration ``T``: the
+    trapezoid's end plus the time the filter's step response takes to come within
+    :data:`SETTLED` of its end (37 ``tau`` for order 4).
+
+    The trapezoid's acceleration is a sum of steps, ``sdd_max`` times
+    ``H(t) - H(t - Ta) - H(t - Tv) + H(t - Te)``. The filter's impulse response is the
+    density of a sum ``V`` of ``order`` exponential delays of mean ``tau``, so a unit step of
+    acceleration at 0 comes out as (``u = t/tau``, ``m = order``, ``P`` as in
+    :func:`_gamma_below`)::
+
+        r''(t) = P(m, u)
+        r'(t)  = t P(m, u) - m tau P(m+1, u)
+        r(t)   = (t^2 P(m, u) - 2 t m tau P(m+1, u) + m (m+1) tau^2 P(m+2, u)) / 2
+
+    for ``t > 0`` (0 before), and ``q = q_begin + dq*s`` with ``s`` the same sum of shifted
+    ``r``. ``q`` is continuous to the derivative ``order + 1``; since the impulse response is
+    positive with unit area, ``|qd|`` and ``|qdd|`` stay within ``qd_max`` and ``qdd_max``
+    (the trapezoid's bounds), and ``q`` settles at ``q_end`` after the trapezoid's end
+    ``Te`` within a few ``order * tau`` (it never reaches it exactly: ``1 - q/q_end`` decays
+    like ``exp(-t/tau)``). The filter delays the motion by ``order * tau`` on average.
+
+    Example::
+
+        class Motion(mb.Model):
+            ptp = blocks.FilteredPTP(n=2, q_begin=[0.0, 1.0], q_end=[2.0, 0.0],
+                                     qd_max=[1.0, 3.0], qdd_max=[2.0, 2.0])
+
+        res = mb.simulate(Motion(), t_end=4.0)
+        print(res["ptp.q[0]"][-1])   # -> 2.0 (to 1e-9)
+    """
+
+    start_time = Parameter(0.0, unit="s", doc="time instant at which the movement starts")
+    f_cut = Parameter(5.0, unit="Hz", min=SMALL, doc="cut-off frequency of the filter")
+    EPS = KinematicPTP.EPS
+
+    def __init__(self, order: int = 4, **options):
+        if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
+            raise DeclarationError(f"FilteredPTP: order must be a positive integer, not "
+                                   f"{order!r}")
+        self.order = int(order)
+        _declare_ptp(self, **options)
+        self.T = Output(unit="s", doc="duration: the trapezoid's end and the filter's "
+                                      "settling to SETTLED of a step")
+        _, ta, tv, te, _ = KinematicPTP._timing(self)
+        for at in (0, ta, tv, te, te + self._settling() * self._tau()):
+            self.time_event(self.start_time + at)
+
+    #: What ``T`` counts as settled: the filter's step response within this of its end.
+    SETTLED = 1e-12
+
+    def _tau(self):
+        return np.sqrt(2.0 ** (1.0 / self.order) - 1.0) / (2 * np.pi * self.f_cut)
+
+    def _settling(self) -> float:
+        """u (time over tau) at which 1 - P(order, u) falls to SETTLED."""
+        from scipy.special import gammaincc
+        from scipy.optimize import brentq
+        return brentq(lambda u: gammaincc(self.order, u) - self.SETTLED, 0.0, 1e3)
+
+    def equations(self):
+        moving, ta, tv, te, sdd_max = KinematicPTP._timing(self)
+        m = self.order
+        tau = self._tau()
+        duration = te + self._settling() * tau
+        yield self.T == duration
+        s = sd = sdd = 0
+        for sign, at in ((1, 0), (-1, ta), (-1, tv), (1, te)):
+            t = mb.time - self.start_time - at
+            u = t / tau
+            p0, p1, p2 = (_gamma_below(m + k, u) for k in range(3))
+            after = t > 0
+            sdd = sdd + sign * if_else(after, p0, 0)
+            sd = sd + sign * if_else(after, t * p0 - m * tau * p1, 0)
+            s = s + sign * if_else(after, (t * t * p0 - 2 * t * m * tau * p1
+                                           + m * (m + 1) * tau * tau * p2) / 2, 0)
+        # from T on at rest exactly (a step of SETTLED): the speed's sign stays defined
+        going = ca.logic_and(moving, mb.time < self.start_time + duration)
+        dq = self.q_end - self.q_begin
+        yield self.q == self.q_begin + dq * if_else(going, sdd_max * s,
+                                                    if_else(moving, 1, 0))
+        yield self.qd == dq * if_else(going, sdd_max * sd, 0)
+        yield self.qdd == dq * if_else(going, sdd_max * sdd, 0)
 
 
 def _smooth_step_polynomial():

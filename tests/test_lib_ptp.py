@@ -304,3 +304,58 @@ def test_position_source_on_one_axis_torque():
     out = evaluate(cm, ["position.flange.tau"], [0.1, 0.5, 0.9, 1.2])
     np.testing.assert_allclose(out["position.flange.tau"], [-20.0, 0.0, 20.0, 0.0],
                                atol=1e-12)
+
+
+def test_filtered_ptp_is_the_trapezoid_through_a_critically_damped_filter():
+    """FilteredPTP in closed form against the trapezoid (KinematicPTP) run through four
+    first-order stages numerically (scipy's lsim on the exact piecewise-quadratic input,
+    sampled finely): the same path; speeds and accelerations within the trapezoid's
+    limits; the derivatives consistent; at rest at q_end from T on; continuous to the
+    fifth derivative where the trapezoid's acceleration jumps."""
+    from scipy.signal import lsim
+
+    class Both(mb.Model):
+        filtered = bl.FilteredPTP(**FULL)
+        raw = bl.KinematicPTP(**FULL)
+
+    cm = mb.compile(Both())
+    t = np.linspace(0.0, 2.0, 40001)
+    names = ([f"filtered.{v}[{k}]" for v in ("q", "qd", "qdd") for k in range(6)]
+             + [f"raw.q[{k}]" for k in range(6)] + ["filtered.T"])
+    values = evaluate(cm, names, t)
+    Y = np.array([np.ravel(values[n]) for n in names])
+    q, qd, qdd = Y[:6], Y[6:12], Y[12:18]
+    raw, T = Y[18:24], Y[24][0]
+    order, f_cut = 4, 5.0
+    tau = np.sqrt(2 ** (1 / order) - 1) / (2 * np.pi * f_cut)
+    from scipy.optimize import brentq
+    settled = brentq(lambda u: np.exp(-u) * (1 + u + u ** 2 / 2 + u ** 3 / 6) - 1e-12, 1, 100)
+    assert T == pytest.approx(FULL_TE + settled * tau, abs=1e-3)   # FULL_TE to 1 ms
+    stages = (np.array([1.0]), np.poly(np.full(order, -1 / tau)) * tau ** order)
+    moving = t < T
+    for k in range(6):
+        _, numeric, _ = lsim(stages, raw[k] - FULL["q_begin"][k], t)
+        # lsim holds the input linear between samples: error ~ dt^2 qdd_max / 8
+        assert np.abs(numeric + FULL["q_begin"][k] - q[k])[moving].max() < 1e-8
+        assert np.abs(qd[k]).max() <= FULL["qd_max"][k] * (1 + 1e-12)
+        assert np.abs(qdd[k]).max() <= FULL["qdd_max"][k] * (1 + 1e-12)
+        assert np.abs(np.gradient(q[k], t) - qd[k])[moving].max() < 1e-6
+        assert np.abs(np.gradient(qd[k], t) - qdd[k])[moving].max() < 1e-4
+        assert np.abs(q[k][~moving] - FULL["q_end"][k]).max() < 1e-14   # q_begin + dq
+        assert np.all(qd[k][~moving] == 0) and np.all(qdd[k][~moving] == 0)
+    # the fifth derivative of q (third of qdd) is continuous at the acceleration's jumps
+    import casadi as ca
+    time, p = ca.SX.sym("t"), ca.SX.sym("p", cm.parameter_vector().size)
+    empty = ca.SX(0, 1)
+    qdd0 = cm.output_function(empty, empty, empty, p, time)[cm.output_index["filtered.qdd[0]"]]
+    d3 = ca.Function("d3", [time, p], [ca.jacobian(ca.jacobian(ca.jacobian(qdd0, time), time),
+                                                   time)])
+    ta, tv, te = expected_timing(FULL["q_begin"], FULL["q_end"], FULL["qd_max"],
+                                 FULL["qdd_max"])
+    values = cm.parameter_vector()
+    for switch in (0.0, ta, tv, te):
+        # a continuous derivative's gap across the switch shrinks with the gap's width (a
+        # jump would not): the sixth derivative is large (~dq sdd_max / tau^4)
+        gaps = [abs(float(d3(switch + h, values)) - float(d3(switch - h, values)))
+                for h in (1e-7, 1e-9)]
+        assert gaps[1] < gaps[0] / 50 + 1e-9, (switch, gaps)
