@@ -9,17 +9,16 @@ a) **forward** (``FullRobot``): the FullRobot motion from (-60, 20, 90, 0, -110,
    (60, -70, -35, 45, 110, 45) deg with the trapezoidal speed profile (``KinematicPTP``),
    2 s, feedback control only. Reference against actual joint angles, motor currents,
    tracking errors; the robot starts at rest in equilibrium.
-b) **inverse** (``InverseRobot``, ``analysis="inverse"``): the joint angles prescribed by a
-   path smooth to the fourth derivative (``PolynomialPTP``, degree 9, same speed and
-   acceleration limits, 3.05 s); index reduction differentiates it through the elastic
-   gears of axes 1-3 and gives the joint torques, motor torques, currents and voltages
-   the motion needs.
+b) **inverse** (``InverseRobot``, ``analysis="inverse"``): the joint angles prescribed by
+   the same trapezoidal profile through a critically damped filter (``FilteredPTP``:
+   order 4, f_cut = 5 Hz; continuous to the fifth derivative, within the same speed and
+   acceleration limits, over at 1.86 s); index reduction differentiates it through the
+   elastic gears of axes 1-3 and gives the joint torques, motor torques, currents and
+   voltages the motion needs.
 c) **feed-forward**: (a)'s robot along (b)'s path, once with feedback only and once with the
    inverse model's currents added to the current references and its motor angles and
    speeds as the controllers' references; the factor by which the peak tracking error
-   falls, per axis;
-d) the same with bearings that hold no more than their sliding torque (``peak = 1``): the
-   breakaway of axes 4-6 is what limits (c) there.
+   falls, per axis.
 
 Run from the repository root::
 
@@ -39,7 +38,8 @@ import mbmodel as mb
 from mbmodel.libraries import robot_r3 as r3
 
 T_FORWARD = 2.0      # FullRobot stop time [s]
-T_SMOOTH = 4.0       # runs along the smooth path (the motion takes 3.05 s) [s]
+SMOOTH = "filtered"  # the trapezoid through a critically damped filter (FilteredPTP)
+T_SMOOTH = 2.0       # runs along the smooth path (over at 1.86 s) [s]
 METHOD = "dop853"    # what "auto" picks too for this 2 s run (without its stiffness checks)
 
 
@@ -86,11 +86,11 @@ def main(plot=True, out_dir="."):
 
     # (b) inverse run along the smooth path
     t0 = time.perf_counter()
-    ff, inverse, fit_error = r3.feedforward(T_SMOOTH, reference="polynomial")
+    ff, inverse, fit_error = r3.feedforward(T_SMOOTH, reference=SMOOTH)
     t_inverse = time.perf_counter() - t0
     t_motion = float(inverse.final("planner.T"))
-    print(f"\n(b) inverse run (PolynomialPTP, motion {t_motion:.3f} s): compile and run "
-          f"{t_inverse:.2f} s; feed-forward series fit the currents within "
+    print(f"\n(b) inverse run (FilteredPTP, motion over at {t_motion:.3f} s): compile and "
+          f"run {t_inverse:.2f} s; feed-forward series fit the currents within "
           f"{fit_error:.1e} A")
     inv_rows = []
     for k in range(1, 7):
@@ -103,8 +103,8 @@ def main(plot=True, out_dir="."):
                            "peak current [A]", "peak voltage [V]"), inv_rows))
 
     # (c) feedback alone against feedback + feed-forward, along the smooth path
-    fb, _, _, t_fb = forward_run(reference_kind="polynomial", t_end=T_SMOOTH)
-    ffr, _, _, t_ff = forward_run(ff, reference_kind="polynomial", t_end=T_SMOOTH)
+    fb, _, _, t_fb = forward_run(reference_kind=SMOOTH, t_end=T_SMOOTH)
+    ffr, _, _, t_ff = forward_run(ff, reference_kind=SMOOTH, t_end=T_SMOOTH)
     err_fb = np.abs(reference(fb) - joint_angles(fb)).max(axis=0)
     err_ff = np.abs(reference(ffr) - joint_angles(ffr)).max(axis=0)
     factor = err_fb / err_ff
@@ -114,30 +114,12 @@ def main(plot=True, out_dir="."):
              f"{factor[k]:.1f}") for k in range(6)]
     print(mb.format_table(("axis", "feedback [deg]", "with feed-forward [deg]", "factor"),
                           rows))
-    print("Axes 4-6 have bearings that hold up to 1.2-1.5 times their sliding torque "
-          "(peak): the robot starts at rest with them stuck, and they stay stuck until the "
-          "controller builds up the difference (0.17-0.25 s) while the smooth path creeps "
-          "away as t^5. The same runs with bearings that hold only their sliding torque:")
-
-    # (d) the same, bearings without a static peak
-    drives = [dict(d, peak=1.0) for d in r3.DRIVES]
-    ff1, _, _ = r3.feedforward(T_SMOOTH, reference="polynomial", drives=drives)
-    fb1 = forward_run(reference_kind="polynomial", t_end=T_SMOOTH, drives=drives)[0]
-    ff1r = forward_run(ff1, reference_kind="polynomial", t_end=T_SMOOTH, drives=drives)[0]
-    err_fb1 = np.abs(reference(fb1) - joint_angles(fb1)).max(axis=0)
-    err_ff1 = np.abs(reference(ff1r) - joint_angles(ff1r)).max(axis=0)
-    factor_peak1 = err_fb1 / err_ff1
-    rows = [(f"axis {k + 1}", f"{np.degrees(err_fb1[k]):.5f}", f"{np.degrees(err_ff1[k]):.6f}",
-             f"{factor_peak1[k]:.1f}") for k in range(6)]
-    print(mb.format_table(("axis (peak = 1)", "feedback [deg]", "with feed-forward [deg]",
-                           "factor"), rows))
 
     out = {"states": list(cm.states), "t": res.t, "q": q, "q_ref": q_ref,
            "peak_error": peak_error, "currents": currents(res), "events": len(res.events),
            "compile_forward": t_compile, "simulate_forward": t_sim,
            "inverse": inverse, "t_motion": t_motion, "fit_error": fit_error,
            "error_feedback": err_fb, "error_feedforward": err_ff, "factor": factor,
-           "factor_peak1": factor_peak1,
            "result": res, "feedback": fb, "with_feedforward": ffr}
     if plot:
         os.makedirs(out_dir, exist_ok=True)
@@ -164,7 +146,7 @@ def _plot(out, path):
         (axes[0, 2], t, np.degrees(out["q_ref"] - out["q"]),
          "(a) tracking error, feedback only", "error [deg]"),
         (axes[1, 0], inv.t, currents(inv),
-         "(b) inverse model: currents needed (smooth path)", "current [A]"),
+         "(b) inverse model: currents needed (filtered path)", "current [A]"),
         (axes[1, 1], inv.t,
          np.column_stack([inv[f"mechanics.r{k}.tau"] for k in range(1, 7)]),
          "(b) inverse model: joint torques", "torque [N.m]"),

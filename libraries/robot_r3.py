@@ -571,8 +571,11 @@ def _path(reference, q_begin, q_end, qd_max, qdd_max):
         cls = blocks.KinematicPTP
     elif reference == "polynomial":
         cls = blocks.PolynomialPTP
+    elif reference == "filtered":
+        cls = blocks.FilteredPTP
     else:
-        raise DeclarationError(f"reference must be 'ptp' (trapezoidal speed) or "
+        raise DeclarationError(f"reference must be 'ptp' (trapezoidal speed), 'filtered' "
+                               f"(the trapezoid through a critically damped filter) or "
                                f"'polynomial' (smooth to the 4th derivative), not "
                                f"{reference!r}")
     n = len(q_begin)
@@ -585,8 +588,10 @@ class FullRobot(Model):
     controllers, motors and gears, and the synchronized point-to-point path planner.
 
     Structural options: ``reference`` — ``"ptp"`` (default, the trapezoidal speed profile
-    of :class:`~mbmodel.libraries.blocks.KinematicPTP`) or ``"polynomial"``
-    (:class:`~mbmodel.libraries.blocks.PolynomialPTP`, smooth enough to be inverted);
+    of :class:`~mbmodel.libraries.blocks.KinematicPTP`), ``"filtered"`` (that profile
+    through a critically damped filter, :class:`~mbmodel.libraries.blocks.FilteredPTP`) or
+    ``"polynomial"`` (:class:`~mbmodel.libraries.blocks.PolynomialPTP`); the last two are
+    smooth enough to be inverted;
     ``q_begin``/``q_end`` [rad] (default: the FullRobot motion), ``qd_max``, ``qdd_max``;
     ``feedforward`` — ``None`` or a callable ``t -> 18 signals`` (see :func:`feedforward`):
     currents added to the current references and the references of the axis controllers;
@@ -678,8 +683,8 @@ class InverseRobot(Model):
     (:class:`~mbmodel.libraries.blocks.FreeSignal`). Compile with
     ``analysis="inverse"``: index reduction differentiates the path through the elastic
     gears (fourth derivative for the currents, fifth for the voltages), so use
-    ``reference="polynomial"`` for axes 1–3 (the trapezoidal profile's acceleration
-    jumps). In the inverse analysis the bearings follow their sliding law
+    ``reference="polynomial"`` (default) or ``"filtered"`` (the trapezoidal profile's
+    acceleration jumps). In the inverse analysis the bearings follow their sliding law
     ``sign(w)*(Rv0 + Rv1*|w|)``.
 
     Results: ``mechanics.r<k>.tau`` (joint torque), ``axis<k>.motor.emf.tau_elec`` (motor
@@ -718,21 +723,25 @@ def feedforward(t_end, params=None, degree=80, **robot):
     ``analysis="inverse"`` and runs it to ``t_end``. The inverse model has states of its
     own where a gear's spring has a damper in parallel (the deflection follows the torque
     through ``c*phi + d*der(phi)``), so its currents come from a simulation, not from a
-    formula of time. They enter the forward model as Chebyshev series of ``degree`` over
-    the inside of the motion (smooth, no table of time events; the bearings' friction
-    jumps at its ends), at rest their values before and after it.
-    Returns the callable, the inverse run's result and the largest fitting error [A].
+    formula of time. They enter the forward model as Chebyshev series over the inside of
+    the motion (smooth, no table of time events), at rest their values before and after
+    it. A bearing's friction jumps where its speed changes sign (at the motion's ends, and
+    where an elastic gear's motor side swings back as the motion dies out): the series is
+    cut there, ``degree`` shared among the pieces by their lengths. Returns the callable,
+    the inverse run's result and the largest fitting error of the currents [A].
 
     Example::
 
-        ff, inverse, fit_error = feedforward(4.0, reference="polynomial")
-        cm = mb.compile(FullRobot(reference="polynomial", feedforward=ff))
+        ff, inverse, fit_error = feedforward(2.0, reference="filtered")
+        cm = mb.compile(FullRobot(reference="filtered", feedforward=ff))
     """
     import casadi as ca
     from numpy.polynomial import chebyshev
 
     cm = mb.compile(InverseRobot(**robot), analysis="inverse")
-    res = cm.simulate(t_end, n_points=max(4001, 8 * degree), params=params)
+    # least squares on equally spaced points stays well conditioned up to a degree of
+    # about the square root of their number
+    res = cm.simulate(t_end, n_points=max(4001, degree * degree + 1), params=params)
     t_motion = float(res.final("planner.T"))
     if not t_motion < t_end:
         raise DeclarationError(f"feedforward_currents: t_end ({t_end}) must lie after the "
@@ -741,30 +750,54 @@ def feedforward(t_end, params=None, degree=80, **robot):
     # from 0 to +-1), which the series must not straddle; a margin keeps out the last
     # points, where w ~ (T - t)^5 is rounding noise of either sign.
     margin = 1e-3 * t_motion
-    inside = (res.t > margin) & (res.t < t_motion - margin)
-    x = 2 * res.t[inside] / t_motion - 1
+    inside = (res.t > 0) & (res.t < t_motion - margin)
+    # ... and where a bearing's speed changes sign inside the motion (an elastic gear's
+    # motor side can swing back as the motion dies out), its friction jumps too: the
+    # series is cut there, one per piece
+    t_in = res.t[inside]
+    cuts = set()
+    for k in range(1, 7):
+        w = res[f"axis{k}.gear.bearing.w"][inside]
+        for j in np.flatnonzero(np.sign(w[1:]) * np.sign(w[:-1]) < 0):
+            cuts.add(float(t_in[j] - w[j] * (t_in[j + 1] - t_in[j]) / (w[j + 1] - w[j])))
+    bounds = [0.0] + sorted(cuts) + [t_motion]
     signals = ([f"axis{k}.motor.current" for k in range(1, 7)]
                + [f"axis{k}.motor.phi" for k in range(1, 7)]
                + [f"axis{k}.motor.speed" for k in range(1, 7)])
     drives = _drives(robot.get("drives"))
     ratios = [drives[k]["ratio"] for k in range(6)] * 2
-    series, ends, fit_error = [], [], 0.0
+    pieces, ends, fit_error = [], [], 0.0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        here = inside & (res.t > a) & (res.t < b)
+        # over the points it is fitted to: a series of high degree strays where it has
+        # none, so the piece holds its first and last fitted values up to a and b
+        lo, hi = float(res.t[here][0]), float(res.t[here][-1])
+        x = 2 * (res.t[here] - lo) / (hi - lo) - 1
+        # the degree in proportion to the piece's share of the motion, enough points each
+        deg = min(max(4, round(degree * (b - a) / t_motion)), max(1, int(here.sum()) // 4))
+        series = []
+        for j, name in enumerate(signals):
+            value = res[name] if j < 6 else res[name] / ratios[j - 6]  # joint-side references
+            fit = chebyshev.Chebyshev.fit(x, value[here], deg, domain=[-1, 1])
+            if j < 6:
+                fit_error = max(fit_error, float(np.max(np.abs(fit(x) - value[here]))))
+            series.append(fit.coef)
+        pieces.append((b, lo, hi, series))
     for j, name in enumerate(signals):
-        value = res[name] if j < 6 else res[name] / ratios[j - 6]  # joint-side references
-        fit = chebyshev.Chebyshev.fit(x, value[inside], degree, domain=[-1, 1])
-        if j < 6:
-            fit_error = max(fit_error, float(np.max(np.abs(fit(x) - value[inside]))))
-        series.append(fit.coef)
+        value = res[name] if j < 6 else res[name] / ratios[j - 6]
         ends.append((float(value[0]), float(value[-1])))
 
     def signals_at(t):
-        xt = 2 * ca.fmin(ca.fmax(t, 0), t_motion) / t_motion - 1
         out = []
-        for coef, (start, end) in zip(series, ends):
-            b1 = b2 = 0  # Clenshaw's recurrence
-            for c in coef[:0:-1]:
-                b1, b2 = 2 * xt * b1 - b2 + c, b1
-            value = xt * b1 - b2 + coef[0]
-            out.append(ca.if_else(t <= 0, start, ca.if_else(t >= t_motion, end, value)))
+        for j, (start, end) in enumerate(ends):
+            value = end
+            for b, lo, hi, series in reversed(pieces):
+                xt = 2 * (ca.fmin(ca.fmax(t, lo), hi) - lo) / (hi - lo) - 1
+                b1 = b2 = 0  # Clenshaw's recurrence
+                coef = series[j]
+                for c in coef[:0:-1]:
+                    b1, b2 = 2 * xt * b1 - b2 + c, b1
+                value = ca.if_else(t < b, xt * b1 - b2 + coef[0], value)
+            out.append(ca.if_else(t <= 0, start, value))
         return ca.vertcat(*out)
     return signals_at, res, fit_error

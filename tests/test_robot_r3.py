@@ -198,12 +198,15 @@ def test_energy_balance_of_the_whole_robot():
     assert abs(balance) < 1e-9 * scale     # rtol 1e-8; measured 6e-11
 
 
+def currents(res):
+    return np.column_stack([res[f"axis{k}.motor.current"] for k in range(1, 7)])
+
+
 def test_full_robot_example_forward_inverse_and_feedforward(tmp_path):
     """examples/robot_r3_full.py: the FullRobot motion is followed (end angles, peak
-    errors), the inverse model's currents fit their series, and the feed-forward cuts the
-    peak tracking error: by > 100x on the elastically geared axes 1-3 and > 10x on axis 4;
-    axes 5 and 6 keep the delay of their bearings' breakaway (the known limit, documented),
-    which bearings without a static peak do not have (> 500x on every axis)."""
+    errors), the inverse model's currents fit their series, and along the trapezoid
+    through a critically damped filter the feed-forward cuts the peak tracking error by
+    far more than 10x on every axis (measured 62-640x; the issue asks 10x)."""
     pytest.importorskip("matplotlib")
     from test_examples import load
 
@@ -212,12 +215,10 @@ def test_full_robot_example_forward_inverse_and_feedforward(tmp_path):
     q_end = np.radians(r3.Q_END_DEG)
     assert np.abs(out["q"][-1] - q_end).max() < np.radians(0.2)
     assert np.degrees(out["peak_error"]).max() < 1.5
-    assert out["fit_error"] < 1e-4
-    assert out["t_motion"] == pytest.approx(3.048168, abs=1e-6)
-    factor = out["factor"]
-    assert factor[:3].min() > 100 and factor[3] > 10
-    assert factor[4] > 5 and factor[5] > 3
-    assert out["factor_peak1"].min() > 500
+    peak_current = np.abs(currents(out["inverse"])).max()
+    assert out["fit_error"] < 0.02 * peak_current      # measured 0.13 A of 13 A
+    assert out["t_motion"] == pytest.approx(1.864644, abs=1e-6)
+    assert out["factor"].min() > 30
 
 
 def test_folded_and_symbolic_parameters_give_the_same_dynamics():
