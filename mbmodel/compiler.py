@@ -283,6 +283,8 @@ class CompiledModel:
         self._explicit_ode = None
         self._lower = np.array([q.min for q in free], dtype=float)
         self._upper = np.array([q.max for q in free], dtype=float)
+        self._bound_lower = np.array([q.min for q in self._bound], dtype=float)
+        self._bound_upper = np.array([q.max for q in self._bound], dtype=float)
         self.build_times = times or BuildTimes()
         self.start = np.array([sys_.start[v] for v in sys_.states], dtype=float)
         self.z_start = np.array([sys_.start[v] for v in sys_.algebraic], dtype=float)
@@ -411,8 +413,11 @@ class CompiledModel:
             if not held:  # the components' own conditions say most, so they come first
                 raise ParameterError(f"{a.origin or 'model'}: {a.message} (does not hold for "
                                      f"the parameter values given)")
-        for q, v in zip(self._bound, out[:n_b]):
-            check_parameter_value(q.name, v, q.min, q.max)
+        bound = out[:n_b]
+        if not (np.all(np.isfinite(bound)) and np.all(bound >= self._bound_lower)
+                and np.all(bound <= self._bound_upper)):  # a loop only for the message
+            for q, v in zip(self._bound, bound):
+                check_parameter_value(q.name, v, q.min, q.max)
         for (expr, what), v in zip(guards, out[n_b + n_a:]):
             if v == 0.0 or not np.isfinite(v):
                 names = sorted(str(s) for s in ca.symvar(expr))
