@@ -278,15 +278,19 @@ def test_one_axis_reaches_its_end_angle_and_balances_its_energy():
 
 
 
-def test_event_function_in_c_gives_the_virtual_machines_run():
+def test_event_function_in_c_gives_the_virtual_machines_run(monkeypatch):
     """The robot's event function generated as C (native.event_function); the run with it
-    equals the run in casadi's virtual machine."""
+    equals the run with it in casadi's virtual machine (the dynamics in C for both: built
+    at -O2, which contracts products and sums into fused multiply-adds, they round
+    differently from the virtual machine, and the stick-slip bearings make 1e-10 of it)."""
+    from mbmodel import events
     from mbmodel.native import event_function
 
     cm = mb.compile(r3.FullRobot())
     assert event_function(cm, True).class_name() == "External"
-    runs = [cm.simulate(0.4, n_points=41, method="adams", native=native)
-            for native in (True, False)]
+    runs = [cm.simulate(0.4, n_points=41, method="adams")]
+    monkeypatch.setattr(events, "event_function", lambda cm, native: cm.event_values)
+    runs.append(cm.simulate(0.4, n_points=41, method="adams"))
     assert len(runs[0].events) == len(runs[1].events) > 5
     for k in range(1, 7):
         a, b = (run[f"mechanics.r{k}.phi"] for run in runs)
