@@ -90,8 +90,11 @@ def dynamics(cm, native: bool | str = True, derivatives: bool = False) -> ca.Fun
     limit /= 3 if derivatives else 1
     large = native == "auto" and cm.dynamics.n_instructions() > limit
     options = {} if derivatives else {"enable_fd": True, "fd_method": "forward"}
+    # with its forward derivative (3x the code) flat code stays at -O1: gcc's time there is
+    # tens of seconds at -O2 for a model like the r3 robot
+    level = _optimization(source, kernels) if not derivatives else (2 if kernels else 1)
     fn = compile_function(source, background=large, external_options=options,
-                          derivatives=derivatives, optimize=_optimization(source, kernels))
+                          derivatives=derivatives, optimize=level)
     if fn is source:
         fn = cm.dynamics  # no compiler, or a background build under way: the VM meanwhile
     if fn is not cm.dynamics or not large:  # a background build is asked for again later
@@ -110,9 +113,9 @@ OPTIMIZE_INSTRUCTIONS = 2000
 
 
 def _optimization(fn: ca.Function, kernels: bool = False) -> int:
-    """gcc's -O level for ``fn``: 2 for kernel code (many small functions, ~25 % faster,
-    and they compile 3x faster than the same flat code) and for flat code from
-    :data:`OPTIMIZE_INSTRUCTIONS` up, else 1."""
+    """gcc's -O level for the dynamics ``fn``: 2 for kernel code (many small functions,
+    ~25 % faster, and they compile 3x faster than the same flat code) and for flat code
+    from :data:`OPTIMIZE_INSTRUCTIONS` up, else 1."""
     return 2 if kernels or fn.n_instructions() >= OPTIMIZE_INSTRUCTIONS else 1
 
 
