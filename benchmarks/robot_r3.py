@@ -5,7 +5,8 @@ Dymola 1993's, and the feed-forward's error reduction.
 Measured in one run:
 
 * ``FullRobot`` (trapezoidal PTP, 2 s, feedback only): compile time, and the wall time of
-  ``simulate(2.0)`` after compile (best of 3) with DOP853 in C (the example's choice),
+  ``simulate(2.0)`` after compile (best of 7: one run varies by 30 % on a shared machine;
+  Adams and auto best of 3) with DOP853 in C (the example's choice),
   with CVODES' Adams method, and with ``method="auto"`` (which picks DOP853 too: the
   current loops' modes decay at most 3300 times per second, 6600 times the run; it
   checks the eigenvalues after each event). ``forward_2s_wall_s`` is the run compiled
@@ -75,14 +76,14 @@ def main():
     cm = mb.compile(r3.FullRobot())
     compile_forward = time.perf_counter() - t0
     events = len(cm.simulate(T_FORWARD, method="dop853").events)   # warm-up
-    wall_symbolic = best_of(3, lambda: cm.simulate(T_FORWARD, method="dop853"))
+    wall_symbolic = best_of(7, lambda: cm.simulate(T_FORWARD, method="dop853"))
     wall_adams = best_of(3, lambda: cm.simulate(T_FORWARD, method="adams"))
     wall_auto = best_of(3, lambda: cm.simulate(T_FORWARD))
     t0 = time.perf_counter()
     folded = mb.compile(r3.FullRobot(), parameters="constant")
     compile_folded = time.perf_counter() - t0
     folded.simulate(T_FORWARD, method="dop853")   # warm-up: the C build
-    wall = best_of(3, lambda: folded.simulate(T_FORWARD, method="dop853"))
+    wall = best_of(7, lambda: folded.simulate(T_FORWARD, method="dop853"))
 
     t0 = time.perf_counter()
     cm_inv = mb.compile(r3.InverseRobot(reference="filtered"), analysis="inverse")
