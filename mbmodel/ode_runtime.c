@@ -357,6 +357,9 @@ static int guard_inert(Guarded *q, double t, const double *x, int *inert) {
     return status;
 }
 
+/* Inert crossings passed within one step at most. */
+enum { MAX_INERT = 32 };
+
 static void swap(double **a, double **b) {
     double *tmp = *a;
     *a = *b;
@@ -563,7 +566,7 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
         }
         /* accepted. With a guard: its values at the output times inside the step and at
          * the end, until a relation reads differently; then the crossing's bracket */
-        int ready = 0, crossed = 0;
+        int ready = 0, crossed = 0, passed = 0;
         double t_l = t, t_r = t_new;
         if (guard) {
             int j = written;
@@ -588,8 +591,12 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
                     ready = 1;
                     status = guard_locate(&q, t, h, y, dense, n, &t_l, &t_r, guard->x_cross,
                                           point);
+                    /* past MAX_INERT in one step the caller sees them as events (and its
+                     * chattering check with them) */
                     int inert = 0;
-                    if (!status) status = guard_inert(&q, t_r, guard->x_cross, &inert);
+                    if (!status && passed < MAX_INERT)
+                        status = guard_inert(&q, t_r, guard->x_cross, &inert);
+                    passed += inert;
                     if (status) break;
                     if (!inert) {
                         crossed = 1;
