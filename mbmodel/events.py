@@ -217,7 +217,7 @@ class _Run:
         self.cm, self.p, self.u_of = cm, p, u_of
         self.layout = cm.events
         self.rtol, self.atol, self.native = rtol, atol, native
-        self.event_fn = event_function(cm, native)  # in C unless native=False
+        self.event_fn = event_function(cm, native)  # in C when large (or as DOP853's guard)
         self._values = None      # event_fn through buffers, and its maps per point count
         self._mapped_values = {}
         self.t_start, self.t_end = t_start, t_end
@@ -777,12 +777,15 @@ class _Run:
         when it is not generated C; looked up once per run."""
         if self._guard is False:
             lay = self.layout
+            fn = event_function(self.cm, self.native, any_size=True)
+            if fn is not self.event_fn:   # built now: the same code for every evaluation
+                self.event_fn, self._values, self._mapped_values = fn, None, {}
             inert = {"direct": lay.relation_direct, "relation_slots": lay.relation_slots,
                      "conditions": lay.ranges["conditions"],
                      "equations": lay.ranges["equations"],
                      "equation_slots": lay.equation_slots}
-            self._guard = explicit_guard(self.event_fn, len(self.p), lay.strict,
-                                         NOISE_FLOOR * self.atol, EVENT_TIME_TOLERANCE, inert)
+            self._guard = explicit_guard(fn, len(self.p), lay.strict, NOISE_FLOOR * self.atol,
+                                         EVENT_TIME_TOLERANCE, inert)
         return self._guard
 
     def inert(self, changed, x, z, u, t) -> bool:

@@ -38,7 +38,7 @@ from .core import time as TIME
 from .errors import DeclarationError
 
 __all__ = ["dynamics", "code_source", "evaluator", "Evaluator", "event_function",
-           "AUTO_BUILD_INSTRUCTIONS", "KERNEL_INSTRUCTIONS"]
+           "AUTO_BUILD_INSTRUCTIONS", "KERNEL_INSTRUCTIONS", "EVENT_NATIVE_INSTRUCTIONS"]
 
 _lock = threading.Lock()
 _built: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -90,11 +90,9 @@ def dynamics(cm, native: bool | str = True, derivatives: bool = False) -> ca.Fun
     limit /= 3 if derivatives else 1
     large = native == "auto" and cm.dynamics.n_instructions() > limit
     options = {} if derivatives else {"enable_fd": True, "fd_method": "forward"}
-    # with its forward derivative (3x the code) flat code stays at -O1: gcc's time there is
-    # tens of seconds at -O2 for a model like the r3 robot
-    level = _optimization(source, kernels) if not derivatives else (2 if kernels else 1)
     fn = compile_function(source, background=large, external_options=options,
-                          derivatives=derivatives, optimize=level)
+                          derivatives=derivatives,
+                          optimize=2 if kernels or _fast_flat(cm, derivatives) else 1)
     if fn is source:
         fn = cm.dynamics  # no compiler, or a background build under way: the VM meanwhile
     if fn is not cm.dynamics or not large:  # a background build is asked for again later
@@ -105,39 +103,46 @@ def dynamics(cm, native: bool | str = True, derivatives: bool = False) -> ca.Fun
 
 _built_with_derivatives: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
-#: Flat functions of at least this many instructions are built at -O2. Below, gcc's time
-#: (which -O2 doubles) is most of the cost and a call takes ~1 µs either way (a 6-link
-#: chain: 1.15 µs at -O1 and -O2); above, -O2 pays: the Manutec r3 with its drive trains
-#: (2 200 instructions, branches of its friction laws) 1.10 -> 0.69 µs a call.
-OPTIMIZE_INSTRUCTIONS = 2000
+#: Flat dynamics compiled with ``parameters="constant"`` (the fast path a user asks for)
+#: from this many instructions up are built at -O2, which doubles gcc's time: the Manutec
+#: r3 with its drive trains (2 200 instructions) 1.10 -> 0.69 µs a call, a 6-link chain
+#: 2.0 -> 1.15 µs. With symbolic parameters -O2 gains little (1.76 -> 1.70 µs).
+FAST_FLAT_INSTRUCTIONS = 2000
 
 
-def _optimization(fn: ca.Function, kernels: bool = False) -> int:
-    """gcc's -O level for the dynamics ``fn``: 2 for kernel code (many small functions,
-    ~25 % faster, and they compile 3x faster than the same flat code) and for flat code
-    from :data:`OPTIMIZE_INSTRUCTIONS` up, else 1."""
-    return 2 if kernels or fn.n_instructions() >= OPTIMIZE_INSTRUCTIONS else 1
+def _fast_flat(cm, derivatives: bool) -> bool:
+    """Whether flat dynamics are built at -O2 (see :data:`FAST_FLAT_INSTRUCTIONS`); not
+    with their derivative, three times the code."""
+    return (not derivatives and cm.parameter_mode == "constant"
+            and cm.dynamics.n_instructions() >= FAST_FLAT_INSTRUCTIONS)
 
 
 _sources: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _built_events: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
-def event_function(cm, native: bool | str = "auto") -> ca.Function:
+#: Event functions of fewer casadi instructions stay in the virtual machine, where the
+#: simulator only evaluates them (~1 000 times a run: less than a compiler run), unless they
+#: guard DOP853's C loop (``any_size``).
+EVENT_NATIVE_INSTRUCTIONS = 2000
+
+
+def event_function(cm, native: bool | str = "auto", any_size: bool = False) -> ca.Function:
     """``cm.event_values`` (``x, z, u, p, t ->`` crossing functions, conditions, discrete
-    equations, ...) in generated C when ``native`` allows it, with the same policy as
-    :func:`dynamics` (``"auto"``: built in the background above
+    equations, ...) in generated C when ``native`` allows it and it has at least
+    :data:`EVENT_NATIVE_INSTRUCTIONS` instructions or ``any_size`` is given, with the same
+    policy as :func:`dynamics` (``"auto"``: built in the background above
     :data:`AUTO_BUILD_INSTRUCTIONS`, the virtual machine meanwhile); else the function
     itself. In C it is the guard of DOP853's C loop, which then finds and locates the
-    crossings itself, after every step (:mod:`mbmodel.events`): that pays for the compiler
-    (~0.1 s for a small model) even where one evaluation in casadi's virtual machine costs
-    less than a call into C from Python.
+    crossings itself, after every step (:mod:`mbmodel.events` asks with ``any_size``:
+    that pays for the compiler, ~0.1 s for a small model).
 
     Example::
 
         values = event_function(cm)(x, z, u, p, t)
     """
     fn = cm.event_values
-    if not native or fn is None:
+    if not native or fn is None or (not any_size
+                                    and fn.n_instructions() < EVENT_NATIVE_INSTRUCTIONS):
         return fn
     with _lock:
         built = _built_events.get(cm)

@@ -289,7 +289,7 @@ def test_event_function_in_c_gives_the_virtual_machines_run(monkeypatch):
     cm = mb.compile(r3.FullRobot())
     assert event_function(cm, True).class_name() == "External"
     runs = [cm.simulate(0.4, n_points=41, method="adams")]
-    monkeypatch.setattr(events, "event_function", lambda cm, native: cm.event_values)
+    monkeypatch.setattr(events, "event_function", lambda cm, native, **_: cm.event_values)
     runs.append(cm.simulate(0.4, n_points=41, method="adams"))
     assert len(runs[0].events) == len(runs[1].events) > 5
     for k in range(1, 7):
