@@ -175,7 +175,8 @@ def test_max_step_bounds_every_step(method):
                method=method)
     bounded = run(0.0, cm.start, cm.parameter_vector(), [1.0], rtol=1e-6, atol=1e-8,
                   max_step=2e-3, method=method)
-    assert free.steps < 100 and bounded.steps >= 500
+    # unbounded: DOP853 as before this test covered ABM too (13 steps), ABM 60
+    assert free.steps < {"dop853": 50, "abm": 100}[method] and bounded.steps >= 500
     assert abs(bounded.xs[0, -1] - np.cos(10.0)) < 1e-6
 
 
