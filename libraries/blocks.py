@@ -283,6 +283,28 @@ def _declare_ptp(block, *, n: int = 1, q_begin=0.0, q_end=1.0, qd_max=1.0, qdd_m
     block.qdd = Output(shape=shape, doc="reference acceleration der(qd)")
 
 
+#: Motion below this (as max |dq/qd_max| or max |dq/qdd_max|) counts as none (MSL eps).
+_PTP_EPS = 10 * np.finfo(float).eps
+
+
+def _trapezoid_timing(block):
+    """(moving, Ta, Tv, Te, sdd_max) of :class:`KinematicPTP`'s synchronized trapezoid, as
+    expressions of ``block``'s parameters ``q_begin``, ``q_end``, ``qd_max``, ``qdd_max``
+    (also :class:`FilteredPTP`'s)."""
+    dq = block.q_end - block.q_begin
+    sd_inv = ca.mmax(ca.fabs(dq / block.qd_max))
+    sdd_inv = ca.mmax(ca.fabs(dq / block.qdd_max))
+    moving = ca.logic_and(sd_inv > _PTP_EPS, sdd_inv > _PTP_EPS)
+    sd_max = 1 / fmax(sd_inv, _PTP_EPS)
+    sdd_max = 1 / fmax(sdd_inv, _PTP_EPS)
+    ta1 = ca.sqrt(1 / sdd_max)
+    ta2 = sd_max / sdd_max
+    no_cruise = ta2 >= ta1
+    ta = if_else(moving, if_else(no_cruise, ta1, ta2), 0)
+    tv = if_else(moving, if_else(no_cruise, ta1, 1 / sd_max), 0)
+    return moving, ta, tv, tv + ta, sdd_max
+
+
 class KinematicPTP(Model):
     """Point-to-point reference motion of ``n`` axes with a synchronized trapezoidal
     velocity profile (MSL ``Blocks.Sources.KinematicPTP2``, without ``moving``).
@@ -339,31 +361,16 @@ class KinematicPTP(Model):
     start_time = Parameter(0.0, unit="s", doc="time instant at which the movement starts")
 
     #: Motion below this (as max |dq/qd_max| or max |dq/qdd_max|) counts as none (MSL eps).
-    EPS = 10 * np.finfo(float).eps
+    EPS = _PTP_EPS
 
     def __init__(self, **options):
         _declare_ptp(self, **options)
-        _, ta, tv, te, _ = self._timing()
+        _, ta, tv, te, _ = _trapezoid_timing(self)
         for at in (0, ta, tv, te):
             self.time_event(self.start_time + at)
 
-    def _timing(self):
-        """(moving, Ta, Tv, Te, sdd_max) as expressions of the current parameter symbols."""
-        dq = self.q_end - self.q_begin
-        sd_inv = ca.mmax(ca.fabs(dq / self.qd_max))
-        sdd_inv = ca.mmax(ca.fabs(dq / self.qdd_max))
-        moving = ca.logic_and(sd_inv > self.EPS, sdd_inv > self.EPS)
-        sd_max = 1 / fmax(sd_inv, self.EPS)
-        sdd_max = 1 / fmax(sdd_inv, self.EPS)
-        ta1 = ca.sqrt(1 / sdd_max)
-        ta2 = sd_max / sdd_max
-        no_cruise = ta2 >= ta1
-        ta = if_else(moving, if_else(no_cruise, ta1, ta2), 0)
-        tv = if_else(moving, if_else(no_cruise, ta1, 1 / sd_max), 0)
-        return moving, ta, tv, tv + ta, sdd_max
-
     def equations(self):
-        moving, ta, tv, te, sdd_max = self._timing()
+        moving, ta, tv, te, sdd_max = _trapezoid_timing(self)
         t, t0 = mb.time, self.start_time
         tau = t - t0
         # The phases switch at exactly the declared event times (same expressions).
@@ -441,7 +448,6 @@ class FilteredPTP(Model):
 
     start_time = Parameter(0.0, unit="s", doc="time instant at which the movement starts")
     f_cut = Parameter(5.0, unit="Hz", min=SMALL, doc="cut-off frequency of the filter")
-    EPS = KinematicPTP.EPS
 
     def __init__(self, order: int = 4, **options):
         if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
@@ -451,8 +457,9 @@ class FilteredPTP(Model):
         _declare_ptp(self, **options)
         self.T = Output(unit="s", doc="duration: the trapezoid's end and the filter's "
                                       "settling to SETTLED of a step")
-        _, ta, tv, te, _ = KinematicPTP._timing(self)
-        for at in (0, ta, tv, te, te + self._settling() * self._tau()):
+        _, ta, tv, te, _ = _trapezoid_timing(self)
+        self._settled = self._settling()
+        for at in (0, ta, tv, te, te + self._settled * self._tau()):
             self.time_event(self.start_time + at)
 
     #: What ``T`` counts as settled: the filter's step response within this of its end.
@@ -468,10 +475,10 @@ class FilteredPTP(Model):
         return brentq(lambda u: gammaincc(self.order, u) - self.SETTLED, 0.0, 1e3)
 
     def equations(self):
-        moving, ta, tv, te, sdd_max = KinematicPTP._timing(self)
+        moving, ta, tv, te, sdd_max = _trapezoid_timing(self)
         m = self.order
         tau = self._tau()
-        duration = te + self._settling() * tau
+        duration = te + self._settled * tau
         yield self.T == duration
         s = sd = sdd = 0
         for sign, at in ((1, 0), (-1, ta), (-1, tv), (1, te)):

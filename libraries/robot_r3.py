@@ -766,7 +766,10 @@ def feedforward(t_end, params=None, degree=80, **robot):
                + [f"axis{k}.motor.speed" for k in range(1, 7)])
     drives = _drives(robot.get("drives"))
     ratios = [drives[k]["ratio"] for k in range(6)] * 2
-    pieces, ends, fit_error = [], [], 0.0
+    # the currents, then the joint-side references
+    values = [res[name] if j < 6 else res[name] / ratios[j - 6]
+              for j, name in enumerate(signals)]
+    pieces, fit_error = [], 0.0
     for a, b in zip(bounds[:-1], bounds[1:]):
         here = inside & (res.t > a) & (res.t < b)
         # over the points it is fitted to: a series of high degree strays where it has
@@ -776,23 +779,21 @@ def feedforward(t_end, params=None, degree=80, **robot):
         # the degree in proportion to the piece's share of the motion, enough points each
         deg = min(max(4, round(degree * (b - a) / t_motion)), max(1, int(here.sum()) // 4))
         series = []
-        for j, name in enumerate(signals):
-            value = res[name] if j < 6 else res[name] / ratios[j - 6]  # joint-side references
+        for j, value in enumerate(values):
             fit = chebyshev.Chebyshev.fit(x, value[here], deg, domain=[-1, 1])
             if j < 6:
                 fit_error = max(fit_error, float(np.max(np.abs(fit(x) - value[here]))))
             series.append(fit.coef)
         pieces.append((b, lo, hi, series))
-    for j, name in enumerate(signals):
-        value = res[name] if j < 6 else res[name] / ratios[j - 6]
-        ends.append((float(value[0]), float(value[-1])))
+    ends = [(float(value[0]), float(value[-1])) for value in values]
 
     def signals_at(t):
+        xts = [2 * (ca.fmin(ca.fmax(t, lo), hi) - lo) / (hi - lo) - 1
+               for _, lo, hi, _ in pieces]
         out = []
         for j, (start, end) in enumerate(ends):
             value = end
-            for b, lo, hi, series in reversed(pieces):
-                xt = 2 * (ca.fmin(ca.fmax(t, lo), hi) - lo) / (hi - lo) - 1
+            for (b, _, _, series), xt in zip(reversed(pieces), reversed(xts)):
                 b1 = b2 = 0  # Clenshaw's recurrence
                 coef = series[j]
                 for c in coef[:0:-1]:

@@ -218,6 +218,15 @@ def _expression_of(system, name):
     return system.symbols[system.flat_index[name]]
 
 
+def _check_bounds(parameters, values, lower, upper):
+    """Every value finite and within its parameter's bounds, checked vectorised; the
+    :func:`check_parameter_value` of the first that is not raises with its name."""
+    if not (np.all(np.isfinite(values)) and np.all(values >= lower)
+            and np.all(values <= upper)):
+        for q, v in zip(parameters, values):
+            check_parameter_value(q.name, v, q.min, q.max)
+
+
 class CompiledModel:
     """A model compiled to casadi Functions and the metadata to run them: simulate,
     initialize, linearize or evaluate it.
@@ -390,10 +399,7 @@ class CompiledModel:
         and the parameter divisors the equations were sorted with (nonzero at the declared
         values; a run-time value must not make one zero)."""
         values = np.asarray(values, dtype=float)
-        if not (np.all(np.isfinite(values)) and np.all(values >= self._lower)
-                and np.all(values <= self._upper)):  # vectorised; a loop only for the message
-            for q, v in zip(self._free, values):
-                check_parameter_value(q.name, v, q.min, q.max)
+        _check_bounds(self._free, values, self._lower, self._upper)
         asserts = self.system.asserts
         guards = self.system.pivot_guards if self.parameter_mode == "symbolic" else []
         if not (self._bound or asserts or guards):
@@ -413,11 +419,7 @@ class CompiledModel:
             if not held:  # the components' own conditions say most, so they come first
                 raise ParameterError(f"{a.origin or 'model'}: {a.message} (does not hold for "
                                      f"the parameter values given)")
-        bound = out[:n_b]
-        if not (np.all(np.isfinite(bound)) and np.all(bound >= self._bound_lower)
-                and np.all(bound <= self._bound_upper)):  # a loop only for the message
-            for q, v in zip(self._bound, bound):
-                check_parameter_value(q.name, v, q.min, q.max)
+        _check_bounds(self._bound, out[:n_b], self._bound_lower, self._bound_upper)
         for (expr, what), v in zip(guards, out[n_b + n_a:]):
             if v == 0.0 or not np.isfinite(v):
                 names = sorted(str(s) for s in ca.symvar(expr))

@@ -474,6 +474,73 @@ static int guard_locate(Guarded *q, double t, double h, const double *y, const d
     return MB_OK;
 }
 
+/* One accepted step, and its dense output once something needs it. */
+typedef struct {
+    Rhs *r;
+    double t, h;
+    const double *y, *y_new;
+    double *K, *point, *dense;
+    int n, ready;
+} Step;
+
+static int step_dense(Step *s) {
+    if (s->ready) return MB_OK;
+    int status = dense_prepare(s->r, s->t, s->h, s->y, s->y_new, s->K, s->point, s->dense,
+                               s->n);
+    s->ready = status == MB_OK;
+    return status;
+}
+
+/* The guard over an accepted step ending at t_new: its values at the output times inside
+ * the step (from t_out[written] on) and at its end, until a relation reads differently.
+ * That crossing is located; an inert one is passed (at most MAX_INERT in a step, then the
+ * caller sees them as events, and its chattering check with them) and the scan goes on
+ * from it. At an event *crossed = 1 with the bracket [*t_l, *t_r], and the guard's outputs
+ * (x_cross, values, t_left) are set. */
+static int guard_step(Guarded *q, Step *s, const double *t_out, int n_out, int written,
+                      double t_new, int *crossed, double *t_l, double *t_r) {
+    const MbGuard *g = q->g;
+    int j = written, passed = 0, status;
+    *t_l = s->t;
+    for (;;) {
+        double tp = j < n_out && t_out[j] < t_new ? t_out[j] : t_new;
+        const double *xp = s->y_new;
+        if (tp < t_new) {
+            if ((status = step_dense(s))) return status;
+            dense_at(s->dense, s->y, (tp - s->t) / s->h, s->point, s->n);
+            xp = s->point;
+        }
+        if ((status = guard_eval(q, tp, xp, q->c_here))) return status;
+        if (!guard_differs(g, q->c_here, g->noise)) {
+            *t_l = tp;
+            swap(&q->c_left, &q->c_here);
+            if (tp == t_new) return MB_OK;
+            j++;
+            continue;
+        }
+        *t_r = tp;
+        memcpy(g->x_cross, xp, sizeof(double) * (size_t)s->n);
+        if ((status = step_dense(s))) return status;
+        status = guard_locate(q, s->t, s->h, s->y, s->dense, s->n, t_l, t_r, g->x_cross,
+                              s->point);
+        int inert = 0;
+        if (!status && passed < MAX_INERT) status = guard_inert(q, *t_r, g->x_cross, &inert);
+        if (status) return status;
+        if (!inert) {
+            *crossed = 1;
+            memcpy(g->values, q->c_here, sizeof(double) * (size_t)g->n_values);
+            *g->t_left = *t_l;
+            return MB_OK;
+        }
+        /* the relations took their new values at t_r: look on from there (point j again) */
+        passed++;
+        *g->inert += 1.0;
+        *t_l = *t_r;
+        *t_r = t_new;
+        swap(&q->c_left, &q->c_here);
+    }
+}
+
 /* Integrate dx/dt = f(t, x) from t0 through the increasing output times t_out[0..n_out-1]
  * (all > t0), writing x at each into the columns of x_out (n x n_out, column-major).
  *
@@ -564,68 +631,17 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
             just_rejected = 1;
             continue;
         }
-        /* accepted. With a guard: its values at the output times inside the step and at
-         * the end, until a relation reads differently; then the crossing's bracket */
-        int ready = 0, crossed = 0, passed = 0;
-        double t_l = t, t_r = t_new;
-        if (guard) {
-            int j = written;
-            while (!crossed) {
-                double tp = j < n_out && t_out[j] < t_new ? t_out[j] : t_new;
-                const double *xp = y_new;
-                if (tp < t_new) {
-                    if (!ready && (status = dense_prepare(&r, t, h, y, y_new, K, point,
-                                                          dense, n)))
-                        break;
-                    ready = 1;
-                    dense_at(dense, y, (tp - t) / h, point, n);
-                    xp = point;
-                }
-                if ((status = guard_eval(&q, tp, xp, q.c_here))) break;
-                if (guard_differs(guard, q.c_here, guard->noise)) {
-                    t_r = tp;
-                    memcpy(guard->x_cross, xp, sizeof(double) * (size_t)n);
-                    if (!ready && (status = dense_prepare(&r, t, h, y, y_new, K, point,
-                                                          dense, n)))
-                        break;
-                    ready = 1;
-                    status = guard_locate(&q, t, h, y, dense, n, &t_l, &t_r, guard->x_cross,
-                                          point);
-                    /* past MAX_INERT in one step the caller sees them as events (and its
-                     * chattering check with them) */
-                    int inert = 0;
-                    if (!status && passed < MAX_INERT)
-                        status = guard_inert(&q, t_r, guard->x_cross, &inert);
-                    passed += inert;
-                    if (status) break;
-                    if (!inert) {
-                        crossed = 1;
-                        memcpy(guard->values, q.c_here,
-                               sizeof(double) * (size_t)guard->n_values);
-                        *guard->t_left = t_l;
-                        break;
-                    }
-                    /* the relations took their new values at t_r: look on from there
-                     * (point j again) */
-                    *guard->inert += 1.0;
-                    t_l = t_r;
-                    t_r = t_new;
-                    swap(&q.c_left, &q.c_here);
-                    continue;
-                }
-                t_l = tp;
-                swap(&q.c_left, &q.c_here);
-                if (tp == t_new) break;
-                j++;
-            }
-            if (status) break;
-        }
+        /* accepted: with a guard, the crossings in the step */
+        Step step = {&r, t, h, y, y_new, K, point, dense, n, 0};
+        int crossed = 0;
+        double t_l = t_new, t_r = t_new;
+        if (guard && (status = guard_step(&q, &step, t_out, n_out, written, t_new, &crossed,
+                                          &t_l, &t_r)))
+            break;
         /* outputs inside (t, t_new] (up to the bracket's left end at a crossing) */
         double t_stop = crossed ? t_l : t_new;
         if (written < n_out && t_out[written] < t_new && t_out[written] <= t_stop) {
-            if (!ready && (status = dense_prepare(&r, t, h, y, y_new, K, point, dense, n)))
-                break;
-            ready = 1;
+            if ((status = step_dense(&step))) break;
             while (written < n_out && t_out[written] < t_new && t_out[written] <= t_stop) {
                 dense_at(dense, y, (t_out[written] - t) / h, x_out + (size_t)written * n, n);
                 written++;

@@ -265,15 +265,16 @@ class Revolute(_AxisJoint):
         declared = numeric_value(self, "n") if self.parameters_folded else None
         return (sp.axis_rotation(e, q, declared), None, ca.vertcat(e, ca.SX.zeros(3, 1)))
 
-    def square_sum(self):
+    def square_sum(self, back: bool = True):
         """``(k, s)`` for a rotation about coordinate axis ``k`` once parameters are folded:
         ``s`` is ``w_i^2 + w_j^2`` (``i, j`` the other indices) of frame_a's angular
         velocity, formed as :func:`.spatial.point_acceleration_matrix` forms it there. The
         rotation about ``k`` turns frame_a's ``(w_i, w_j)`` into frame_b's and the joint rate
         adds to ``w_k`` only, so frame_b's sum of the two squares is the same: a part at
-        frame_b reuses it (exact up to rounding, ``cos^2 + sin^2 = 1``). If frame_a has the
-        angular velocity of a Revolute about the same ``k`` (through one unrotated rigid
-        part), that joint's sum, further back. Else ``None``."""
+        frame_b reuses it (exact up to rounding, ``cos^2 + sin^2 = 1``). With ``back``, if
+        frame_a has the angular velocity of a Revolute about the same ``k`` (through one
+        unrotated rigid part), that joint's own sum, one joint further back: not more, so
+        that a planar chain of n joints costs n lookups, not n^2. Else ``None``."""
         declared = numeric_value(self, "n") if self.parameters_folded else None
         if declared is None:
             return None
@@ -281,9 +282,9 @@ class Revolute(_AxisJoint):
         if d.size != 3 or np.count_nonzero(d) != 1:
             return None
         k = int(np.argmax(d))
-        behind = self._revolute_behind()
+        behind = self._revolute_behind() if back else None
         if behind is not None:
-            found = behind.square_sum()
+            found = behind.square_sum(back=False)
             if found is not None and found[0] == k:
                 return found  # the same sum, preserved by both rotations
         i, j = (m for m in range(3) if m != k)
