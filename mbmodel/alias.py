@@ -29,10 +29,18 @@ class AliasResult:
     removed_equations: list[int]
 
 
-def _linear_pattern(expr, var_of, depth=0):
+def linear_pattern(expr, var_of, depth=0):
     """``expr`` as ``([(var, coef)], const)`` if it is a sum of at most two variables with
-    unit coefficients and a constant; otherwise None. Such a pattern is never deep, so the
-    search stops early on long sums (a flow sum over thousands of connectors)."""
+    unit coefficients and a constant; otherwise None. ``var_of``: the variables by symbol
+    hash. Such a pattern is never deep, so the search stops early on long sums (a flow sum
+    over thousands of connectors).
+
+    Example::
+
+        a, b = ca.SX.sym("a"), ca.SX.sym("b")
+        linear_pattern(a - b + 2, {a.element_hash(): 0, b.element_hash(): 1})
+        # ([(0, 1.0), (1, -1.0)], 2.0)
+    """
     if depth > 8:
         return None
     op = expr.op()  # one call per node: each casadi query costs ~2 µs from Python
@@ -42,15 +50,15 @@ def _linear_pattern(expr, var_of, depth=0):
     if op == ca.OP_CONST:
         return ([], float(expr))
     if op == ca.OP_NEG:
-        inner = _linear_pattern(expr.dep(0), var_of, depth + 1)
+        inner = linear_pattern(expr.dep(0), var_of, depth + 1)
         if inner is None:
             return None
         return ([(v, -c) for v, c in inner[0]], -inner[1])
     if op == ca.OP_ADD or op == ca.OP_SUB:
-        a = _linear_pattern(expr.dep(0), var_of, depth + 1)
+        a = linear_pattern(expr.dep(0), var_of, depth + 1)
         if a is None:
             return None
-        b = _linear_pattern(expr.dep(1), var_of, depth + 1)
+        b = linear_pattern(expr.dep(1), var_of, depth + 1)
         if b is None:
             return None
         s = 1.0 if op == ca.OP_ADD else -1.0
@@ -61,25 +69,34 @@ def _linear_pattern(expr, var_of, depth=0):
     return None
 
 
-def _alias_candidates(residuals: list, var_symbols: list, var_of: dict) -> list[bool]:
+def _alias_candidates(residuals: list, position_of: dict, variables: list) -> tuple:
     """Per equation, whether it can be an alias: it depends on at most two of the
     variables and on no other symbol (parameter, derivative, time). One sparsity pattern
-    of the whole system (casadi, no Python per node) spares the expression walk of the
-    others — half the equations of a multibody model. ``var_of``: the variables by symbol
-    hash."""
+    of these equations (casadi, no Python per node) spares the expression walk of the
+    others — half the equations of a multibody model. ``position_of``: the flat
+    variables' positions by symbol hash. Returns the candidates and the variables (kind
+    unknown or input) by symbol hash among the symbols the equations use."""
     if not residuals:
-        return []
+        return [], {}
     exprs = ca.vertcat(*residuals)
-    others = [s for s in ca.symvar(exprs) if s.element_hash() not in var_of]
+    var_of, var_symbols, others = {}, [], []
+    for s in ca.symvar(exprs):
+        h = s.element_hash()
+        position = position_of.get(h)
+        if position is not None and variables[position].kind in ("unknown", "input"):
+            var_of[h] = position
+            var_symbols.append(s)
+        else:
+            others.append(s)
     symbols = ca.vertcat(*var_symbols, *others)
     if symbols.numel() == 0:
-        return [True] * len(residuals)
+        return [True] * len(residuals), var_of
     rows, cols = ca.jacobian_sparsity(exprs, symbols).get_triplet()
     rows, cols = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
     n = len(residuals)
-    variables = np.bincount(rows[cols < len(var_symbols)], minlength=n)
+    in_variables = np.bincount(rows[cols < len(var_symbols)], minlength=n)
     foreign = np.bincount(rows[cols >= len(var_symbols)], minlength=n)
-    return ((variables <= 2) & (foreign == 0)).tolist()
+    return ((in_variables <= 2) & (foreign == 0)).tolist(), var_of
 
 
 class _UnionFind:
@@ -118,10 +135,6 @@ def eliminate_aliases(flat: FlatModel) -> AliasResult:
         res = eliminate_aliases(flatten(model))
         print(len(res.removed_equations), "alias equations removed")
     """
-    var_of = {}
-    for i, v in enumerate(flat.variables):
-        if v.kind in ("unknown", "input"):
-            var_of[v.symbol.element_hash()] = i
     uf = _UnionFind()
     removed, kept = [], []
     input_flags = [v.kind == "input" for v in flat.variables]
@@ -129,11 +142,20 @@ def eliminate_aliases(flat: FlatModel) -> AliasResult:
     def is_input(v):
         return v != _UnionFind.CONST and input_flags[v]
 
-    candidates = _alias_candidates([eq.residual for eq in flat.equations],
-                                   [v.symbol for v in flat.variables
-                                    if v.kind in ("unknown", "input")], var_of)
+    # Forms that flattening knows (a class's template, a connection) are taken as they
+    # are; the other residuals are read here.
+    unread = [k for k, eq in enumerate(flat.equations) if eq.alias_form is None]
+    position_of = flat.position_of or {v.symbol.element_hash(): i
+                                       for i, v in enumerate(flat.variables)}
+    candidates, var_of = _alias_candidates([flat.equations[k].residual for k in unread],
+                                           position_of, flat.variables)
+    candidates = dict(zip(unread, candidates))
     for k, eq in enumerate(flat.equations):
-        pat = _linear_pattern(eq.residual, var_of) if candidates[k] else None
+        form = eq.alias_form
+        if form is None:
+            pat = linear_pattern(eq.residual, var_of) if candidates[k] else None
+        else:
+            pat = form or None
         if pat is None or not pat[0]:
             kept.append(k)
             continue

@@ -152,7 +152,7 @@ def connection_equations(fl, graph: nx.Graph, cuts=()):
             for d, _ in nodes:
                 if d is not src:
                     fl.emit(d.symbol - src.symbol, owner, f"{d.path} = {src.path}",
-                               "connection")
+                            "connection", fl.difference_forms(d, src))
 
 
 def cut_sides(graph, cuts) -> dict:
@@ -203,12 +203,18 @@ def _connect_part(fl, nodes, owner, with_flows=True):
             if with_flows:
                 names = ", ".join(f"{'+' if side == 'inside' else '-'}{item.path}.{key}"
                                   for item, side in nodes)
-                fl.emit(_flow_sum(nodes, key), owner, f"flow sum: {names} = 0", "connection")
+                signs = tuple(1 if side == "inside" else -1 for _, side in nodes)
+                fl.emit(_flow_sum(nodes, key), owner, f"flow sum: {names} = 0", "connection",
+                        fl.alias_forms([item._variables[key] for item, _ in nodes],
+                                       lambda *flows: _sum_columns([f * sign for f, sign
+                                                                    in zip(flows, signs)]),
+                                       ("flow sum", signs)))
         else:
             base = _symbol_of(nodes[0][0], key)
             for item, _side in nodes[1:]:
                 fl.emit(base - _symbol_of(item, key), owner,
-                        f"{nodes[0][0].path}.{key} = {item.path}.{key}", "connection")
+                        f"{nodes[0][0].path}.{key} = {item.path}.{key}", "connection",
+                        fl.difference_forms(var, item._variables[key]))
 
 
 def _flow_sum(nodes, key):

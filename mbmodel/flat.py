@@ -62,12 +62,19 @@ class FlatParameter:
 class FlatEquation:
     """One scalar equation ``residual == 0`` and where it came from. ``shown`` is its text
     or the equation as written (formatted by :attr:`description` when a message needs it:
-    formatting every equation of a large model costs more than analysing it)."""
+    formatting every equation of a large model costs more than analysing it).
+
+    ``alias_form`` is what alias elimination would read from the residual, when flattening
+    already knows it (from the class's template or from a connection): ``False`` (not an
+    alias) or ``([(variable position, coefficient)], constant)`` (see
+    :func:`mbmodel.alias.linear_pattern`); ``None``: not known, alias elimination reads
+    the residual itself."""
 
     residual: ca.SX
     origin: str
     shown: object
     kind: str = "model"  # "model", "connection", "unconnected flow", "residue", "initial"
+    alias_form: object = None
 
     @property
     def description(self) -> str:
@@ -182,6 +189,8 @@ class FlatModel:
     time_events: list[ca.SX]
     connection_graph: nx.Graph
     index: dict[str, int] = field(default_factory=dict)  # variable name -> position
+    #: variable position by the hash of its symbol (``element_hash``); empty if not known
+    position_of: dict[int, int] = field(default_factory=dict)
     asserts: list[FlatAssert] = field(default_factory=list)
     #: Declared periods of time-made signals (parameter expressions), see Model.time_scale.
     time_scales: list = field(default_factory=list)

@@ -19,6 +19,7 @@ import casadi as ca
 import numpy as np
 
 from . import core
+from .alias import linear_pattern
 from .balance import check_balance
 from .connections import (build_connection_graph, connection_equations, connection_sets_of,
                           cut_sides, overdetermined_edges, unconnected)
@@ -82,6 +83,8 @@ class _Flattener:
         # Per-component bookkeeping for balance diagnostics.
         self.local_equations: dict[int, int] = {}
         self.declared_in: dict[int, tuple[Model, Variable]] = {}  # position -> (owner, decl)
+        self.first_position: dict[int, int] = {}  # id of a declared variable -> its position
+        self.read_forms: dict = {}  # alias forms of generated equations, by kind (alias_forms)
         self.input_positions: set[int] = set()
         self.inactive: dict[int, Variable] = {}  # symbol hash -> variable of another analysis
         self.asserts: list[FlatAssert] = []
@@ -202,6 +205,7 @@ class _Flattener:
         is_input = var.kind == "input" or external
         declared = (comp, var)
         first = len(self.variables)
+        self.first_position[id(var)] = first
         for k, (name, sym) in enumerate(zip(names, var.symbol.elements())):
             position = first + k
             if is_input:
@@ -212,6 +216,32 @@ class _Flattener:
                 name, sym, kind, origin, start[k], fixed, var.state_select, var.unit,
                 var.nominal, var.min, var.max, is_flow, start_given=start_given,
                 discrete=discrete))
+
+    def alias_forms(self, variables: list, build, key) -> list | None:
+        """Per element, the alias form (:attr:`FlatEquation.alias_form`) of the generated
+        equations ``build(*symbols) == 0``, applied element by element to ``variables``
+        (active variables of one shape), or None if not known. The form is read once per
+        ``key`` from ``build`` applied to scalar symbols of its own: casadi's folding
+        (``-a + b`` becomes ``b - a``) decides it as it does for the model's elements."""
+        firsts = [self.first_position.get(id(v)) for v in variables]
+        if None in firsts or len(set(firsts)) < len(firsts):
+            return None  # a variable twice: its terms may cancel
+        numel = variables[0].symbol.numel()
+        if len(variables) > 2:
+            return [False] * numel  # three variables or more: never an alias
+        form = self.read_forms.get(key)
+        if form is None:
+            symbols = [ca.SX.sym(f"v{i}") for i in range(len(variables))]
+            form = linear_pattern(build(*symbols),
+                                  {s.element_hash(): i for i, s in enumerate(symbols)}) or False
+            self.read_forms[key] = form
+        if not form:
+            return [False] * numel
+        return [([(firsts[i] + k, c) for i, c in form[0]], form[1]) for k in range(numel)]
+
+    def difference_forms(self, a: Variable, b: Variable) -> list | None:
+        """The alias forms of ``a - b == 0`` (see :meth:`alias_forms`)."""
+        return self.alias_forms([a, b], lambda x, y: x - y, "difference")
 
     # -- derivatives ----------------------------------------------------------------------
     def make_derivative(self, symbol):
@@ -268,8 +298,9 @@ class _Flattener:
                     self.hybrid.add_when(comp, item)
                 elif isinstance(item, Instantiated):
                     origin = comp.path
-                    self.equations.extend(FlatEquation(r, origin, e, "model")
-                                          for r, e in zip(item.residuals, item.shown))
+                    self.equations.extend(FlatEquation(r, origin, e, "model", form)
+                                          for r, e, form in zip(item.residuals, item.shown,
+                                                                item.alias_forms))
                     # no symbol check: a template holds only the instance's own symbols
                     self.equation_owners[id(self.equations)].extend([None] * len(item.shown))
                 else:
@@ -293,7 +324,7 @@ class _Flattener:
             key = template_key(comp, self.active) if self.use_templates else None
             template = self.templates.get(key) if key is not None else None
             if template is not None:
-                made = template.instantiate(comp, ctx, self.active)
+                made = template.instantiate(comp, ctx, self.active, self.first_position)
                 if made is not None:
                     for item in made.derivatives:
                         self.declare_derivative(comp, item)
@@ -487,14 +518,16 @@ class _Flattener:
                     f"{_where(comp)}: equation '{describe(shown)}' uses '{s}', which is not a "
                     f"variable or parameter of this model (a symbol of another model instance?)")
 
-    def emit(self, expr, owner, description, kind):
+    def emit(self, expr, owner, description, kind, alias_forms=None):
         """Add the generated equations ``expr == 0`` (connections, residues, unconnected
-        flows), counted for ``owner``."""
+        flows), counted for ``owner``; ``alias_forms``, per element, what alias elimination
+        reads from it (:attr:`FlatEquation.alias_form`), if known."""
         elements = ca.SX(expr).elements()
         origin = owner.path
         for k, element in enumerate(elements):
             suffix = "" if len(elements) == 1 else f" [{k}]"
-            self.equations.append(FlatEquation(element, origin, description + suffix, kind))
+            self.equations.append(FlatEquation(element, origin, description + suffix, kind,
+                                               alias_forms[k] if alias_forms else None))
             self.equation_owners[id(self.equations)].append(None)  # made here: no check
             self.local_equations[id(owner)] = self.local_equations.get(id(owner), 0) + 1
 
@@ -606,6 +639,8 @@ def flatten(model: Model, analysis: str = "forward",
     flat = FlatModel(type(model).__name__, fl.variables, fl.parameters, fl.equations,
                      fl.initial_equations, fl.time_events, graph)
     flat.index = {v.name: i for i, v in enumerate(flat.variables)}
+    flat.position_of = {h: r.position for h, r in fl.symbols.items()
+                        if r is not None and not r.is_parameter}
     flat.asserts = fl.asserts
     flat.time_scales = time_scales
     flat.hybrid = fl.hybrid.part

@@ -163,7 +163,8 @@ def emit_tree_equations(fl, decisions):
     connector type without :meth:`~mbmodel.Connector.loop_closure`."""
     for u, v, owner, kind in decisions:
         if kind == "equal":
-            fl.emit(u.symbol - v.symbol, owner, f"{u.path} = {v.path}", "connection")
+            fl.emit(u.symbol - v.symbol, owner, f"{u.path} = {v.path}", "connection",
+                    fl.difference_forms(u, v))
         else:
             fl.emit(u.residue(u.symbol, v.symbol), owner, f"loop residue {u.path} ~ {v.path}",
                     "residue")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import casadi as ca
 
+from .alias import linear_pattern
 from .core import Assert, Connector, Derivative, Model, Parameter, Variable
 from .core import time as TIME
 
@@ -141,11 +142,13 @@ class Recorder:
 
 class Instantiated:
     """An instance's equations from a template: flat residuals and the equations as
-    written (for messages), its asserts as ``(condition elements, message)`` and its
-    declared derivatives (:class:`~mbmodel.Derivative`)."""
+    written (for messages), their alias forms (:attr:`mbmodel.flat.FlatEquation.alias_form`),
+    its asserts as ``(condition elements, message)`` and its declared derivatives
+    (:class:`~mbmodel.Derivative`)."""
 
-    def __init__(self, residuals, shown, asserts, derivatives):
+    def __init__(self, residuals, shown, alias_forms, asserts, derivatives):
         self.residuals, self.shown, self.asserts = residuals, shown, asserts
+        self.alias_forms = alias_forms
         self.derivatives = derivatives
 
 
@@ -153,8 +156,13 @@ class EquationTemplate:
     """One component structure's equations as a Function of an instance's symbols (see
     the module docs). :meth:`record` returns None where the equations do not qualify."""
 
-    def __init__(self, function, layout, questions, derivative_positions):
+    def __init__(self, function, layout, questions, derivative_positions, alias_forms, sizes):
         self.function = function
+        # Alias elimination's reading of each residual, found once for the class: in
+        # positions of the symbol vector (see linear_pattern), False where not an alias.
+        self.alias_forms = alias_forms
+        self.sizes = sizes  # per declaration: its number of elements (None: a parameter)
+        self.with_aliases = any(alias_forms)
         self.layout = layout  # per output group: ("equations", n) / ("assert", n, message)
         self.questions = questions
         self.derivative_positions = derivative_positions
@@ -212,11 +220,22 @@ class EquationTemplate:
             return None  # another component's symbols, relations, pre(): not its own
         inputs = [local, ca.vertcat(*derivatives) if derivatives else ca.SX(0, 1), TIME]
         function = ca.Function("template", inputs, outputs)
-        return cls(function, layout, list(recorder.questions), derivative_positions)
+        sizes, variable_at, start = [], {}, 0
+        for d in recorder.declarations:
+            n = d.symbol.numel()
+            sizes.append(None if isinstance(d, Parameter) else n)
+            if not isinstance(d, Parameter):
+                variable_at.update((entries[k].element_hash(), k) for k in range(start, start + n))
+            start += n
+        alias_forms = [linear_pattern(r, variable_at) or False for r in residuals]
+        return cls(function, layout, list(recorder.questions), derivative_positions,
+                   alias_forms, sizes)
 
-    def instantiate(self, comp: Model, ctx, active) -> Instantiated | None:
+    def instantiate(self, comp: Model, ctx, active, first_position) -> Instantiated | None:
         """``comp``'s equations from the template, or None if one of its questions gets
-        another answer than the recorded instance's (then its own equations() run)."""
+        another answer than the recorded instance's (then its own equations() run).
+        ``first_position``: the flat position of each declared variable's first element,
+        by the declaration's id."""
         declarations = _declarations(comp, active)
         for kind, where, answer in self.questions:
             if kind == "is_root":
@@ -238,4 +257,15 @@ class EquationTemplate:
             elif entry[0] == "derivative":
                 declared.append(Derivative(ca.vertcat(*[elements[k] for k in entry[1]]),
                                            ca.vertcat(*[elements[k] for k in entry[2]])))
-        return Instantiated(residuals.elements(), shown.elements(), asserts, declared)
+        forms = self.alias_forms
+        if self.with_aliases:
+            positions = []
+            for d, n in zip(declarations, self.sizes):
+                if n is None:
+                    positions.extend([None] * d.symbol.numel())
+                else:
+                    first = first_position[id(d)]
+                    positions.extend(range(first, first + n))
+            forms = [([(positions[k], c) for k, c in form[0]], form[1]) if form else False
+                     for form in forms]
+        return Instantiated(residuals.elements(), shown.elements(), forms, asserts, declared)

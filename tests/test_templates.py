@@ -3,11 +3,14 @@ equations their own equations() would write, and what a template cannot stand fo
 components' symbols, events, different answers to is_root/loop_cut_side, value checks)
 still behaves as without templates."""
 
+import collections
+
 import numpy as np
 import pytest
 
 import mbmodel as mb
 from mbmodel import flatten
+from mbmodel.alias import linear_pattern
 from mbmodel.flat import describe
 from mbmodel.libraries import multibody as mbl
 from mbmodel.libraries import robot_r3 as r3
@@ -225,3 +228,36 @@ def test_initial_equations_run_for_every_instance():
     res = mb.compile(Two()).simulate(1.0)
     assert abs(res.at(1.0)["b.x"] - 3.0 * np.exp(-1.0)) < 1e-6
     assert abs(res.at(1.0)["a.x"] - np.exp(-1.0)) < 1e-6
+
+
+def alias_forms_checked(flat):
+    """Compares every alias form that flattening knew (template, connection) with what
+    alias elimination reads from the residual itself; the number compared, by sign
+    pattern of the two-member flow sums."""
+    var_of = {v.symbol.element_hash(): i for i, v in enumerate(flat.variables)
+              if v.kind in ("unknown", "input")}
+    signs = collections.Counter()
+    for eq in flat.equations:
+        if eq.alias_form is None:
+            continue
+        assert linear_pattern(eq.residual, var_of) == (eq.alias_form or None), eq.description
+        signs["known"] += 1
+        if eq.description.startswith("flow sum:") and eq.description.count(",") == 1:
+            signs["".join(t.strip()[0] for t in eq.description[9:].split(","))] += 1
+    return signs
+
+
+@pytest.mark.parametrize("make, analysis", [
+    (r3.FullRobot, "forward"), (r3.InverseRobot, "inverse"), (Fourbar, "forward"),
+    (lambda: TreeModel(random_tree(7, np.random.default_rng(4), floating=True)), "inverse")])
+def test_alias_forms_known_in_flattening_are_what_the_residuals_say(make, analysis):
+    """Templates find each class's aliases once and connections know theirs; alias
+    elimination takes those forms instead of reading the residuals (casadi's folding
+    decides the order of a flow sum's terms, e.g. -a + b is b - a)."""
+    flat = flatten(make(), analysis, "symbolic")
+    signs = alias_forms_checked(flat)
+    assert signs["known"] > 0
+    if make not in (r3.FullRobot, r3.InverseRobot, Fourbar):  # instances of a few classes
+        assert signs["known"] > 0.8 * len(flat.equations), signs
+    if make is r3.FullRobot:
+        assert signs["++"] and signs["+-"] and signs["-+"], signs
