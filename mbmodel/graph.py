@@ -26,15 +26,17 @@ from scipy.sparse.csgraph import connected_components
 UNMATCHED = -1
 
 
-def _augment(start_eq, incidence, candidates_ok, var_match, eq_match, visited_vars,
+def _augment(start_eq, incidence, allowed, var_match, eq_match, visited_vars,
              visited_eqs=None):
     """One augmenting-path search from ``start_eq`` (iterative DFS). Returns True on success
-    and flips the path. ``visited_vars`` (set) is shared by the caller across one phase."""
+    and flips the path. ``allowed[v]``: whether variable ``v`` may be matched (a list: a
+    call per edge would cost more than the search). ``visited_vars`` (set) is shared by the
+    caller across one phase."""
     if visited_eqs is not None:
         visited_eqs.append(start_eq)
     # Cheap assignment first: a free variable directly in the equation.
     for v in incidence[start_eq]:
-        if candidates_ok(v) and var_match[v] == UNMATCHED:
+        if allowed[v] and var_match[v] == UNMATCHED:
             var_match[v] = start_eq
             eq_match[start_eq] = v
             return True
@@ -44,7 +46,7 @@ def _augment(start_eq, incidence, candidates_ok, var_match, eq_match, visited_va
         eq, it = stack[-1]
         advanced = False
         for v in it:
-            if not candidates_ok(v) or v in visited_vars:
+            if not allowed[v] or v in visited_vars:
                 continue
             visited_vars.add(v)
             nxt = var_match[v]
@@ -59,7 +61,7 @@ def _augment(start_eq, incidence, candidates_ok, var_match, eq_match, visited_va
                 visited_eqs.append(nxt)
             # Cheap assignment from the next equation.
             for w in incidence[nxt]:
-                if candidates_ok(w) and var_match[w] == UNMATCHED and w not in visited_vars:
+                if allowed[w] and var_match[w] == UNMATCHED and w not in visited_vars:
                     visited_vars.add(w)
                     path.append((nxt, w))
                     for e2, v2 in path:
@@ -76,12 +78,15 @@ def _augment(start_eq, incidence, candidates_ok, var_match, eq_match, visited_va
     return False
 
 
-def maximum_matching(incidence, n_vars, candidates_ok=lambda v: True):
+def maximum_matching(incidence, n_vars, allowed=None):
     """Maximum matching of equations to variables, trying each equation's variables in
-    incidence order. Returns ``(eq_match, var_match)`` lists with ``UNMATCHED`` for
-    unmatched entries.
+    incidence order; ``allowed[v]`` (a list, all if None) says which variables may be
+    matched. Returns ``(eq_match, var_match)`` lists with ``UNMATCHED`` for unmatched
+    entries.
     """
     inc = incidence
+    if allowed is None:
+        allowed = [True] * n_vars
     n_eqs = len(inc)
     var_match = [UNMATCHED] * n_vars
     eq_match = [UNMATCHED] * n_eqs
@@ -95,7 +100,7 @@ def maximum_matching(incidence, n_vars, candidates_ok=lambda v: True):
     for e in range(n_eqs):
         best = UNMATCHED
         for v in inc[e]:
-            if var_match[v] == UNMATCHED and candidates_ok(v) and \
+            if var_match[v] == UNMATCHED and allowed[v] and \
                     (best == UNMATCHED or degree[v] < degree[best]):
                 best = v
         if best != UNMATCHED:
@@ -109,7 +114,7 @@ def maximum_matching(incidence, n_vars, candidates_ok=lambda v: True):
     while pending:
         visited: set[int] = set()
         still = [e for e in pending
-                 if not _augment(e, inc, candidates_ok, var_match, eq_match, visited)]
+                 if not _augment(e, inc, allowed, var_match, eq_match, visited)]
         if len(still) == len(pending):
             break
         pending = still
@@ -186,17 +191,19 @@ def pantelides(incidence, n_vars, var_diff, max_steps=None):
     n_orig = len(incidence)
     eq_diff: list[int | None] = [None] * n_orig
     eq_integral: list[int | None] = [None] * n_orig
-    check_regular(incidence, n_vars, var_diff, var_integral)
     result = IndexReduction(incidence, var_diff, eq_diff, var_integral, eq_integral)
 
-    def highest(v):
-        return var_diff[v] is None
+    highest = [d is None for d in var_diff]  # kept up to date as derivatives are added
 
     # Start from a maximum matching on the highest derivatives (linear phases): the
     # equations it matches are those whose augmenting search would succeed anyway, so only
     # the rest need Pantelides' search-and-differentiate loop. One search per equation from
     # a naive start is quadratic on long chains.
     eq_match, var_match = maximum_matching(incidence, n_vars, highest)
+    if UNMATCHED in eq_match:
+        # Every family has one highest derivative, so when that matching leaves no equation
+        # out, the families match too: the regularity check has nothing to find.
+        check_regular(incidence, n_vars, var_diff, var_integral)
     steps = 0
     limit = max_steps if max_steps is not None else 4 * (n_orig + n_vars) + 10
     for k in range(n_orig):
@@ -217,9 +224,11 @@ def pantelides(incidence, n_vars, var_diff, max_steps=None):
             def new_derivative(v):
                 d = len(var_diff)
                 var_diff.append(None)
+                highest.append(True)
                 var_integral.append(v)
                 var_match.append(UNMATCHED)
                 var_diff[v] = d
+                highest[v] = False
                 result.new_vars.append(d)
                 return d
 
@@ -293,8 +302,9 @@ def dummy_derivatives(red: IndexReduction, preference, jacobian=None):
         cand_inc = [[h_index[e] for e in red_eqs_of(v) if e in h_index] for v in order]
         eq_of_cand = [UNMATCHED] * len(order)
         cand_of_eq = [UNMATCHED] * len(H)
+        every = [True] * len(H)
         for c in range(len(order)):
-            _augment(c, cand_inc, lambda e: True, cand_of_eq, eq_of_cand, set())
+            _augment(c, cand_inc, every, cand_of_eq, eq_of_cand, set())
         if any(m == UNMATCHED for m in cand_of_eq):
             bad = [H[i] for i, m in enumerate(cand_of_eq) if m == UNMATCHED]
             raise StructurallySingular(bad, sorted(cands))
@@ -373,22 +383,27 @@ def blt(incidence, eq_match, n_vars):
     rank[np.argsort(first)] = np.arange(n_blocks)
     block = rank[label]
     between = block[sources] != block[readers]
-    edges = np.unique(np.stack([block[sources][between], block[readers][between]]), axis=1)
-    successors = np.split(edges[1], np.searchsorted(edges[0], np.arange(1, n_blocks)))
-    indegree = np.bincount(edges[1], minlength=n_blocks).tolist()
+    # edges between blocks, sorted by (source, reader), each once (one integer key apiece:
+    # a unique over pairs would sort structured rows)
+    keys = np.unique(block[sources][between] * n_blocks + block[readers][between])
+    edge_source, edge_reader = np.divmod(keys, n_blocks)
+    first_edge = np.searchsorted(edge_source, np.arange(n_blocks + 1)).tolist()
+    edge_reader_list = edge_reader.tolist()
+    indegree = np.bincount(edge_reader, minlength=n_blocks).tolist()
     ready = [b for b in range(n_blocks) if indegree[b] == 0]
     heapq.heapify(ready)
     order = []
     while ready:
         b = heapq.heappop(ready)
         order.append(b)
-        for c in successors[b].tolist():
+        for c in edge_reader_list[first_edge[b]:first_edge[b + 1]]:
             indegree[c] -= 1
             if indegree[c] == 0:
                 heapq.heappush(ready, c)
     by_block = np.argsort(block, kind="stable")
-    members = np.split(by_block, np.searchsorted(block[by_block], np.arange(1, n_blocks)))
-    return [members[b].tolist() for b in order]
+    first_member = np.searchsorted(block[by_block], np.arange(n_blocks + 1)).tolist()
+    by_block = by_block.tolist()
+    return [by_block[first_member[b]:first_member[b + 1]] for b in order]
 
 
 @dataclass

@@ -132,13 +132,8 @@ def incidence_lists(exprs: ca.SX, syms: ca.SX) -> list[list[int]]:
 
     Structure only: numeric Jacobian entries would cost O(n²) on a model with one dense row
     and one dense column (a shared ground), which graph colouring cannot compress."""
-    rows, cols = ca.jacobian_sparsity(exprs, syms).get_triplet()
-    inc = [[] for _ in range(exprs.numel())]
-    for r, c in zip(rows, cols):
-        inc[r].append(c)
-    for lst in inc:
-        lst.sort()
-    return inc
+    row_start, cols = ca.jacobian_sparsity(exprs, syms).get_crs()  # columns sorted per row
+    return [cols[row_start[r]:row_start[r + 1]] for r in range(exprs.numel())]
 
 
 def affine_expression(sym, sign, off):
@@ -417,8 +412,7 @@ class _Analysis:
                   if red.var_diff[v] is not None and red.var_diff[v] not in dummies]
         state_set = set(states)
         unknown_ok = [v not in state_set for v in range(n_all)]
-        eq_match, var_match = graph.maximum_matching(red.incidence, n_all,
-                                                     lambda v: unknown_ok[v])
+        eq_match, var_match = graph.maximum_matching(red.incidence, n_all, unknown_ok)
         if any(m == graph.UNMATCHED for m in eq_match):
             bad = [e for e, m in enumerate(eq_match) if m == graph.UNMATCHED]
             raise StructuralSingularityError(
