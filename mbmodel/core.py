@@ -216,11 +216,15 @@ class Parameter(Declaration):
 def check_parameter_value(path: str, arr, lo, hi):
     """Raise :class:`ParameterError` unless every entry of ``arr`` is finite and in bounds."""
     arr = np.asarray(arr, dtype=float)
+    # array methods, not np.all/np.any: called for every declaration of every instance
+    if arr.min(initial=np.inf) >= lo and arr.max(initial=-np.inf) <= hi and \
+            np.isfinite(arr).all():
+        return
     shown = arr.ravel()[0] if arr.size == 1 else arr.ravel().tolist()
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ParameterError(f"parameter '{path}' = {shown} is not finite; "
                              f"give it a finite value")
-    if np.any(arr < lo) or np.any(arr > hi):
+    if (arr < lo).any() or (arr > hi).any():
         raise ParameterError(f"parameter '{path}' = {shown} is outside its bounds "
                              f"[{lo}, {hi}]; choose a value within them")
 
@@ -277,7 +281,7 @@ class Variable(Declaration):
         if modifier is not None:
             new.modify(modifier)
         new.start = _as_array(new.start, new.shape, f"variable '{new.path}'")
-        if not np.all(np.isfinite(new.start)):
+        if not np.isfinite(new.start).all():
             raise DeclarationError(f"variable '{new.path}': its start value {new.start.tolist()} "
                                    f"is not finite; give a finite number")
         return new
