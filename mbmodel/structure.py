@@ -425,6 +425,10 @@ class _Analysis:
         self.n_all = n_all
         self.symbols_all = symbols
         self.equations_all = equations
+        # the stacked vectors still hold these lists unless index reduction or the linear
+        # reduction changed them
+        unchanged = not (red.new_eqs or red.new_vars or self.linear_reduction.replaced)
+        self.stacked_all = stacked if unchanged and self.equations else None
         self.inc_all = red.incidence
         blocks, sequence, algebraic, residuals = self.solve_blocks(
             blocks_eqs, eq_match, descriptions, origins, names)
@@ -708,7 +712,8 @@ class _Analysis:
             return solved
         # Selections by index lists from one vector each: a vertcat of the group's entries
         # would convert every scalar from Python again (~5 µs each).
-        all_equations, all_symbols = ca.vertcat(*equations), ca.vertcat(*symbols)
+        all_equations, all_symbols = (self.stacked_all if self.stacked_all is not None else
+                                      (ca.vertcat(*equations), ca.vertcat(*symbols)))
         for _, _, members in groups:
             eqs = all_equations[[e for e, _ in members]]
             syms = all_symbols[[v for _, v in members]]
