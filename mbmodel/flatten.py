@@ -262,6 +262,15 @@ class _Flattener:
                                                derivative_of=rec.position))
         return self.variables[var.derivative].symbol
 
+    def is_fresh_derivative(self, symbol) -> bool:
+        """Whether ``der()`` answered with a derivative variable made for it (not a declared
+        :class:`~mbmodel.Derivative`'s input, nor 0 for a discrete variable)."""
+        if not symbol.is_symbolic():
+            return False
+        record = self.symbols.get(symbol.element_hash())
+        return (record is not None and not record.is_parameter
+                and self.variables[record.position].kind == "derivative")
+
     # -- equations ------------------------------------------------------------------------
     def collect_equations(self, is_root):
         """Every component's equations() is called once. Composite models first: their
@@ -324,7 +333,8 @@ class _Flattener:
             key = template_key(comp, self.active) if self.use_templates else None
             template = self.templates.get(key) if key is not None else None
             if template is not None:
-                made = template.instantiate(comp, ctx, self.active, self.first_position)
+                made = template.instantiate(comp, ctx, self.active, self.first_position,
+                                              self.is_fresh_derivative)
                 if made is not None:
                     for item in made.derivatives:
                         self.declare_derivative(comp, item)

@@ -231,11 +231,13 @@ class EquationTemplate:
         return cls(function, layout, list(recorder.questions), derivative_positions,
                    alias_forms, sizes)
 
-    def instantiate(self, comp: Model, ctx, active, first_position) -> Instantiated | None:
+    def instantiate(self, comp: Model, ctx, active, first_position,
+                    fresh_derivative) -> Instantiated | None:
         """``comp``'s equations from the template, or None if one of its questions gets
         another answer than the recorded instance's (then its own equations() run).
         ``first_position``: the flat position of each declared variable's first element,
-        by the declaration's id."""
+        by the declaration's id; ``fresh_derivative(symbol)``: whether ``der()`` answered
+        with a derivative variable of its own."""
         declarations = _declarations(comp, active)
         for kind, where, answer in self.questions:
             if kind == "is_root":
@@ -258,7 +260,11 @@ class EquationTemplate:
                 declared.append(Derivative(ca.vertcat(*[elements[k] for k in entry[1]]),
                                            ca.vertcat(*[elements[k] for k in entry[2]])))
         forms = self.alias_forms
-        if self.with_aliases:
+        if not all(fresh_derivative(d) for d in derivatives):
+            # der() answered with another variable (a declared Derivative's input) or a
+            # constant: a residual the template read as no alias may be one here
+            forms = [None] * len(forms)
+        elif self.with_aliases:
             positions = []
             for d, n in zip(declarations, self.sizes):
                 if n is None:
