@@ -432,9 +432,10 @@ class FilteredPTP(Model):
     for ``t > 0`` (0 before), and ``q = q_begin + dq*s`` with ``s`` the same sum of shifted
     ``r``. ``q`` is continuous to the derivative ``order + 1``; since the impulse response is
     positive with unit area, ``|qd|`` and ``|qdd|`` stay within ``qd_max`` and ``qdd_max``
-    (the trapezoid's bounds), and ``q`` settles at ``q_end`` after the trapezoid's end
-    ``Te`` within a few ``order * tau`` (it never reaches it exactly: ``1 - q/q_end`` decays
-    like ``exp(-t/tau)``). The filter delays the motion by ``order * tau`` on average.
+    (the trapezoid's bounds). The filter's response only approaches ``q_end`` (the rest
+    decays like ``exp(-t/tau)``), so from ``T`` on, where it is within :data:`SETTLED` of
+    the step, the block holds ``q = q_end`` and ``qd = qdd = 0`` exactly. The filter delays
+    the motion by ``order * tau`` on average.
 
     Example::
 

@@ -219,6 +219,7 @@ def test_full_robot_example_forward_inverse_and_feedforward(tmp_path):
     assert out["fit_error"] < 0.02 * peak_current      # measured 0.13 A of 13 A
     assert out["t_motion"] == pytest.approx(1.864644, abs=1e-6)
     assert out["factor"].min() > 30
+    assert out["factor"][:3].min() > 100   # the elastic gears (measured 267, 642, 425)
 
 
 def test_folded_and_symbolic_parameters_give_the_same_dynamics():
