@@ -16,6 +16,19 @@ generated C is one function per distinct structure plus one call per group, so t
 compiler's time and the code size follow the number of component structures rather than
 the number of scalar equations (a flat 100-link chain is ~2.8 MB of C and ~40 s of gcc).
 
+The kernels together do the flat function's arithmetic, no more:
+
+- a subexpression several assignments use (the sine of a joint angle, in the rotation
+  passed to the child and again in the force passed back) is computed once, by the first
+  group that needs it, and read by the others;
+- only what the state derivatives need is computed (what the flat Function prunes);
+- a value passed negated (a flow, on each side of a connection) is passed as it is and
+  negated where it is read, where casadi cancels the two negations.
+
+Values cross from kernel to kernel without copies: a kernel takes every output vector it
+reads from as one input (a pointer in the C), and only the values read elsewhere are
+outputs.
+
 Falls back (returns None) for models with algebraic variables (torn nonlinear blocks);
 their flat dynamics are used unchanged.
 """
@@ -36,8 +49,10 @@ __all__ = ["structured_dynamics", "KernelStats"]
 class KernelStats:
     """How the dynamics were partitioned: ``groups`` (kernel calls; groups that only pass
     values on or set constants call none), ``kernels`` (distinct Functions),
-    ``assignments`` (scalar assignments in all groups), ``outputs`` (the values kernels
-    compute: the assignments less those that pass a value on or set a constant) and
+    ``assignments`` (scalar assignments in all groups), ``unused`` (assignments the state
+    derivatives do not need: not computed), ``shared`` (subexpressions computed once for
+    several assignments), ``outputs`` (the values kernels write out: those read by another
+    kernel or a state derivative, less those that pass a value on or set a constant) and
     ``hoisted`` (values of folded parameters alone, computed once at build time)."""
 
     groups: int
@@ -45,16 +60,27 @@ class KernelStats:
     assignments: int
     outputs: int = 0
     hoisted: int = 0
+    unused: int = 0
+    shared: int = 0
 
 
 def _owner_keys(system) -> dict[int, object]:
     """Variable -> the instance that solves it: the origin of its equation for explicit
-    assignments; a torn linear block is one unit of its own."""
+    assignments (of the variable, for connection equations); a torn linear block is one
+    unit of its own."""
     key = {}
+    index, variables = system.variable_index, system.variables
     for b, block in enumerate(system.blocks):
         if block.kind == "explicit":
             for e, v in block.assignments:
-                key[v] = system.equation_origins[e]
+                origin = system.equation_origins[e]
+                if not origin:
+                    # a connection equation: it belongs with the instance whose variable it
+                    # solves (one owner for all of them would join unrelated instances'
+                    # equations into one group wherever their levels meet)
+                    flat = index.get(system.names[v])
+                    origin = variables[flat].origin if flat is not None else ("", v)
+                key[v] = origin
         else:
             for v in block.variables:
                 key[v] = ("block", b)
@@ -82,6 +108,100 @@ def _hoist_parametric(body, reads, numeric, env):
     return body, ca.symvar(body), len(hoisted)
 
 
+def _negated(value):
+    """The negation of a value in the kernels' environment: an MX, or a kernel output
+    ``(call, index, negated)``."""
+    if isinstance(value, tuple):
+        return value[0], value[1], not value[2]
+    return -value
+
+
+def _grouped_entries(system):
+    """The sorted system's assignments and their shared subexpressions, grouped for kernels.
+
+    A subexpression several assignments use (the sine of a joint angle, in the rotation
+    passed to the child and again in the force passed back) becomes an entry of its own,
+    placed before its first user and owned by that user's instance: a kernel that needs it
+    later reads it instead of computing it again. Returns the entries' symbols and
+    expressions (the assignments first, in sequence order), the groups (``(owner, level)``
+    -> entry indices in evaluation order), the groups in the order to call them, and for
+    each entry whether another group (or the state derivatives) reads it."""
+    sequence, symbols = system.sequence, system.symbols
+    owner = _owner_keys(system)
+    n_assignments = len(sequence)
+    if sequence:
+        lifted, shared, definitions = ca.shared([e for _, e in sequence], "shared", "")
+    else:
+        lifted, shared, definitions = [], [], []
+    entry_symbols = [symbols[v] for v, _ in sequence] + list(shared)
+    entry_expressions = list(lifted) + list(definitions)
+    n = len(entry_symbols)
+    # Which entries each entry reads: one sparsity pass for all of them.
+    reads_of = [[] for _ in range(n)]
+    if n:
+        pattern = ca.jacobian_sparsity(ca.vertcat(*entry_expressions),
+                                       ca.vertcat(*entry_symbols))
+        rows, cols = pattern.get_triplet()
+        for r, c in zip(rows, cols):
+            reads_of[r].append(c)
+    # Only what the state derivatives need is computed (the dynamics' flat Function prunes
+    # the rest the same way): e.g. the forces a body's frame passes to nothing.
+    position = {symbols[v].element_hash(): k for k, (v, _) in enumerate(sequence)}
+    needed = [False] * n
+    stack = [position[h] for h in (symbols[d].element_hash() for d in system.state_derivatives)
+             if h in position]
+    while stack:
+        i = stack.pop()
+        if not needed[i]:
+            needed[i] = True
+            stack.extend(d for d in reads_of[i] if not needed[d])
+    # Evaluation order: each assignment in sequence order, the shared entries it reads
+    # (depth first) just before it; a shared entry belongs to its first user's instance.
+    owner_of = [owner[v] for v, _ in sequence] + [None] * len(shared)
+    evaluation = []
+    placed = [False] * n
+    for a in range(n_assignments):
+        if not needed[a]:
+            continue
+        stack = [(a, iter(reads_of[a]))]
+        while stack:
+            entry, pending = stack[-1]
+            for d in pending:
+                if d >= n_assignments and not placed[d]:
+                    placed[d] = True
+                    owner_of[d] = owner_of[a]
+                    stack.append((d, iter(reads_of[d])))
+                    break
+            else:
+                stack.pop()
+                evaluation.append(entry)
+    level = [0] * n
+    group_of = [None] * n
+    groups: dict[tuple, list] = {}
+    order: list[tuple] = []
+    for i in evaluation:
+        lv = 0
+        for d in reads_of[i]:
+            lv = max(lv, level[d] + (owner_of[d] != owner_of[i]))
+        level[i] = lv
+        group = group_of[i] = (owner_of[i], lv)
+        if group not in groups:
+            groups[group] = []
+            order.append(group)
+        groups[group].append(i)
+    order.sort(key=lambda g: g[1])  # by level; stable: first use within a level
+    read_outside = [False] * n
+    for i in evaluation:
+        for d in reads_of[i]:
+            if group_of[d] != group_of[i]:
+                read_outside[d] = True
+    for d in system.state_derivatives:
+        k = position.get(symbols[d].element_hash())
+        if k is not None:
+            read_outside[k] = True
+    return entry_symbols, entry_expressions, groups, order, read_outside
+
+
 def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TIME):
     """The model's ODE as an MX Function of kernel calls, in casadi's integrator signature
     (``t, x, z, p, u -> ode, alg, quad, zero``; ``p`` = free parameters then inputs), or
@@ -103,31 +223,8 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
     inputs = input_order(system)
     n_x, n_p, n_u = len(system.states), len(free), len(inputs)
 
-    sequence = system.sequence
-    owner = _owner_keys(system)
-    # Which assigned variables each assignment reads: one sparsity pass for all of them.
-    assigned = [v for v, _ in sequence]
-    reads_of = [[] for _ in sequence]
-    if sequence:
-        pattern = ca.jacobian_sparsity(ca.vertcat(*[e for _, e in sequence]),
-                                       ca.vertcat(*[symbols[v] for v in assigned]))
-        rows, cols = pattern.get_triplet()
-        for r, c in zip(rows, cols):
-            reads_of[r].append(assigned[c])
-    level: dict[int, int] = {}
-    groups: dict[tuple, list] = {}
-    order: list[tuple] = []
-    for k, (v, expr) in enumerate(sequence):
-        lv = 0
-        for d in reads_of[k]:
-            lv = max(lv, level[d] + (owner[d] != owner[v]))
-        level[v] = lv
-        group = (owner[v], lv)
-        if group not in groups:
-            groups[group] = []
-            order.append(group)
-        groups[group].append((v, expr))
-    order.sort(key=lambda g: g[1])  # by level; stable: first use within a level
+    entry_symbols, entry_expressions, groups, order, read_outside = _grouped_entries(system)
+    n_assignments = len(system.sequence)
 
     T = ca.MX.sym("t")
     X = ca.MX.sym("x", n_x)
@@ -157,70 +254,105 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
             env[q.symbol.element_hash()] = value
 
     kernels: dict[str, ca.Function] = {}
-    n_assigned = n_calls = n_outputs = n_hoisted = 0
+    produced: list[ca.MX] = []  # the kernels' output vectors, in call order
+    n_assigned = n_shared = n_calls = n_outputs = n_hoisted = 0
     for group in order:
-        items = groups[group]
-        syms = [symbols[v] for v, _ in items]
-        exprs = [expr for _, expr in items]
+        members = groups[group]
+        syms = [entry_symbols[i] for i in members]
         # Definitions inside the group resolved into each other: the kernel reads only
         # values from outside the group.
-        resolved, _ = ca.substitute_inplace(syms, exprs, [], False)
+        resolved, _ = ca.substitute_inplace(syms, [entry_expressions[i] for i in members],
+                                            [], False)
         body = ca.vertcat(*resolved)
         reads = ca.symvar(body)
         if folded:
             body, reads, hoisted = _hoist_parametric(body, reads, numeric, env)
             n_hoisted += hoisted
-        n_assigned += len(items)
+        n_assigned += sum(i < n_assignments for i in members)
+        n_shared += sum(i >= n_assignments for i in members)
         # Values passed on unchanged (a frame's orientation through a joint's frame_b) or
         # constant need no kernel output: the kernel would copy them out and the next one in.
+        # Nor do values no other group reads (they stay inside the kernel).
         computed = []
-        for s, entry in zip(syms, body.elements()):
-            h = entry.element_hash()
-            if entry.is_symbolic() and h in env:
-                env[s.element_hash()] = env[h]
+        for i, s, entry in zip(members, syms, body.elements()):
+            if not read_outside[i]:
+                continue
+            # A negation is left to the readers, where it cancels against their own
+            # (a flow passed from body to joint is negated on each side of a connection).
+            negated = entry.op() == ca.OP_NEG
+            inner = entry.dep(0) if negated else entry
+            h = inner.element_hash()
+            if inner.is_symbolic() and h in env:
                 if h in numeric:
-                    numeric[s.element_hash()] = numeric[h]
+                    numeric[s.element_hash()] = -numeric[h] if negated else numeric[h]
+                    env[s.element_hash()] = ca.MX(numeric[s.element_hash()])
+                else:
+                    env[s.element_hash()] = _negated(env[h]) if negated else env[h]
             elif entry.is_constant():
                 numeric[s.element_hash()] = float(entry)
                 env[s.element_hash()] = ca.MX(float(entry))
             else:
-                computed.append((s, entry))
+                computed.append((s, inner, negated))
         if not computed:
             continue
-        body = ca.vertcat(*[entry for _, entry in computed])
+        body = ca.vertcat(*[entry for _, entry, _ in computed])
         reads = ca.symvar(body)
         if any(r.element_hash() not in env for r in reads):
             return None  # a value from outside the sorted system: keep the flat code
-        # Numbers (folded parameters, hoisted values) form the second input, one constant
-        # array passed whole; the values computed at run time the first. In canonical
+        # A kernel takes each vector another kernel computed whole, as one input (the C
+        # passes a pointer: nothing is copied between kernels), the other values it reads
+        # (states, inputs, free parameters) gathered into one input, and the numbers
+        # (folded parameters, hoisted values) as the last, a constant array. In canonical
         # inputs, instances of one structure give the same serialized Function: they
         # compute the same instructions on their own values.
-        varying = [r for r in reads if r.element_hash() not in numeric]
-        fixed = [r for r in reads if r.element_hash() in numeric]
-        canonical = ca.SX.sym("in", len(varying))
+        sources, loose, fixed, canonical = [], [], [], []
+        source_symbols = {}
+        for r in reads:
+            h = r.element_hash()
+            if h in numeric:
+                fixed.append(r)
+                continue
+            value = env[h]
+            if isinstance(value, tuple):
+                j, k, negated = value
+                if j not in source_symbols:
+                    source_symbols[j] = ca.SX.sym(f"in{len(sources)}", produced[j].numel())
+                    sources.append(j)
+                canonical.append(-source_symbols[j][k] if negated else source_symbols[j][k])
+            else:
+                loose.append(value)
+                canonical.append(None)
+        loose_symbols = ca.SX.sym("in", len(loose))
+        loose_entries = iter(loose_symbols.elements())
+        canonical = [c if c is not None else next(loose_entries) for c in canonical]
         constants = ca.SX.sym("c", len(fixed))
+        varying = [r for r in reads if r.element_hash() not in numeric]
         body = ca.substitute(body, ca.vertcat(*varying, *fixed),
-                             ca.vertcat(canonical, constants))
-        fn = ca.Function("kernel", [canonical, constants], [body])
+                             ca.vertcat(*canonical, constants))
+        arguments = [source_symbols[j] for j in sources] + [loose_symbols, constants]
+        fn = ca.Function("kernel", arguments, [body])
         key = hashlib.sha256(fn.serialize().encode()).hexdigest()
         kernel = kernels.get(key)
         if kernel is None:
-            kernel = kernels[key] = ca.Function(f"kernel{len(kernels)}", [canonical, constants],
-                                                [body])
-        out = kernel(ca.vertcat(*[env[r.element_hash()] for r in varying]) if varying
-                     else ca.MX(0, 1),
+            kernel = kernels[key] = ca.Function(f"kernel{len(kernels)}", arguments, [body])
+        out = kernel(*[produced[j] for j in sources],
+                     ca.vertcat(*loose) if loose else ca.MX(0, 1),
                      ca.DM([numeric[r.element_hash()] for r in fixed]) if fixed
                      else ca.DM(0, 1))
         n_calls += 1
         n_outputs += len(computed)
-        for (s, _), value in zip(computed, ca.vertsplit(out)):
-            env[s.element_hash()] = value
+        produced.append(out)
+        for k, (s, _, negated) in enumerate(computed):
+            env[s.element_hash()] = (len(produced) - 1, k, negated)
 
     xdot = [env.get(symbols[d].element_hash()) for d in system.state_derivatives]
+    xdot = [(-produced[v[0]][v[1]] if v[2] else produced[v[0]][v[1]]) if isinstance(v, tuple)
+            else v for v in xdot]
     if any(value is None for value in xdot):
         return None  # a derivative that is not assigned (not expected; keep the flat code)
     xdot = ca.vertcat(*xdot) if n_x else ca.MX(0, 1)
     empty = ca.MX(0, 1)
     fn = ca.Function("mbmodel_dynamics", [T, X, ca.MX.sym("z", 0), PU, ca.MX.sym("u", 0)],
                      [xdot, empty, empty, empty], ca.dyn_in(), ca.dyn_out())
-    return fn, KernelStats(n_calls, len(kernels), n_assigned, n_outputs, n_hoisted)
+    return fn, KernelStats(n_calls, len(kernels), n_assigned, n_outputs, n_hoisted,
+                           n_assignments - n_assigned, n_shared)
