@@ -42,7 +42,11 @@ import casadi as ca
 
 from .core import time as TIME
 
-__all__ = ["structured_dynamics", "KernelStats"]
+__all__ = ["structured_dynamics", "KernelStats", "KERNELS_VERSION"]
+
+#: Part of the key under which built kernels are cached on disk (:mod:`mbmodel.native`):
+#: changed whenever what :func:`structured_dynamics` builds from a model changes.
+KERNELS_VERSION = "2"
 
 
 @dataclass

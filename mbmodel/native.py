@@ -28,6 +28,9 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 import threading
 import weakref
 
@@ -173,14 +176,51 @@ def code_source(cm) -> ca.Function:
     with _lock:
         source = _sources.get(cm)
     if source is None:
-        from .kernels import structured_dynamics
         built = None
-        if cm.dynamics.n_instructions() > KERNEL_INSTRUCTIONS:
-            built = structured_dynamics(cm.system, cm.parameter_mode, cm.symbols.t)
-        source = built[0] if built is not None else cm.dynamics
+        if cm.dynamics.n_instructions() > KERNEL_INSTRUCTIONS and not cm.system.algebraic:
+            built = _kernel_source(cm)
+        source = built if built is not None else cm.dynamics
         with _lock:
             source = _sources.setdefault(cm, source)
     return source
+
+
+def _kernel_source(cm) -> ca.Function | None:
+    """The kernel Function of ``cm``'s dynamics (None: the model keeps its flat code), read
+    from the disk cache when a model with the same flat dynamics built it before, else built
+    and stored there. Building costs ~45 ms per link of a chain, every process again (the C
+    library is cached by its source, which needs the kernels first); the key, a hash of the
+    serialized flat dynamics, ~3 ms. A cache entry that cannot be read is built again."""
+    from .codegen import default_cache_dir
+    from .kernels import KERNELS_VERSION, structured_dynamics
+    key = hashlib.sha256("\0".join([KERNELS_VERSION, ca.__version__, cm.parameter_mode,
+                                    cm.dynamics.serialize()]).encode()).hexdigest()
+    path = default_cache_dir() / f"kernels-{key}.casadi"
+    try:
+        text = path.read_text()
+        return None if text == _FLAT else ca.Function.deserialize(text)
+    except (OSError, RuntimeError, UnicodeDecodeError):
+        pass  # not cached yet, or unreadable: build it
+    built = structured_dynamics(cm.system, cm.parameter_mode, cm.symbols.t)
+    partial = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # written aside and renamed: a process reading it never sees half a file
+        fd, partial = tempfile.mkstemp(prefix=path.stem + ".", dir=path.parent)
+        with os.fdopen(fd, "w") as file:
+            file.write(built[0].serialize() if built is not None else _FLAT)
+        os.replace(partial, path)
+        partial = None
+    except OSError:
+        pass  # a read-only cache: the kernels are simply built again next time
+    finally:
+        if partial is not None and os.path.exists(partial):
+            os.remove(partial)
+    return built[0] if built is not None else None
+
+
+#: What the kernel cache holds for a model whose dynamics keep the flat code.
+_FLAT = "flat"
 
 
 class Evaluator:

@@ -154,3 +154,42 @@ def test_kernels_do_the_arithmetic_of_the_flat_function_no_more():
         assert sum(count(f, ops) for f in calls) == count(cm.dynamics, ops) == 12
     assert sum(count(f, arithmetic) for f in calls) <= 1.05 * count(cm.dynamics, arithmetic)
     assert stats.unused > 0 and stats.shared > 0
+
+
+def test_kernels_are_cached_on_disk_and_built_again_when_unreadable(tmp_path, monkeypatch):
+    """A later compiled model with the same flat dynamics (another process, a script run
+    again) reads its kernels from the disk cache instead of building them (~45 ms per link
+    of a chain); another parameter value folded in is another entry; an entry that cannot
+    be read is built again."""
+    import mbmodel.kernels as kernels
+    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(native, "KERNEL_INSTRUCTIONS", 0)  # every model counts as large
+    spec = random_tree(3, np.random.default_rng(6), chain=True)
+    heavier = [dict(link) for link in spec]
+    heavier[0]["m"] += 1.0
+    first = mb.compile(TreeModel(spec), parameters="constant")
+    assert native.code_source(first) is not first.dynamics
+    entries = list(tmp_path.glob("kernels-*.casadi"))
+    assert len(entries) == 1
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the kernels were built again")
+    monkeypatch.setattr(kernels, "structured_dynamics", refuse)
+    again = mb.compile(TreeModel(spec), parameters="constant")
+    loaded = native.code_source(again)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x, t = rng.uniform(-1.0, 1.0, len(again.states)), rng.uniform(0.0, 1.0)
+        flat = np.array(first.dynamics(t, x, [], [], [])[0]).ravel()
+        ours = np.array(loaded(t, x, [], [], [])[0]).ravel()
+        assert np.max(np.abs(ours - flat)) <= 1e-12 * max(1.0, np.max(np.abs(flat)))
+    with pytest.raises(AssertionError, match="built again"):
+        native.code_source(mb.compile(TreeModel(heavier), parameters="constant"))
+    monkeypatch.undo()
+    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(native, "KERNEL_INSTRUCTIONS", 0)
+    entries[0].write_text("not a casadi function")
+    rebuilt = native.code_source(mb.compile(TreeModel(spec), parameters="constant"))
+    assert rebuilt.is_a("MXFunction")
+    assert entries[0].read_text() != "not a casadi function"
+    assert not [p for p in tmp_path.iterdir() if p.suffix != ".casadi"]  # nothing left over
