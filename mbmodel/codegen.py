@@ -14,8 +14,9 @@ Usage with a compiled model::
     fast = compile_function(cm.ode)          # same signature as cm.ode
     xdot = fast(x, z, u, p, t)
 
-The cache lives in ``$MBMODEL_CACHE`` if set, else ``~/.cache/mbmodel/codegen``. Deleting
-it is always safe. Without a working C compiler the original Function is returned (it
+The cache lives in ``$MBMODEL_CACHE`` if set, else ``~/.cache/mbmodel/codegen`` (beside the
+libraries, :mod:`mbmodel.native` keeps the kernels of large models, ``kernels-*.casadi``).
+Deleting it is always safe. Without a working C compiler the original Function is returned (it
 still works, in casadi's virtual machine) and a :class:`CodegenWarning` says why.
 """
 

@@ -3,7 +3,9 @@
 A :class:`~mbmodel.compiler.CompiledModel` holds casadi SX Functions, which casadi evaluates
 in its virtual machine. This module builds the model's dynamics into a shared library
 through :mod:`mbmodel.codegen` (cached on disk, keyed by the generated C: compiled once per
-model structure, reused by every run and process) and offers two ways to call it:
+model structure, reused by every run and process; for large models the structure-preserving
+kernels the C is generated from are cached beside it, keyed by the flat dynamics) and offers
+two ways to call it:
 
 * :func:`dynamics` — the model as a casadi DAE Function (``t, x, z, p, u -> ode, alg``) for
   casadi's integrators. The Adams method needs no Jacobian; casadi still asks for one when
