@@ -31,8 +31,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 import threading
 import weakref
 
@@ -41,6 +39,7 @@ import numpy as np
 
 from .core import time as TIME
 from .errors import DeclarationError
+from .files import atomic_write
 
 __all__ = ["dynamics", "code_source", "evaluator", "Evaluator", "event_function",
            "AUTO_BUILD_INSTRUCTIONS", "KERNEL_INSTRUCTIONS", "EVENT_NATIVE_INSTRUCTIONS"]
@@ -204,20 +203,12 @@ def _kernel_source(cm) -> ca.Function | None:
     except (OSError, RuntimeError, UnicodeDecodeError):
         pass  # not cached yet, or unreadable: build it
     built = structured_dynamics(cm.system, cm.parameter_mode, cm.symbols.t)
-    partial = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # written aside and renamed: a process reading it never sees half a file
-        fd, partial = tempfile.mkstemp(prefix=path.stem + ".", dir=path.parent)
-        with os.fdopen(fd, "w") as file:
+        with atomic_write(path) as file:  # a process reading it never sees half a file
             file.write(built[0].serialize() if built is not None else _FLAT)
-        os.replace(partial, path)
-        partial = None
     except OSError:
         pass  # a read-only cache: the kernels are simply built again next time
-    finally:
-        if partial is not None and os.path.exists(partial):
-            os.remove(partial)
     return built[0] if built is not None else None
 
 
