@@ -221,3 +221,35 @@ def test_kernels_are_cached_on_disk_and_built_again_when_unreadable(tmp_path, mo
     assert rebuilt.is_a("MXFunction")
     assert entries[0].read_text() != "not a casadi function"
     assert not [p for p in tmp_path.iterdir() if p.suffix != ".casadi"]  # nothing left over
+
+
+def test_kernels_of_axis_aligned_chains_are_pinocchios_articulated_body_algorithm():
+    """Axes along x, y and z, placements without rotation, diagonal inertias: the folded
+    zeros and ones are written into the kernels (their operations dropped), and the joint
+    accelerations of the kernel code are still Pinocchio's ABA."""
+    import pinocchio as pin
+    n = 12
+    spec = random_tree(n, np.random.default_rng(8), chain=True)
+    for i, link in enumerate(spec):
+        link["kind"] = "revolute"
+        link["axis"] = np.eye(3)[i % 3]
+        link["n0"], link["angle"] = np.array([0.0, 0.0, 1.0]), 0.0
+        link["I"] = np.diag(np.diag(link["I"]))
+    cm = mb.compile(TreeModel(spec), parameters="constant")
+    fn, stats = structured_dynamics(cm.system, cm.parameter_mode)
+    model = pinocchio_model(spec)
+    rng = np.random.default_rng(9)
+    phi = [cm.states.index(f"joint{i}.phi") for i in range(n)]
+    w = [cm.states.index(f"joint{i}.w") for i in range(n)]
+    for _ in range(3):
+        x = rng.uniform(-1.0, 1.0, len(cm.states))
+        ours = np.array(fn(0.0, x, [], cm.parameter_vector(), [])[0]).ravel()
+        reference = pin.aba(model, model.createData(), x[phi], x[w], np.zeros(n))
+        assert np.max(np.abs(ours[w] - reference)) <= 1e-10 * max(1.0, np.abs(reference).max())
+    arithmetic = (ca.OP_ADD, ca.OP_SUB, ca.OP_MUL, ca.OP_DIV, ca.OP_NEG)
+
+    def count(f):
+        return sum(f.instruction_id(k) in arithmetic for k in range(f.n_instructions()))
+    ours = sum(count(fn.instruction_MX(k).which_function()) for k in range(fn.n_instructions())
+               if fn.instruction_id(k) == ca.OP_CALL)
+    assert ours <= 1.15 * count(cm.dynamics)  # measured 1.08; 4.66 without the folding
