@@ -282,9 +282,8 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         resolved, _ = ca.substitute_inplace(syms, [entry_expressions[i] for i in members],
                                             [], False)
         body = ca.vertcat(*resolved)
-        reads = ca.symvar(body)
         if folded:
-            body, reads = _with_unit_values(body, reads, numeric)
+            body, reads = _with_unit_values(body, ca.symvar(body), numeric)
             body, reads, hoisted = _hoist_parametric(body, reads, numeric, env)
             body, reads = _with_unit_values(body, reads, numeric)
             n_hoisted += hoisted
