@@ -532,14 +532,19 @@ class _Flattener:
         """Add the generated equations ``expr == 0`` (connections, residues, unconnected
         flows), counted for ``owner``; ``alias_forms``, per element, what alias elimination
         reads from it (:attr:`FlatEquation.alias_form`), if known."""
-        elements = ca.SX(expr).elements()
+        # (an SX copy of an SX costs as much as the subtraction that built it)
+        elements = (expr if isinstance(expr, ca.SX) else ca.SX(expr)).elements()
         origin = owner.path
-        for k, element in enumerate(elements):
-            suffix = "" if len(elements) == 1 else f" [{k}]"
-            self.equations.append(FlatEquation(element, origin, description + suffix, kind,
-                                               alias_forms[k] if alias_forms else None))
-            self.equation_owners[id(self.equations)].append(None)  # made here: no check
-            self.local_equations[id(owner)] = self.local_equations.get(id(owner), 0) + 1
+        n = len(elements)
+        forms = alias_forms or [None] * n
+        if n == 1:
+            self.equations.append(FlatEquation(elements[0], origin, description, kind, forms[0]))
+        else:
+            self.equations.extend(FlatEquation(element, origin, f"{description} [{k}]", kind,
+                                               form)
+                                  for k, (element, form) in enumerate(zip(elements, forms)))
+        self.equation_owners[id(self.equations)].extend([None] * n)  # made here: no check
+        self.local_equations[id(owner)] = self.local_equations.get(id(owner), 0) + n
 
 def _new_time_events(fl, derived) -> list:
     """The time events of relations on time (``time >= t0``) that no component declared

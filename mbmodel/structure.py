@@ -240,6 +240,9 @@ class _Analysis:
                 alias[da] = (var_diff[rep], sign, 0.0)
             order.append(da)
         self.names, self.symbols, self.var_diff_all = names, symbols, var_diff
+        # Selections by index lists from one vector (a vertcat of a selection converts
+        # every scalar from Python again, ~2 µs each).
+        self.symbol_vector = ca.vertcat(*symbols) if symbols else ca.SX(0, 1)
         self.alias = alias
         kinds = [v.kind for v in flat.variables] + ["derivative"] * (len(names) - len(flat.variables))
         self.kinds = kinds
@@ -247,11 +250,19 @@ class _Analysis:
                             if kinds[i] != "input" and i not in alias]
         self.input_ids = [i for i in range(len(flat.variables)) if kinds[i] == "input"]
 
-    def alias_expression(self, i):
-        rep, sign, off = self.alias[i]
-        if rep is None:
-            return ca.SX(off)
-        return affine_expression(self.symbols[rep], sign, off)
+    def alias_expressions(self, ids) -> ca.SX:
+        """``sign * representative + offset`` of each alias in ``ids`` (the offset alone
+        for an alias of a constant) as one vector, by elementwise operations on vectors
+        instead of a few casadi calls from Python per alias (casadi drops the products by
+        1 and the sums with 0 as :func:`affine_expression` does)."""
+        reps = [self.alias[i][0] for i in ids]
+        constant = [k for k, r in enumerate(reps) if r is None]
+        roots = self.symbol_vector[[0 if r is None else r for r in reps]]
+        if constant:
+            roots[constant] = ca.SX.zeros(len(constant))
+        signs = ca.DM([1.0 if r is None else self.alias[i][1] for i, r in zip(ids, reps)])
+        offsets = ca.DM([self.alias[i][2] for i in ids])
+        return roots * signs + offsets
 
     # ---- equations after substitution -------------------------------------------------------
     def build_equations(self):
@@ -260,8 +271,8 @@ class _Analysis:
         residuals = ca.vertcat(*[flat.equations[k].residual for k in kept]) if kept else ca.SX(0, 1)
         alias_ids = sorted(self.alias)
         if alias_ids and kept:
-            residuals = ca.substitute(residuals, ca.vertcat(*[self.symbols[i] for i in alias_ids]),
-                                      ca.vertcat(*[self.alias_expression(i) for i in alias_ids]))
+            residuals = ca.substitute(residuals, self.symbol_vector[alias_ids],
+                                      self.alias_expressions(alias_ids))
         self.equations = _sx_list(residuals)
         self.origins = [flat.equations[k].origin for k in kept]
         self.equation_kinds = [flat.equations[k].kind for k in kept]
@@ -352,8 +363,7 @@ class _Analysis:
         ids = self.unknown_ids
         # stacked once for the incidence and the linear reduction (a vertcat converts every
         # scalar from Python again)
-        stacked = (equation_vector,
-                   ca.vertcat(*[self.symbols[i] for i in ids]) if ids else ca.SX(0, 1))
+        stacked = (equation_vector, self.symbol_vector[ids] if ids else ca.SX(0, 1))
         inc = incidence_lists(*stacked) if self.equations else []
         local = {g: i for i, g in enumerate(ids)}
         self.expose_hidden_constraints(ids, inc, local, state_priority, stacked)
