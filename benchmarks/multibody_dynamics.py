@@ -14,7 +14,10 @@ For each model it reports
 * the build time (``mb.compile`` of the forward model);
 * time per evaluated state of the forward and inverse dynamics in casadi's virtual machine
   and in gcc-compiled C (``mbmodel.codegen.compile_function``), evaluated over a batch of
-  states with ``Function.map`` so no Python call overhead is counted; and
+  states with ``Function.map`` called through casadi's buffers, so no Python call overhead
+  or conversion is counted. The compiled forward dynamics are the code a user gets from
+  ``cm.evaluator()``: the flat function for small models, structure-preserving kernels
+  (``mbmodel.kernels``, built at -O2) for large ones; and
   ``pinocchio.aba`` / ``pinocchio.rnea`` per state in a Python loop (their Python call
   overhead, ~1 µs, is included — it is what a Python user pays);
 * the growth exponent: least-squares slope of log(FD ops) against log(n) for n ≥ 25;
@@ -50,6 +53,7 @@ import casadi as ca
 import numpy as np
 
 import mbmodel as mb
+from mbmodel import native
 from mbmodel.codegen import compile_function, operation_counts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,31 +97,64 @@ def ops(fn) -> int:
     return operation_counts(fn)["total"]
 
 
-def per_state_seconds(fn, n_in, batch, repeat=5):
-    """Seconds per evaluated state of fn over a batch of random states (best of repeat)."""
-    mapped = fn.map(batch)
-    args = np.random.default_rng(0).normal(size=(n_in, batch))
-    mapped(args, [])
+def batch_inputs(fn, batch, first=None):
+    """Inputs of ``fn.map(batch)`` as flat arrays: random states (normal, seed 0) for the
+    first input (``first``: its size per state, if not ``fn``'s), zeros for the others."""
+    rng = np.random.default_rng(0)
+    inputs = []
+    for k in range(fn.n_in()):
+        size = fn.nnz_in(k)
+        inputs.append(rng.normal(size=size * batch) if k == 0 else np.zeros(size * batch))
+    return inputs
+
+
+def buffered_per_state(mapped, inputs, batch, repeat=5):
+    """Seconds per state of ``mapped`` (a ``Function.map`` over ``batch`` states), called
+    through casadi's buffers: the arrays are bound once, so neither Python nor a numpy ->
+    DM conversion is timed (converting the batch's inputs cost ~3 µs per state of a
+    6-link chain, several times the generated code's own time)."""
+    buffer, evaluate = mapped.buffer()
+    for k, array in enumerate(inputs):
+        buffer.set_arg(k, memoryview(array))
+    outputs = [np.zeros(mapped.nnz_out(k)) for k in range(mapped.n_out())]
+    for k, array in enumerate(outputs):
+        buffer.set_res(k, memoryview(array))
+    evaluate()
     best = math.inf
     for _ in range(repeat):
         t = time.perf_counter()
-        mapped(args, [])
+        evaluate()
         best = min(best, time.perf_counter() - t)
-    return best / batch
+    return best / batch, outputs
 
 
-def compiled_per_state(fn, n_in, batch):
+def per_state_seconds(fn, batch):
+    """casadi's virtual machine, per state of a batch."""
+    return buffered_per_state(fn.map(batch), batch_inputs(fn, batch), batch)[0]
+
+
+def compiled_per_state(fn, batch, optimize=1):
+    """gcc-compiled C (-O``optimize`` and the host's FMA flags), per state of a batch."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        c_fn = compile_function(fn.map(batch))  # -O1 and the host's FMA flags
-    args = np.random.default_rng(0).normal(size=(n_in, batch))
-    c_fn(args, [])
-    best = math.inf
-    for _ in range(5):
-        t = time.perf_counter()
-        c_fn(args, [])
-        best = min(best, time.perf_counter() - t)
-    return best / batch
+        c_fn = compile_function(fn.map(batch), optimize=optimize)
+    return buffered_per_state(c_fn, batch_inputs(fn, batch), batch)[0]
+
+
+def forward_c_per_state(cm, batch):
+    """The forward dynamics a user gets in C (``cm.evaluator()``: one flat function, or
+    for a large model structure-preserving kernels; built with the optimization
+    :mod:`mbmodel.native` uses), per state of a batch: ``(seconds, kind)``."""
+    fn = cm.evaluator().symbolic
+    kernels = fn.is_a("MXFunction")
+    optimize = 2 if kernels or native._fast_flat(cm, False) else 1  # as native builds it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c_fn = compile_function(fn.map(batch), optimize=optimize)
+    inputs = batch_inputs(fn, batch)
+    inputs[2] = np.tile(cm.parameter_vector(), batch)  # (x, u, p, t): the parameters
+    seconds, _ = buffered_per_state(c_fn, inputs, batch)
+    return seconds, "kernels" if kernels else "flat"
 
 
 def pinocchio_per_state(pmodel, which, count):
@@ -150,10 +187,11 @@ def measure(name, make_model, n_bodies, pmodel, batch):
                id_ops=ops(f_id), id_ops_symbolic=ops(inverse_function(inv_sym)),
                build_seconds=build)
     if pmodel is not None:
-        row["fd_vm_us"] = 1e6 * per_state_seconds(f_fd, f_fd.size1_in(0), batch)
-        row["fd_c_us"] = 1e6 * compiled_per_state(f_fd, f_fd.size1_in(0), batch)
-        row["id_vm_us"] = 1e6 * per_state_seconds(f_id, f_id.size1_in(0), batch)
-        row["id_c_us"] = 1e6 * compiled_per_state(f_id, f_id.size1_in(0), batch)
+        row["fd_vm_us"] = 1e6 * per_state_seconds(f_fd, batch)
+        seconds, row["fd_c_code"] = forward_c_per_state(fd, batch)
+        row["fd_c_us"] = 1e6 * seconds
+        row["id_vm_us"] = 1e6 * per_state_seconds(f_id, batch)
+        row["id_c_us"] = 1e6 * compiled_per_state(f_id, batch)
         row["aba_us"] = 1e6 * pinocchio_per_state(pmodel, "aba", 2000)
         row["rnea_us"] = 1e6 * pinocchio_per_state(pmodel, "rnea", 2000)
     return row
