@@ -71,6 +71,9 @@ class AxisRotation:
         e = vec(e)
         self.e = e
         self.c, self.s = ca.cos(angle), ca.sin(angle)
+        # formed once: every sandwich of this rotation (three per articulated inertia) uses
+        # them, and separately built products are separate operations in the code
+        self.s2, self.cs = self.s * self.s, self.c * self.s
         self.P = e @ e.T
         self.K = skew(e)
         self.matrix = self.P + (ca.SX.eye(3) - self.P) * self.c - self.K * self.s
@@ -99,7 +102,7 @@ class AxisRotation:
         N = cross(e, Be) @ e.T + e @ cross(e, eB).T                  # K B P - P B K
         QBQ = B - M - beta * P
         G = _symmetric_traceless(QBQ + K @ B @ K, self.spare)
-        Z = _symmetric_traceless((s * s) * G - (c * s) * (K @ G), self.spare)
+        Z = _symmetric_traceless(self.s2 * G - self.cs * (K @ G), self.spare)
         R = beta * P + c * M + s * N + QBQ - Z
         return mirror_upper(R) if symmetric else R
 
