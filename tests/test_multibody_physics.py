@@ -498,3 +498,45 @@ def test_rotation_to_quaternion_inverts_the_quaternion_rotation():
         assert np.linalg.norm(Q) == pytest.approx(1.0, abs=1e-12)
         back = np.array(ca.DM(spatial.quaternion_rotation(ca.SX(Q))))
         assert np.abs(back - E).max() < 1e-12
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_rotation_about_a_coordinate_axis_is_exact_and_forms_its_sine_products_once(axis):
+    """``AxisRotation.sandwich`` (E' B E, expanded with c^2 = 1 - s^2) equals the plain
+    product for a symmetric and a general B, and the three sandwiches an articulated
+    inertia needs (A11, A22 symmetric, A12 general) share one sin^2 and one cos*sin:
+    built separately they are separate operations in code without common-subexpression
+    merging (large right-hand sides, kernels)."""
+    import casadi as ca
+    from mbmodel.libraries.multibody import spatial
+    e = np.zeros(3)
+    e[axis] = 1.0
+    q = ca.SX.sym("q")
+    blocks = [ca.SX.sym(name, 3, 3) for name in ("S1", "S2", "B")]
+    E = spatial.axis_rotation(ca.DM(e), q, e)
+    assert isinstance(E, spatial.AxisRotation)
+    results = [E.sandwich(spatial.mirror_upper(blocks[0]), symmetric=True),
+               E.sandwich(spatial.mirror_upper(blocks[1]), symmetric=True),
+               E.sandwich(blocks[2])]
+    # the distinct nodes of the results' expression graph
+    nodes, stack = {}, ca.vertcat(*[ca.vec(r) for r in results]).elements()
+    while stack:
+        node = stack.pop()
+        if node.element_hash() not in nodes:
+            nodes[node.element_hash()] = node
+            stack.extend(node.dep(k) for k in range(node.n_dep()))
+    trig = {h for h, node in nodes.items() if node.op() in (ca.OP_SIN, ca.OP_COS)}
+    squares = [node for node in nodes.values() if node.op() == ca.OP_SQ]
+    mixed = [node for node in nodes.values() if node.op() == ca.OP_MUL
+             and {node.dep(0).element_hash(), node.dep(1).element_hash()} == trig]
+    assert len(trig) == 2 and len(squares) == 1 and len(mixed) == 1
+    rng = np.random.default_rng(axis)
+    angle = rng.uniform(-np.pi, np.pi)
+    matrices = [rng.normal(size=(3, 3)) for _ in range(3)]
+    matrices[0], matrices[1] = matrices[0] + matrices[0].T, matrices[1] + matrices[1].T
+    fn = ca.Function("f", [q] + [ca.vec(b) for b in blocks],
+                     [ca.vertcat(*[ca.vec(r) for r in results])])
+    got = np.array(fn(angle, *[M.ravel(order="F") for M in matrices])).ravel()
+    dense = np.array(ca.DM(spatial.planar_rotation(ca.DM(e), angle)))
+    want = np.concatenate([(dense.T @ M @ dense).ravel(order="F") for M in matrices])
+    assert np.abs(got - want).max() < 1e-12 * max(1.0, np.abs(want).max())
