@@ -23,7 +23,10 @@ The kernels together do the flat function's arithmetic, no more:
   group that needs it, and read by the others;
 - only what the state derivatives need is computed (what the flat Function prunes);
 - a value passed negated (a flow, on each side of a connection) is passed as it is and
-  negated where it is read, where casadi cancels the two negations.
+  negated where it is read, where casadi cancels the two negations;
+- equal subexpressions built separately inside a kernel are merged once per distinct
+  kernel (``casadi.cse``), which the flat function does only below
+  :data:`mbmodel.compiler.CSE_NODES` nodes.
 
 Values cross from kernel to kernel without copies: a kernel takes every output vector it
 reads from as one input (a pointer in the C), and only the values read elsewhere are
@@ -46,7 +49,7 @@ __all__ = ["structured_dynamics", "KernelStats", "KERNELS_VERSION"]
 
 #: Part of the key under which built kernels are cached on disk (:mod:`mbmodel.native`):
 #: changed whenever what :func:`structured_dynamics` builds from a model changes.
-KERNELS_VERSION = "3"
+KERNELS_VERSION = "4"
 
 
 @dataclass
@@ -353,7 +356,11 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         key = hashlib.sha256(fn.serialize().encode()).hexdigest()
         kernel = kernels.get(key)
         if kernel is None:
-            kernel = kernels[key] = ca.Function(f"kernel{len(kernels)}", arguments, [body])
+            # Equal subexpressions built separately (entries of one matrix product in two
+            # equations of a component) merged once per distinct kernel: a few small
+            # bodies, where the flat function's merge costs ~8 µs per node of the model.
+            kernel = kernels[key] = ca.Function(f"kernel{len(kernels)}", arguments,
+                                                [ca.cse(body)])
         out = kernel(*[produced[j] for j in sources],
                      ca.vertcat(*loose) if loose else ca.MX(0, 1),
                      ca.DM([numeric[r.element_hash()] for r in fixed]) if fixed

@@ -163,6 +163,27 @@ def test_kernels_do_the_arithmetic_of_the_flat_function_no_more():
     assert sum(count(f, arithmetic) for f in calls) <= 1.15 * count(aligned.dynamics, arithmetic)
 
 
+def test_kernels_compute_equal_subexpressions_once():
+    """Equal subexpressions built separately inside one kernel (entries of a matrix product
+    that two equations of a component form) are merged when the kernel is made: merging a
+    kernel's body again finds nothing. (The flat function merges them only below
+    ``compiler.CSE_NODES`` nodes; kernels serve the models above.)"""
+    cm = mb.compile(RevoluteChain(12), parameters="constant")
+    fn, _ = structured_dynamics(cm.system, cm.parameter_mode)
+    kernels = {}
+    for k in range(fn.n_instructions()):
+        if fn.instruction_id(k) == ca.OP_CALL:
+            f = fn.instruction_MX(k).which_function()
+            kernels[f.name()] = f
+    checked = 0
+    for f in kernels.values():
+        symbols = f.sx_in()
+        again = ca.Function("again", symbols, [ca.cse(out) for out in f.call(symbols)])
+        assert again.n_instructions() == f.n_instructions(), f.name()
+        checked += 1
+    assert checked >= 5
+
+
 class _ZeroWeighted(mb.Model):
     d = mb.Parameter(0.0)
     x = mb.Variable(start=0.5, fixed=True)
