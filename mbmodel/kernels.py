@@ -327,13 +327,14 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         # (folded parameters, hoisted values) as the last, a constant array. In canonical
         # inputs, instances of one structure give the same serialized Function: they
         # compute the same instructions on their own values.
-        sources, loose, fixed, canonical = [], [], [], []
+        sources, loose, fixed, varying, canonical = [], [], [], [], []
         source_symbols = {}
         for r in reads:
             h = r.element_hash()
             if h in numeric:
                 fixed.append(r)
                 continue
+            varying.append(r)
             value = env[h]
             if isinstance(value, tuple):
                 j, k, negated = value
@@ -348,7 +349,6 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         loose_entries = iter(loose_symbols.elements())
         canonical = [c if c is not None else next(loose_entries) for c in canonical]
         constants = ca.SX.sym("c", len(fixed))
-        varying = [r for r in reads if r.element_hash() not in numeric]
         body = ca.substitute(body, ca.vertcat(*varying, *fixed),
                              ca.vertcat(*canonical, constants))
         arguments = [source_symbols[j] for j in sources] + [loose_symbols, constants]
