@@ -204,11 +204,11 @@ def _connect_part(fl, nodes, owner, with_flows=True):
                 names = ", ".join(f"{'+' if side == 'inside' else '-'}{item.path}.{key}"
                                   for item, side in nodes)
                 signs = tuple(1 if side == "inside" else -1 for _, side in nodes)
+                flows = [item._variables[key] for item, _ in nodes]
                 fl.emit(_flow_sum(nodes, key), owner, f"flow sum: {names} = 0", "connection",
-                        fl.alias_forms([item._variables[key] for item, _ in nodes],
-                                       lambda *flows: _sum_columns([f * sign for f, sign
-                                                                    in zip(flows, signs)]),
-                                       ("flow sum", signs)))
+                        fl.alias_forms(flows, lambda *flows: _sum_columns(
+                            [f * sign for f, sign in zip(flows, signs)]), ("flow sum", signs)),
+                        fl.sum_slopes(flows, signs))
         else:
             base = _symbol_of(nodes[0][0], key)
             for item, _side in nodes[1:]:

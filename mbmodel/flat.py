@@ -68,13 +68,19 @@ class FlatEquation:
     already knows it (from the class's template or from a connection): ``False`` (not an
     alias) or ``([(variable position, coefficient)], constant)`` (see
     :func:`mbmodel.alias.linear_pattern`); ``None``: not known, alias elimination reads
-    the residual itself."""
+    the residual itself.
+
+    ``slopes`` are the residual's derivatives along the variables, when the class's template
+    knows them: ``([(variable position, number)], [variable position])``, the constant ones
+    and the positions of the others (None for a position: not a variable, e.g. a constant
+    that ``der()`` answered); ``None``: not known."""
 
     residual: ca.SX
     origin: str
     shown: object
     kind: str = "model"  # "model", "connection", "unconnected flow", "residue", "initial"
     alias_form: object = None
+    slopes: object = None
 
     @property
     def description(self) -> str:

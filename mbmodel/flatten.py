@@ -239,6 +239,16 @@ class _Flattener:
             return [False] * numel
         return [([(firsts[i] + k, c) for i, c in form[0]], form[1]) for k in range(numel)]
 
+    def sum_slopes(self, variables: list, signs) -> list | None:
+        """Per element, the slopes (:attr:`FlatEquation.slopes`) of the sum of
+        ``variables`` (active, of one shape) times ``signs`` (1 or -1), or None if not
+        known."""
+        firsts = [self.first_position.get(id(v)) for v in variables]
+        if None in firsts or len(set(firsts)) < len(firsts):
+            return None
+        return [([(first + k, float(sign)) for first, sign in zip(firsts, signs)], [])
+                for k in range(variables[0].symbol.numel())]
+
     def difference_forms(self, a: Variable, b: Variable) -> list | None:
         """The alias forms of ``a - b == 0`` (see :meth:`alias_forms`)."""
         return self.alias_forms([a, b], lambda x, y: x - y, "difference")
@@ -261,6 +271,11 @@ class _Flattener:
                                                0.0, False, "default", "", var.nominal,
                                                derivative_of=rec.position))
         return self.variables[var.derivative].symbol
+
+    def position_of(self, symbol) -> int | None:
+        """The flat position of a variable's symbol (None: not a variable)."""
+        record = self.symbols.get(symbol.element_hash())
+        return None if record is None or record.is_parameter else record.position
 
     def is_fresh_derivative(self, symbol) -> bool:
         """Whether ``der()`` answered with a derivative variable made for it (not a declared
@@ -307,9 +322,10 @@ class _Flattener:
                     self.hybrid.add_when(comp, item)
                 elif isinstance(item, Instantiated):
                     origin = comp.path
-                    self.equations.extend(FlatEquation(r, origin, e, "model", form)
-                                          for r, e, form in zip(item.residuals, item.shown,
-                                                                item.alias_forms))
+                    self.equations.extend(FlatEquation(r, origin, e, "model", form, slopes)
+                                          for r, e, form, slopes in zip(
+                                              item.residuals, item.shown, item.alias_forms,
+                                              item.slopes))
                     # no symbol check: a template holds only the instance's own symbols
                     self.equation_owners[id(self.equations)].extend([None] * len(item.shown))
                 else:
@@ -334,7 +350,7 @@ class _Flattener:
             template = self.templates.get(key) if key is not None else None
             if template is not None:
                 made = template.instantiate(comp, ctx, self.active, self.first_position,
-                                              self.is_fresh_derivative)
+                                              self.is_fresh_derivative, self.position_of)
                 if made is not None:
                     for item in made.derivatives:
                         self.declare_derivative(comp, item)
@@ -528,21 +544,25 @@ class _Flattener:
                     f"{_where(comp)}: equation '{describe(shown)}' uses '{s}', which is not a "
                     f"variable or parameter of this model (a symbol of another model instance?)")
 
-    def emit(self, expr, owner, description, kind, alias_forms=None):
+    def emit(self, expr, owner, description, kind, alias_forms=None, slopes=None):
         """Add the generated equations ``expr == 0`` (connections, residues, unconnected
         flows), counted for ``owner``; ``alias_forms``, per element, what alias elimination
-        reads from it (:attr:`FlatEquation.alias_form`), if known."""
+        reads from it (:attr:`FlatEquation.alias_form`), and ``slopes``, its derivatives
+        (:attr:`FlatEquation.slopes`), if known."""
         # (an SX copy of an SX costs as much as the subtraction that built it)
         elements = (expr if isinstance(expr, ca.SX) else ca.SX(expr)).elements()
         origin = owner.path
         n = len(elements)
         forms = alias_forms or [None] * n
+        slopes = slopes or [None] * n
         if n == 1:
-            self.equations.append(FlatEquation(elements[0], origin, description, kind, forms[0]))
+            self.equations.append(FlatEquation(elements[0], origin, description, kind, forms[0],
+                                               slopes[0]))
         else:
             self.equations.extend(FlatEquation(element, origin, f"{description} [{k}]", kind,
-                                               form)
-                                  for k, (element, form) in enumerate(zip(elements, forms)))
+                                               form, slope)
+                                  for k, (element, form, slope) in enumerate(
+                                      zip(elements, forms, slopes)))
         self.equation_owners[id(self.equations)].extend([None] * n)  # made here: no check
         self.local_equations[id(owner)] = self.local_equations.get(id(owner), 0) + n
 

@@ -136,21 +136,32 @@ def integer_linear_form(expr: ca.SX, column_of: dict, incidence=None,
     return {c: f for c, f in coefficients.items() if f != 0}, offset
 
 
-def _rational_candidates(equations: ca.SX, unknowns: ca.SX) -> list[int]:
+def _rational_candidates(equations: ca.SX, unknowns: ca.SX,
+                         known: list | None = None) -> list[int]:
     """The equations that may have an integer linear form: those whose derivative along one
     generic direction of the unknowns is a constant. One forward sweep over the whole
     system in casadi instead of the expression walk of :func:`integer_linear_form` (~2 µs
     per node from Python) for every equation; an equation with a coefficient that is not a
     constant (a product of unknowns, a parameter, a function of time) keeps a symbol in its
-    directional derivative, and casadi folds the constant ones to a number."""
+    directional derivative, and casadi folds the constant ones to a number. ``known``: per
+    equation, whether its derivatives are all constants where that is known already (from
+    its class's template), else None."""
     if not equations.numel() or not unknowns.numel():
         return list(range(equations.numel()))
-    # Irrational-looking weights: distinct coefficients cannot cancel to a constant by chance.
-    direction = ca.DM(1.0 + np.modf(np.arange(1, unknowns.numel() + 1) * 0.6180339887498949)[0])
-    slopes = ca.jtimes(equations, unknowns, direction)
-    # casadi folds every operation on constants, so a slope without symbols is a constant
-    # node (cheaper to ask per entry than a dependency analysis of the whole graph)
-    return [e for e, slope in enumerate(slopes.elements()) if slope.is_constant()]
+    if known is None:
+        known = [None] * equations.numel()
+    asked = [e for e, answer in enumerate(known) if answer is None]
+    constant = [e for e, answer in enumerate(known) if answer]
+    if asked:
+        # Irrational-looking weights: distinct coefficients cannot cancel to a constant by
+        # chance.
+        direction = ca.DM(1.0 + np.modf(np.arange(1, unknowns.numel() + 1)
+                                        * 0.6180339887498949)[0])
+        slopes = ca.jtimes(equations[asked], unknowns, direction)
+        # casadi folds every operation on constants, so a slope without symbols is a
+        # constant node (cheaper to ask per entry than a dependency analysis of the graph)
+        constant.extend(e for e, slope in zip(asked, slopes.elements()) if slope.is_constant())
+    return sorted(constant)
 
 
 def _rational(node) -> Fraction | None:
@@ -168,13 +179,15 @@ def _rational(node) -> Fraction | None:
 def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: list[bool],
                   incidence: list[list[int]] | None = None,
                   preference: list | None = None,
-                  stacked: tuple[ca.SX, ca.SX] | None = None) -> LinearReduction:
+                  stacked: tuple[ca.SX, ca.SX] | None = None,
+                  known: list | None = None) -> LinearReduction:
     """Find hidden constraints and linear dependencies among ``equations`` (residuals over
     the unknowns ``symbols``; ``differentiated[j]`` whether unknown ``j`` appears under
     ``der``; ``incidence``, the columns of each equation, if known; ``preference``, how
     much each differentiated unknown deserves to stay a state, as sortable keys: the
     constraints between states are pivoted on the least deserving first; ``stacked``,
-    ``equations`` and ``symbols`` as column vectors if the caller has them).
+    ``equations`` and ``symbols`` as column vectors if the caller has them; ``known``, per
+    equation, whether all its coefficients are constants if that is known, else None).
 
     Example::
 
@@ -189,7 +202,7 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
     pending: list = []
     if stacked is None:
         stacked = (ca.vertcat(*equations), ca.vertcat(*symbols))
-    for e in _rational_candidates(*stacked):
+    for e in _rational_candidates(*stacked, known):
         start = len(pending)
         form = integer_linear_form(equations[e], column_of, incidence[e] if incidence else None,
                                    pending)

@@ -290,6 +290,48 @@ class _Analysis:
                     f"conflicting elements or add the missing reference")
         return residuals  # the equations stacked, for the whole-system passes
 
+    def template_slopes(self, local) -> list:
+        """Per equation after substitution, its derivatives along the unknowns as its
+        class's template found them (:attr:`mbmodel.flat.FlatEquation.slopes`), or None:
+        ``({unknown: number}, {unknown})``, the constant ones and the others (``local``: the
+        unknowns' indices by variable). Where the instance's aliases could change them the
+        answer is None and the equation is asked as before: a variable that is a constant
+        (its coefficients may fold), two of the equation's variables that are one (their
+        terms may cancel), or a chain of aliases."""
+        alias = self.alias
+        result = []
+        for k in self.aliases.kept_equations:
+            slopes = self.flat.equations[k].slopes
+            if slopes is None:
+                result.append(None)
+                continue
+            constant, varying, seen = {}, set(), set()
+            for g, number in [*slopes[0], *((g, None) for g in slopes[1])]:
+                if g is None:
+                    break
+                if g in alias:
+                    rep, sign, _ = alias[g]  # sign is 1 or -1: products by it are exact
+                    if rep is None or rep in alias:
+                        break
+                    g = rep
+                    if number is not None:
+                        number = sign * number
+                if g in seen:
+                    break
+                seen.add(g)
+                column = local.get(g)
+                if column is None:
+                    continue  # a known (input)
+                if number is None:
+                    varying.add(column)
+                else:
+                    constant[column] = number
+            else:
+                result.append((constant, varying))
+                continue
+            result.append(None)
+        return result
+
     @property
     def loop_components(self) -> set:
         return self.flat.loop_components
@@ -320,8 +362,9 @@ class _Analysis:
         preference = [(self.state_preference(g, state_priority), local[self.var_diff_all[g]])
                       if differentiated[j] and self.var_diff_all[g] in local else (0, j)
                       for j, g in enumerate(ids)]
+        known = [None if slopes is None else not slopes[1] for slopes in self.slopes]
         reduction = reduce_linear(self.equations, symbols, differentiated, inc, preference,
-                                  stacked)
+                                  stacked, known)
         self.linear_reduction = reduction
         texts = self.descriptions.copy()
 
@@ -341,6 +384,7 @@ class _Analysis:
                 "replace one of the conflicting components (or add the missing reference).")
         for e, (expr, used) in reduction.replaced.items():
             self.equations[e] = expr
+            self.slopes[e] = None
             inc[e] = self.incidence([expr], ids)[0]
             self.descriptions[e] = (lambda expr=expr, used=used: f"hidden constraint "
                                     f"0 = {describe(expr)}, combined from "
@@ -366,6 +410,7 @@ class _Analysis:
         stacked = (equation_vector, self.symbol_vector[ids] if ids else ca.SX(0, 1))
         inc = incidence_lists(*stacked) if self.equations else []
         local = {g: i for i, g in enumerate(ids)}
+        self.slopes = self.template_slopes(local)
         self.expose_hidden_constraints(ids, inc, local, state_priority, stacked)
         n = len(ids)
         n_eq = len(self.equations)
@@ -725,11 +770,21 @@ class _Analysis:
         all_equations, all_symbols = (self.stacked_all if self.stacked_all is not None else
                                       (ca.vertcat(*equations), ca.vertcat(*symbols)))
         for _, _, members in groups:
-            eqs = all_equations[[e for e, _ in members]]
-            syms = all_symbols[[v for _, v in members]]
-            coefs = ca.jtimes(eqs, syms, ca.DM.ones(len(members))).elements()
-            simple = [(e, v, float(c)) for (e, v), c in zip(members, coefs)
-                      if c.is_constant() and float(c) != 0.0]
+            # the coefficients the class's template knows, the others by one derivative
+            known = {}
+            for e, v in members:
+                slopes = self.slopes[e] if e < len(self.slopes) else None
+                if slopes is not None and (v in slopes[0] or v in slopes[1]):
+                    known[e] = slopes[0].get(v)  # None: not a constant
+            asked = [(e, v) for e, v in members if e not in known]
+            if asked:
+                eqs = all_equations[[e for e, _ in asked]]
+                syms = all_symbols[[v for _, v in asked]]
+                coefs = ca.jtimes(eqs, syms, ca.DM.ones(len(asked))).elements()
+                known.update((e, float(c)) for (e, _), c in zip(asked, coefs)
+                             if c.is_constant())
+            simple = [(e, v, known[e]) for e, v in members
+                      if known.get(e) is not None and known[e] != 0.0]
             if not simple:
                 continue
             rests = ca.substitute(all_equations[[e for e, _, _ in simple]],

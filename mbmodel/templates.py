@@ -146,18 +146,25 @@ class Instantiated:
     its asserts as ``(condition elements, message)`` and its declared derivatives
     (:class:`~mbmodel.Derivative`)."""
 
-    def __init__(self, residuals, shown, alias_forms, asserts, derivatives):
+    def __init__(self, residuals, shown, alias_forms, asserts, derivatives, slopes=None):
         self.residuals, self.shown, self.asserts = residuals, shown, asserts
         self.alias_forms = alias_forms
         self.derivatives = derivatives
+        # per residual, its slopes (:attr:`mbmodel.flat.FlatEquation.slopes`), or None
+        self.slopes = slopes or [None] * len(residuals)
 
 
 class EquationTemplate:
     """One component structure's equations as a Function of an instance's symbols (see
     the module docs). :meth:`record` returns None where the equations do not qualify."""
 
-    def __init__(self, function, layout, questions, derivative_positions, alias_forms, sizes):
+    def __init__(self, function, layout, questions, derivative_positions, alias_forms, sizes,
+                 slopes):
         self.function = function
+        # The class's Jacobian, found once: per residual, its constant entries as
+        # ``[(column, number)]`` and the columns of the others, over the declared variables'
+        # entries followed by the derivatives (parameters and time are knowns).
+        self.slopes = slopes
         # Alias elimination's reading of each residual, found once for the class: in
         # positions of the symbol vector (see linear_pattern), False where not an alias.
         self.alias_forms = alias_forms
@@ -228,16 +235,20 @@ class EquationTemplate:
                 variable_at.update((entries[k].element_hash(), k) for k in range(start, start + n))
             start += n
         alias_forms = [linear_pattern(r, variable_at) or False for r in residuals]
+        columns = sorted(variable_at.values()) + [len(entries) + k
+                                                  for k in range(len(derivatives))]
         return cls(function, layout, list(recorder.questions), derivative_positions,
-                   alias_forms, sizes)
+                   alias_forms, sizes, _slopes(outputs[0], ca.vertcat(local, *derivatives),
+                                               columns))
 
     def instantiate(self, comp: Model, ctx, active, first_position,
-                    fresh_derivative) -> Instantiated | None:
+                    fresh_derivative, position_of) -> Instantiated | None:
         """``comp``'s equations from the template, or None if one of its questions gets
         another answer than the recorded instance's (then its own equations() run).
         ``first_position``: the flat position of each declared variable's first element,
         by the declaration's id; ``fresh_derivative(symbol)``: whether ``der()`` answered
-        with a derivative variable of its own."""
+        with a derivative variable of its own; ``position_of(symbol)``: a variable's flat
+        position."""
         declarations = _declarations(comp, active)
         for kind, where, answer in self.questions:
             if kind == "is_root":
@@ -259,19 +270,42 @@ class EquationTemplate:
             elif entry[0] == "derivative":
                 declared.append(Derivative(ca.vertcat(*[elements[k] for k in entry[1]]),
                                            ca.vertcat(*[elements[k] for k in entry[2]])))
-        forms = self.alias_forms
+        forms, slopes = self.alias_forms, None
         if not all(fresh_derivative(d) for d in derivatives):
             # der() answered with another variable (a declared Derivative's input) or a
             # constant: a residual the template read as no alias may be one here
             forms = [None] * len(forms)
-        elif self.with_aliases:
-            positions = []
+        else:
+            positions = []  # flat position of each column (None: a parameter)
             for d, n in zip(declarations, self.sizes):
                 if n is None:
                     positions.extend([None] * d.symbol.numel())
                 else:
                     first = first_position[id(d)]
                     positions.extend(range(first, first + n))
-            forms = [([(positions[k], c) for k, c in form[0]], form[1]) if form else False
-                     for form in forms]
-        return Instantiated(residuals.elements(), shown.elements(), forms, asserts, declared)
+            positions.extend(position_of(d) for d in derivatives)
+            if self.with_aliases:
+                forms = [([(positions[k], c) for k, c in form[0]], form[1]) if form else False
+                         for form in forms]
+            slopes = [([(positions[k], c) for k, c in constant],
+                       [positions[k] for k in varying])
+                      for constant, varying in self.slopes]
+        return Instantiated(residuals.elements(), shown.elements(), forms, asserts, declared,
+                            slopes)
+
+
+def _slopes(residuals: ca.SX, columns_vector: ca.SX, columns: list) -> list:
+    """Per entry of ``residuals``: ``([(column, number)], [column])``, its constant and its
+    varying derivatives along ``columns`` (entries of ``columns_vector``), from one
+    Jacobian. casadi folds every operation on numbers, so a constant derivative is a
+    constant node (as a directional derivative of the instance's equation would be)."""
+    jac = ca.jacobian(residuals, columns_vector[columns]) if columns else ca.SX(
+        residuals.numel(), 0)
+    rows, cols = jac.sparsity().get_triplet()
+    slopes = [([], []) for _ in range(residuals.numel())]
+    for r, c, entry in zip(rows, cols, jac.nonzeros()):
+        if entry.is_constant():
+            slopes[r][0].append((columns[c], float(entry)))
+        else:
+            slopes[r][1].append(columns[c])
+    return slopes

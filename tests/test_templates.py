@@ -5,6 +5,7 @@ still behaves as without templates."""
 
 import collections
 
+import casadi as ca
 import numpy as np
 import pytest
 
@@ -12,6 +13,7 @@ import mbmodel as mb
 from mbmodel import flatten
 from mbmodel.alias import eliminate_aliases, linear_pattern
 from mbmodel.flat import describe
+from mbmodel.structure import analyze
 from mbmodel.libraries import multibody as mbl
 from mbmodel.libraries import robot_r3 as r3
 from mbmodel.libraries import rotational as rot
@@ -305,3 +307,62 @@ def test_an_instance_whose_der_answers_with_a_declared_input_derivative_keeps_it
     alias_forms_checked(flat)
     assert removed(flat) == removed(flatten(Top(), templates=False))
     assert any(text.startswith("(b.x==") for text in removed(flat)), removed(flat)
+
+
+def slopes_checked(flat):
+    """Compares every equation's slopes that flattening knew (template, flow sum) with the
+    Jacobian of its residual: the same columns, the constant entries equal to the last bit
+    and the others not constants. Returns the number compared."""
+    variables = [v.symbol for v in flat.variables]
+    compared = 0
+    for eq in flat.equations:
+        if eq.slopes is None:
+            continue
+        constant, varying = eq.slopes
+        jac = ca.jacobian(eq.residual, ca.vertcat(*variables))
+        _, columns = jac.sparsity().get_triplet()
+        entries = dict(zip(columns, jac.nonzeros()))
+        assert sorted(entries) == sorted([g for g, _ in constant] + varying), eq.description
+        for g, number in constant:
+            assert entries[g].is_constant() and float(entries[g]) == number, eq.description
+        assert not any(entries[g].is_constant() for g in varying), eq.description
+        compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("make, analysis", [
+    (r3.FullRobot, "forward"), (r3.InverseRobot, "inverse"), (Fourbar, "forward"),
+    (lambda: TreeModel(random_tree(7, np.random.default_rng(4), floating=True)), "inverse"),
+    (lambda: TreeModel(random_tree(9, np.random.default_rng(5), spherical=True)), "forward")])
+def test_slopes_known_in_flattening_are_the_residuals_jacobian(make, analysis):
+    """Templates find each class's Jacobian once (flow sums know theirs); the structural
+    analysis takes its constant coefficients instead of differentiating every instance's
+    equations, so they must be the Jacobian of the residuals, entry by entry."""
+    flat = flatten(make(), analysis, "symbolic")
+    compared = slopes_checked(flat)
+    assert compared > 0
+    if make not in (r3.FullRobot, r3.InverseRobot, Fourbar):  # instances of a few classes
+        own = sum(eq.kind == "model" for eq in flat.equations)  # connections: mostly aliases
+        assert compared > 0.5 * own, (compared, own)
+
+
+@pytest.mark.parametrize("make, analysis, parameters", [
+    (r3.FullRobot, "forward", "symbolic"),
+    (lambda: TreeModel(random_tree(12, np.random.default_rng(1), chain=True)), "forward",
+     "constant"),
+    (lambda: TreeModel(random_tree(7, np.random.default_rng(4), floating=True)), "inverse",
+     "symbolic"),
+    (Fourbar, "forward", "symbolic")])
+def test_the_sorted_system_is_the_same_with_and_without_templates(make, analysis, parameters):
+    """With templates the structural analysis reads coefficients and linear candidates from
+    the classes' slopes; without, it differentiates every equation. Blocks, the assignment
+    sequence and every solved expression must be the same."""
+    systems = [analyze(flatten(make(), analysis, parameters, templates=templates))
+               for templates in (True, False)]
+    with_templates, without = systems
+    assert with_templates.names == without.names
+    assert ([(b.kind, b.equations, b.variables) for b in with_templates.blocks]
+            == [(b.kind, b.equations, b.variables) for b in without.blocks])
+    assert ([(v, str(expr)) for v, expr in with_templates.sequence]
+            == [(v, str(expr)) for v, expr in without.sequence])
+    assert [str(r) for r in with_templates.residuals] == [str(r) for r in without.residuals]
