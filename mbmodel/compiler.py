@@ -114,27 +114,12 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
         def_exprs.append(expr)
 
     xdot = [sys_.symbols[d] for d in sys_.state_derivatives]
-    # Outputs: every flat variable (unknowns, derivatives, aliases) by name.
-    out_names, out_exprs = [], []
-    idx = sys_.flat_index
     states = [sys_.names[v] for v in sys_.states]
-    wanted = None if outputs is None else set(outputs) | set(states)
-    flat_names = set()
-    for var in sys_.variables:
-        flat_names.add(var.name)
-        if var.discrete not in ("", "variable"):
-            continue  # relations, pre values, samples: the simulator's own bookkeeping
-        if wanted is None or var.name in wanted:
-            out_names.append(var.name)
-            out_exprs.append(_expression_of(sys_, var.name))
-    for name in sys_.names:
-        if name not in flat_names and name not in sys_.alias and (
-                wanted is None or name in wanted):
-            out_names.append(name)
-            out_exprs.append(sys_.symbols[idx[name]])
-    hybrid_exprs = _hybrid_expressions(sys_)
-    out_exprs += hybrid_exprs  # computed with the outputs, split off below
-    n_hybrid = len(hybrid_exprs)
+    out_names, out_vector = _outputs(sys_, None if outputs is None else
+                                     set(outputs) | set(states))
+    # computed with the outputs, split off below
+    out_exprs = [out_vector] + _hybrid_expressions(sys_)
+    n_hybrid = len(out_exprs) - 1
     init_eqs = [e.residual for e in sys_.initial_equations]
     events = [ca.SX(e) for e in sys_.time_events]
     scales = [ca.SX(s) for s in sys_.time_scales]
@@ -146,7 +131,7 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
         _, piggy = ca.substitute_inplace(def_syms, def_exprs, piggy, False)
     xdot_e = piggy[:n_x]
     g_e = piggy[n_x:n_x + n_g]
-    y_e = piggy[n_x + n_g:n_x + n_g + n_y - n_hybrid]
+    y_e = piggy[n_x + n_g]
     hybrid_e = piggy[n_x + n_g + n_y - n_hybrid:n_x + n_g + n_y]
     init_e = piggy[n_x + n_g + n_y:n_x + n_g + n_y + n_i]
     n_s = len(samples)
@@ -170,7 +155,7 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
         dynamics=ca.Function(
             "mbmodel_dynamics", [TIME, x, z, ca.vertcat(p, u), ca.SX.sym("u", 0)],
             [xdot_vec, g_vec, ca.SX(0, 1), ca.SX(0, 1)], ca.dyn_in(), ca.dyn_out()),
-        outputs=ca.Function("outputs", args, [_vcat(y_e)], names, ["y"]),
+        outputs=ca.Function("outputs", args, [y_e], names, ["y"]),
         output_names=out_names,
         initial=ca.Function("initial", args, [_vcat(init_e)], names, ["r"]),
         events=ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"]),
@@ -204,6 +189,63 @@ def _hybrid_expressions(system) -> list:
         exprs = ca.substitute(exprs, [s for s, _ in aliased],
                               [_expression_of(system, n) for _, n in aliased])
     return list(exprs)
+
+
+def _outputs(system, wanted) -> tuple[list[str], ca.SX]:
+    """The names of every flat variable (unknowns, derivatives, aliases; those in
+    ``wanted`` if not None) and their values as one vector of the sorted system's symbols:
+    ``sign * representative + offset``, formed by elementwise operations on vectors
+    (casadi drops the products by 1 and the sums with 0, as :func:`affine_expression`
+    does) instead of a few casadi calls from Python per variable."""
+    names, rows, signs, offsets = [], [], [], []
+    extra = [ca.SX(0)]  # after the system's symbols: zero, then expressions of their own
+    n = len(system.symbols)
+
+    def add(name):
+        names.append(name)
+        sign, offset = 1.0, 0.0
+        if name in system.alias:
+            rep, sign, offset = system.alias[name]
+            if rep is None:
+                rows.append(n)  # a constant: zero times 1 plus the offset
+                signs.append(1.0)
+                offsets.append(offset)
+                return
+            if rep in system.alias or rep not in system.flat_index:
+                # a chain of aliases or an external input: its own expression
+                extra.append(_expression_of(system, name))
+                rows.append(n + len(extra) - 1)
+                signs.append(1.0)
+                offsets.append(0.0)
+                return
+            name = rep
+        elif name not in system.flat_index:  # an external input
+            extra.append(system.variables[system.variable_index[name]].symbol)
+            rows.append(n + len(extra) - 1)
+            signs.append(1.0)
+            offsets.append(0.0)
+            return
+        rows.append(system.flat_index[name])
+        signs.append(sign)
+        offsets.append(offset)
+
+    flat_names = set()
+    for var in system.variables:
+        flat_names.add(var.name)
+        if var.discrete not in ("", "variable"):
+            continue  # relations, pre values, samples: the simulator's own bookkeeping
+        if wanted is None or var.name in wanted:
+            add(var.name)
+    for name in system.names:
+        if name not in flat_names and name not in system.alias and (
+                wanted is None or name in wanted):
+            add(name)
+    if not names:
+        return names, ca.SX(0, 1)
+    symbols = (system.symbol_vector if system.symbol_vector is not None else
+               _vcat(system.symbols))
+    base = ca.vertcat(symbols, *extra)
+    return names, base[rows] * ca.DM(signs) + ca.DM(offsets)
 
 
 def _expression_of(system, name):

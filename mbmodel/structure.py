@@ -99,6 +99,9 @@ class SortedSystem:
     #: Relations, discrete equations and when clauses (the flat model's HybridPart).
     hybrid: object = None
     state_set: "DynamicStateSet | None" = None
+    #: ``symbols`` as one column vector, if known (selecting entries from it is cheaper
+    #: than a vertcat of the list, which converts every scalar from Python).
+    symbol_vector: ca.SX | None = None
 
 
 @dataclass
@@ -512,7 +515,9 @@ class _Analysis:
             time_scales=self.flat.time_scales,
             asserts=self.flat.asserts, equation_descriptions=descriptions,
             hybrid=self.flat.hybrid,
-            state_set=self.dynamic_state_set(dummies, equations, symbols, names, red))
+            state_set=self.dynamic_state_set(dummies, equations, symbols, names, red),
+            symbol_vector=ca.vertcat(self.symbol_vector[ids] if ids else ca.SX(0, 1),
+                                     *symbols[len(ids):]))
 
     def dynamic_state_set(self, dummies, equations, symbols, names, red):
         """The :class:`DynamicStateSet` of the position-level constraints (the equations

@@ -666,3 +666,30 @@ def test_declarations_show_their_values_in_help():
         "Variable(start=0.5, fixed=True, unit='m', doc='height')"
     assert "R = Parameter(value=1.0, unit='Ohm'" in pydoc.render_doc(el.Resistor,
                                                                    renderer=pydoc.plaintext)
+
+
+@pytest.mark.parametrize("make", [lambda: RCLadder(4), OpenLoop, lambda: _MovedInertia(),
+                                  lambda: __import__("mb_trees").DrivenChain(2)])
+def test_the_outputs_are_every_variable_resolved_one_by_one(make):
+    """The output function forms every variable's value as one vector operation (aliases
+    as sign * representative + offset, constants, external inputs, chains of aliases);
+    it must equal, to the last bit, each variable's own expression through the aliases."""
+    import casadi as ca
+
+    from mbmodel.compiler import _expression_of
+
+    cm = mb.compile(make())
+    system, s = cm.system, cm.symbols
+    bound = [q for q in system.parameters if q.binding is not None]
+    _, resolved = ca.substitute_inplace(
+        [q.symbol for q in bound] + [system.symbols[v] for v, _ in system.sequence],
+        [q.binding for q in bound] + [expr for _, expr in system.sequence],
+        [_expression_of(system, name) for name in cm.output_names], False)
+    one_by_one = ca.Function("y", [s.x, s.z, s.u, s.p, s.t], [ca.vertcat(*resolved)])
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        args = [rng.uniform(-1, 1, v.numel()) for v in (s.x, s.z, s.u, s.p)] + [0.4]
+        args[3] = np.array(cm.parameter_defaults)
+        fast, reference = (np.array(f(*args)).ravel() for f in (cm.output_function, one_by_one))
+        assert fast.shape == reference.shape and np.array_equal(fast, reference)
+    assert any(name in system.alias for name in cm.output_names)
