@@ -101,17 +101,18 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     u = _vcat([sys_.variables[i].symbol for i in input_order(sys_)])
     p = _vcat([q.symbol for q in free])
 
-    def_syms, def_exprs = [], []
-    if parameters == "constant":
-        for q in free:
-            def_syms.append(q.symbol)
-            def_exprs.append(ca.SX(q.value))
-    for q in bound:
-        def_syms.append(q.symbol)
-        def_exprs.append(q.binding)
-    for v, expr in sys_.sequence:
-        def_syms.append(sys_.symbols[v])
-        def_exprs.append(expr)
+    # The definitions, in order, as one vector each (substitute_inplace converts each item
+    # of a list from Python, ~2.6 µs apiece): parameters folded to their values, bound
+    # parameters, then the sorted sequence.
+    folded = free if parameters == "constant" else []
+    sequenced = [v for v, _ in sys_.sequence]
+    symbol_vector = (sys_.symbol_vector if sys_.symbol_vector is not None else
+                     _vcat(sys_.symbols))
+    def_syms = ca.vertcat(p if folded else ca.SX(0, 1), _vcat([q.symbol for q in bound]),
+                          symbol_vector[sequenced] if sequenced else ca.SX(0, 1))
+    def_exprs = ca.vertcat(ca.SX(ca.DM([q.value for q in folded])) if folded else ca.SX(0, 1),
+                           _vcat([q.binding for q in bound]),
+                           _vcat([expr for _, expr in sys_.sequence]))
 
     xdot = [sys_.symbols[d] for d in sys_.state_derivatives]
     states = [sys_.names[v] for v in sys_.states]
@@ -127,8 +128,8 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
                + [ca.SX(q.interval) for q in sys_.hybrid.samples]) if sys_.hybrid else []
     n_x, n_g, n_y, n_i = len(xdot), len(sys_.residuals), len(out_exprs), len(init_eqs)
     piggy = xdot + list(sys_.residuals) + out_exprs + init_eqs + events + scales + samples
-    if def_syms:
-        _, piggy = ca.substitute_inplace(def_syms, def_exprs, piggy, False)
+    if def_syms.numel():
+        _, piggy = ca.substitute_inplace([def_syms], [def_exprs], piggy, False)
     xdot_e = piggy[:n_x]
     g_e = piggy[n_x:n_x + n_g]
     y_e = piggy[n_x + n_g]

@@ -72,8 +72,7 @@ class FlatEquation:
 
     ``slopes`` are the residual's derivatives along the variables, when the class's template
     knows them: ``([(variable position, number)], [variable position])``, the constant ones
-    and the positions of the others (None for a position: not a variable, e.g. a constant
-    that ``der()`` answered); ``None``: not known."""
+    and the positions of the others; ``None``: not known."""
 
     residual: ca.SX
     origin: str

@@ -301,38 +301,33 @@ class _Analysis:
         answer is None and the equation is asked as before: a variable that is a constant
         (its coefficients may fold), two of the equation's variables that are one (their
         terms may cancel), or a chain of aliases."""
-        alias = self.alias
+        # Per variable: what it is after alias elimination (-1: a constant or a chain) and
+        # its sign (1 or -1, so products by it are exact), then its unknown's index (-1: a
+        # known input).
+        n = len(self.names)
+        root, sign_of, column_of = list(range(n)), [1.0] * n, [-1] * n
+        for a, (rep, sign, _) in self.alias.items():
+            if rep is None or rep in self.alias:
+                root[a] = -1
+            else:
+                root[a], sign_of[a] = rep, sign
+        for g, column in local.items():
+            column_of[g] = column
         result = []
+        equations = self.flat.equations
         for k in self.aliases.kept_equations:
-            slopes = self.flat.equations[k].slopes
+            slopes = equations[k].slopes
             if slopes is None:
                 result.append(None)
                 continue
-            constant, varying, seen = {}, set(), set()
-            for g, number in [*slopes[0], *((g, None) for g in slopes[1])]:
-                if g is None:
-                    break
-                if g in alias:
-                    rep, sign, _ = alias[g]  # sign is 1 or -1: products by it are exact
-                    if rep is None or rep in alias:
-                        break
-                    g = rep
-                    if number is not None:
-                        number = sign * number
-                if g in seen:
-                    break
-                seen.add(g)
-                column = local.get(g)
-                if column is None:
-                    continue  # a known (input)
-                if number is None:
-                    varying.add(column)
-                else:
-                    constant[column] = number
-            else:
-                result.append((constant, varying))
+            constant, varying = slopes
+            roots = [root[g] for g, _ in constant] + [root[g] for g in varying]
+            if -1 in roots or len(set(roots)) < len(roots):
+                result.append(None)
                 continue
-            result.append(None)
+            result.append(({column_of[r]: sign_of[g] * number
+                            for (g, number), r in zip(constant, roots) if column_of[r] >= 0},
+                           {column_of[r] for r in roots[len(constant):] if column_of[r] >= 0}))
         return result
 
     @property

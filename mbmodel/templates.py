@@ -283,7 +283,7 @@ class EquationTemplate:
                 else:
                     first = first_position[id(d)]
                     positions.extend(range(first, first + n))
-            positions.extend(position_of(d) for d in derivatives)
+            positions.extend(position_of(d) for d in derivatives)  # fresh: variables
             if self.with_aliases:
                 forms = [([(positions[k], c) for k, c in form[0]], form[1]) if form else False
                          for form in forms]
