@@ -207,6 +207,9 @@ class FlatModel:
     tear_hints: set = field(default_factory=set)
     #: shapes to animate, as plain data (see :func:`mbmodel.visuals.resolve`)
     visuals: list = field(default_factory=list)
+    #: the variables' symbols as one column vector (None: not known); selecting from it
+    #: is cheaper than a vertcat of the scalars, which converts each from Python
+    symbol_vector: ca.SX | None = None
 
     def variable(self, name: str) -> FlatVariable:
         return self.variables[self.index[name]]

@@ -84,6 +84,7 @@ class _Flattener:
         self.local_equations: dict[int, int] = {}
         self.declared_in: dict[int, tuple[Model, Variable]] = {}  # position -> (owner, decl)
         self.first_position: dict[int, int] = {}  # id of a declared variable -> its position
+        self.declared_symbols: dict[int, ca.SX] = {}  # first position -> declared symbol
         self.read_forms: dict = {}  # alias forms of generated equations, by kind (alias_forms)
         self.input_positions: set[int] = set()
         self.inactive: dict[int, Variable] = {}  # symbol hash -> variable of another analysis
@@ -206,6 +207,7 @@ class _Flattener:
         declared = (comp, var)
         first = len(self.variables)
         self.first_position[id(var)] = first
+        self.declared_symbols[first] = var.symbol
         for k, (name, sym) in enumerate(zip(names, var.symbol.elements())):
             position = first + k
             if is_input:
@@ -682,6 +684,23 @@ def flatten(model: Model, analysis: str = "forward",
     flat.loop_components = fl.loop_components
     flat.tear_hints = fl.tear_hints
     flat.visuals = _visuals(fl)
+    flat.symbol_vector = _symbol_vector(fl)
     return flat
+
+
+def _symbol_vector(fl) -> ca.SX:
+    """Every variable's symbol, in order, as one vector: a declaration's symbol at once
+    (column-major, as its scalars were numbered), the scalars made one by one
+    (derivatives, discrete knowns) on their own."""
+    parts, position, n = [], 0, len(fl.variables)
+    while position < n:
+        declared = fl.declared_symbols.get(position)
+        if declared is not None:
+            parts.append(declared)
+            position += declared.numel()
+        else:
+            parts.append(fl.variables[position].symbol)
+            position += 1
+    return ca.veccat(*parts) if parts else ca.SX(0, 1)
 
 

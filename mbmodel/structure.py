@@ -245,7 +245,11 @@ class _Analysis:
         self.names, self.symbols, self.var_diff_all = names, symbols, var_diff
         # Selections by index lists from one vector (a vertcat of a selection converts
         # every scalar from Python again, ~2 µs each).
-        self.symbol_vector = ca.vertcat(*symbols) if symbols else ca.SX(0, 1)
+        known = flat.symbol_vector
+        if known is not None and known.numel() == len(flat.variables):
+            self.symbol_vector = ca.vertcat(known, *symbols[len(flat.variables):])
+        else:
+            self.symbol_vector = ca.vertcat(*symbols) if symbols else ca.SX(0, 1)
         self.alias = alias
         kinds = [v.kind for v in flat.variables] + ["derivative"] * (len(names) - len(flat.variables))
         self.kinds = kinds

@@ -693,3 +693,20 @@ def test_the_outputs_are_every_variable_resolved_one_by_one(make):
         fast, reference = (np.array(f(*args)).ravel() for f in (cm.output_function, one_by_one))
         assert fast.shape == reference.shape and np.array_equal(fast, reference)
     assert any(name in system.alias for name in cm.output_names)
+
+
+@pytest.mark.parametrize("make", [lambda: RCLadder(3), lambda: _MovedInertia(),
+                                  lambda: __import__("mb_trees").DrivenChain(2)])
+def test_the_symbol_vectors_are_the_variables_symbols_in_order(make):
+    """Flattening stacks each declaration's symbol at once, and the sorted system selects
+    from that vector; both must hold exactly the variables' own scalars, in order
+    (matrices column-major, derivatives made one by one in between)."""
+    from mbmodel import flatten
+    from mbmodel.structure import analyze
+
+    flat = flatten(make())
+    assert ([s.element_hash() for s in flat.symbol_vector.elements()]
+            == [v.symbol.element_hash() for v in flat.variables])
+    system = analyze(flat)
+    assert ([s.element_hash() for s in system.symbol_vector.elements()]
+            == [s.element_hash() for s in system.symbols])
