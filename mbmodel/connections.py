@@ -218,7 +218,9 @@ def _connect_part(fl, nodes, owner, with_flows=True):
 
 
 def _flow_sum(nodes, key):
-    return _sum_columns([_symbol_of(item, key) * (1 if side == "inside" else -1)
+    # (casadi folds x * 1 to x and x * -1 to -x: the same nodes, without a product per
+    # element made first)
+    return _sum_columns([_symbol_of(item, key) if side == "inside" else -_symbol_of(item, key)
                          for item, side in nodes])
 
 

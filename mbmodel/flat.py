@@ -71,8 +71,10 @@ class FlatEquation:
     the residual itself.
 
     ``slopes`` are the residual's derivatives along the variables, when the class's template
-    knows them: ``([(variable position, number)], [variable position])``, the constant ones
-    and the positions of the others; ``None``: not known."""
+    knows them: ``([(column, number)], [column], positions)``, the constant ones and the
+    columns of the others, where ``positions[column]`` is a variable's flat position (the
+    first two are the class's, shared by its instances; the positions, the instance's);
+    ``None``: not known."""
 
     residual: ca.SX
     origin: str

@@ -248,7 +248,8 @@ class _Flattener:
         firsts = [self.first_position.get(id(v)) for v in variables]
         if None in firsts or len(set(firsts)) < len(firsts):
             return None
-        return [([(first + k, float(sign)) for first, sign in zip(firsts, signs)], [])
+        row = [(i, float(sign)) for i, sign in enumerate(signs)]
+        return [(row, [], [first + k for first in firsts])
                 for k in range(variables[0].symbol.numel())]
 
     def difference_forms(self, a: Variable, b: Variable) -> list | None:

@@ -324,13 +324,15 @@ class _Analysis:
             if slopes is None:
                 result.append(None)
                 continue
-            constant, varying = slopes
-            roots = [root[g] for g, _ in constant] + [root[g] for g in varying]
+            constant, varying, positions = slopes
+            variables = [positions[c] for c, _ in constant]
+            roots = [root[g] for g in variables] + [root[positions[c]] for c in varying]
             if -1 in roots or len(set(roots)) < len(roots):
                 result.append(None)
                 continue
             result.append(({column_of[r]: sign_of[g] * number
-                            for (g, number), r in zip(constant, roots) if column_of[r] >= 0},
+                            for g, (_, number), r in zip(variables, constant, roots)
+                            if column_of[r] >= 0},
                            {column_of[r] for r in roots[len(constant):] if column_of[r] >= 0}))
         return result
 

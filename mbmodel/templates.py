@@ -287,9 +287,7 @@ class EquationTemplate:
             if self.with_aliases:
                 forms = [([(positions[k], c) for k, c in form[0]], form[1]) if form else False
                          for form in forms]
-            slopes = [([(positions[k], c) for k, c in constant],
-                       [positions[k] for k in varying])
-                      for constant, varying in self.slopes]
+            slopes = [(constant, varying, positions) for constant, varying in self.slopes]
         return Instantiated(residuals.elements(), shown.elements(), forms, asserts, declared,
                             slopes)
 
