@@ -107,7 +107,7 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     folded = free if parameters == "constant" else []
     sequenced = [v for v, _ in sys_.sequence]
     symbol_vector = (sys_.symbol_vector if sys_.symbol_vector is not None else
-                     _vcat(sys_.symbols))
+                     _vcat(sys_.symbols))  # (None: a SortedSystem made elsewhere)
     def_syms = ca.vertcat(p if folded else ca.SX(0, 1), _vcat([q.symbol for q in bound]),
                           symbol_vector[sequenced] if sequenced else ca.SX(0, 1))
     def_exprs = ca.vertcat(ca.SX(ca.DM([q.value for q in folded])) if folded else ca.SX(0, 1),
@@ -117,7 +117,7 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     xdot = [sys_.symbols[d] for d in sys_.state_derivatives]
     states = [sys_.names[v] for v in sys_.states]
     out_names, out_vector = _outputs(sys_, None if outputs is None else
-                                     set(outputs) | set(states))
+                                     set(outputs) | set(states), symbol_vector)
     # computed with the outputs, split off below
     out_exprs = [out_vector] + _hybrid_expressions(sys_)
     n_hybrid = len(out_exprs) - 1
@@ -192,61 +192,48 @@ def _hybrid_expressions(system) -> list:
     return list(exprs)
 
 
-def _outputs(system, wanted) -> tuple[list[str], ca.SX]:
+def _outputs(system, wanted, symbols: ca.SX) -> tuple[list[str], ca.SX]:
     """The names of every flat variable (unknowns, derivatives, aliases; those in
-    ``wanted`` if not None) and their values as one vector of the sorted system's symbols:
-    ``sign * representative + offset``, formed by elementwise operations on vectors
-    (casadi drops the products by 1 and the sums with 0, as :func:`affine_expression`
-    does) instead of a few casadi calls from Python per variable."""
-    names, rows, signs, offsets = [], [], [], []
-    extra = [ca.SX(0)]  # after the system's symbols: zero, then expressions of their own
+    ``wanted`` if not None) and their values as one vector of the sorted system's
+    ``symbols`` (its symbol vector): ``sign * representative + offset``, formed by
+    elementwise operations on vectors (casadi drops the products by 1 and the sums with 0,
+    as :func:`affine_expression` does) instead of a few casadi calls from Python per
+    variable."""
     n = len(system.symbols)
+    extra = [ca.SX(0)]  # after the symbols: zero, then the values with expressions of their own
 
-    def add(name):
-        names.append(name)
-        sign, offset = 1.0, 0.0
+    def own(expr):
+        extra.append(expr)
+        return n + len(extra) - 1, 1.0, 0.0
+
+    def source(name):
+        """Where a variable's value comes from: ``(row, sign, offset)``."""
         if name in system.alias:
             rep, sign, offset = system.alias[name]
             if rep is None:
-                rows.append(n)  # a constant: zero times 1 plus the offset
-                signs.append(1.0)
-                offsets.append(offset)
-                return
+                return n, 1.0, offset  # a constant: zero times 1 plus the offset
             if rep in system.alias or rep not in system.flat_index:
-                # a chain of aliases or an external input: its own expression
-                extra.append(_expression_of(system, name))
-                rows.append(n + len(extra) - 1)
-                signs.append(1.0)
-                offsets.append(0.0)
-                return
-            name = rep
-        elif name not in system.flat_index:  # an external input
-            extra.append(system.variables[system.variable_index[name]].symbol)
-            rows.append(n + len(extra) - 1)
-            signs.append(1.0)
-            offsets.append(0.0)
-            return
-        rows.append(system.flat_index[name])
-        signs.append(sign)
-        offsets.append(offset)
+                return own(_expression_of(system, name))  # a chain of aliases, an input
+            return system.flat_index[rep], sign, offset
+        if name not in system.flat_index:  # an external input
+            return own(system.variables[system.variable_index[name]].symbol)
+        return system.flat_index[name], 1.0, 0.0
 
-    flat_names = set()
+    names, flat_names = [], set()
     for var in system.variables:
         flat_names.add(var.name)
         if var.discrete not in ("", "variable"):
             continue  # relations, pre values, samples: the simulator's own bookkeeping
         if wanted is None or var.name in wanted:
-            add(var.name)
-    for name in system.names:
-        if name not in flat_names and name not in system.alias and (
-                wanted is None or name in wanted):
-            add(name)
+            names.append(var.name)
+    names += [name for name in system.names
+              if name not in flat_names and name not in system.alias
+              and (wanted is None or name in wanted)]
     if not names:
         return names, ca.SX(0, 1)
-    symbols = (system.symbol_vector if system.symbol_vector is not None else
-               _vcat(system.symbols))
-    base = ca.vertcat(symbols, *extra)
-    return names, base[rows] * ca.DM(signs) + ca.DM(offsets)
+    rows, signs, offsets = zip(*[source(name) for name in names])
+    return names, (ca.vertcat(symbols, *extra)[list(rows)] * ca.DM(signs)
+                   + ca.DM(offsets))
 
 
 def _expression_of(system, name):
