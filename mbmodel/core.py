@@ -933,6 +933,10 @@ class Model:
         return ctx is not None and ctx.parameters == "constant"
 
     # -- to be overridden -------------------------------------------------------------
+    #: Whether :meth:`template_key` captures what ``equations()`` read from ``connected()``
+    #: (see there); stated by the class that states the key.
+    template_key_reads_connections = False
+
     def template_key(self):
         """A hashable value: instances of this class with equal keys (and equal
         declarations) write the same equations up to their own symbols, so flattening runs
@@ -950,6 +954,12 @@ class Model:
         holds only for the class that states it, not for subclasses (which may read more
         in their equations); a subclass that changes nothing the key covers states
         ``template_key = Base.template_key``.
+
+        ``equations()`` that ask ``connected()`` make the instance run its own, unless the
+        class states ``template_key_reads_connections = True``: then its key must capture
+        what the answers decide (e.g. whether a body hangs on a frame), and a template
+        still holds only the instance's own symbols (equations that use another
+        component's are never shared).
 
         Example::
 

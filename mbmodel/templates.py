@@ -14,7 +14,8 @@ them (``der``) and time; they may be equations, :class:`~mbmodel.Assert` conditi
 comparisons on variables (relations, also under ``noEvent``), ``pre``, ``sample`` or
 ``initial``, no events declared); the questions ``is_root()`` and
 ``loop_cut_side()`` are asked again for every instance and must get the same answers
-(``connected()`` makes the structure not a template).
+(``connected()`` makes the structure not a template, unless the class states that its key
+captures what the answers decide: ``Model.template_key_reads_connections``).
 What the key promises, and only it, is that nothing else the equations read (parameter
 values used as numbers, attributes, other components) differs between instances with equal
 keys. Instances that do not qualify run ``equations()`` as before.
@@ -98,7 +99,11 @@ class Recorder:
             return answer
 
         def recorded_connected(connector):
-            self.unsupported = True  # the answer names other components
+            # The answer names other components: a template holds only if the class's key
+            # captures what it decides (and the equations use only the instance's symbols,
+            # checked when they are recorded).
+            if not vars(type(self.comp)).get("template_key_reads_connections", False):
+                self.unsupported = True
             return connected(connector)
 
         def recorded_loop_cut_side(connector):

@@ -381,3 +381,59 @@ def test_the_structural_analysis_takes_most_coefficients_from_the_classes():
     analysis.run()
     known = sum(s is not None for s in analysis.slopes)
     assert known > 0.8 * len(analysis.slopes), (known, len(analysis.slopes))
+
+
+class ShapesWithBodies(mb.Model):
+    """Revolutes carrying BodyShapes; on some a Body hangs alone on frame_b (the shape
+    lumps it: its equations read the body's symbols), on others the next joint does."""
+
+    def __init__(self, n=6, **modifiers):
+        super().__init__(**modifiers)
+        self.n = n
+        self.world = mbl.World()
+        for i in range(n):
+            self.add(f"j{i}", mbl.Revolute(n=[0, 0, 1] if i % 2 else [0, 1, 0]))
+            self.add(f"s{i}", mbl.BodyShape(r=[0.4, 0.1 * i, 0], m=1.0 + i, r_CM=[0.2, 0, 0],
+                                            I_11=0.1, I_22=0.2, I_33=0.3))
+            if i % 3 == 2:
+                self.add(f"tip{i}", mbl.Body(m=0.5, r_CM=[0.05, 0, 0]))
+
+    def equations(self):
+        prev = self.world.frame_b
+        for i in range(self.n):
+            joint, shape = getattr(self, f"j{i}"), getattr(self, f"s{i}")
+            yield mb.connect(prev, joint.frame_a)
+            yield mb.connect(joint.frame_b, shape.frame_a)
+            if i % 3 == 2:
+                yield mb.connect(shape.frame_b, getattr(self, f"tip{i}").frame_a)
+                prev = shape.frame_a
+            else:
+                prev = shape.frame_b
+
+
+@pytest.mark.parametrize("analysis", ["forward", "inverse"])
+@pytest.mark.parametrize("parameters", ["symbolic", "constant"])
+def test_shapes_that_ask_what_hangs_on_them_flatten_to_the_same_equations(analysis,
+                                                                          parameters):
+    """A BodyShape asks connected() whether a body hangs alone on its frame_b; its key
+    says so (template_key_reads_connections), so the shapes without one share a template
+    and the others run their own equations."""
+    assert_same_flat_model(ShapesWithBodies, analysis, parameters)
+    from mb_trees import RevoluteChain
+    assert_same_flat_model(lambda: RevoluteChain(5), analysis, parameters)
+
+
+def test_a_chain_of_shapes_records_one_shape(monkeypatch):
+    """Without the key covering connected(), every BodyShape of a chain ran its own
+    equations(); now the first records them for the others."""
+    from mb_trees import RevoluteChain
+    runs = collections.Counter()
+    original = mbl.BodyShape.equations
+
+    def counted(self):
+        runs[type(self).__name__] += 1
+        return original(self)
+
+    monkeypatch.setattr(mbl.BodyShape, "equations", counted)
+    flatten(RevoluteChain(12), "forward", "constant")
+    assert runs["BodyShape"] == 1, runs

@@ -696,7 +696,13 @@ class _Shape:
 
     def template_key(self):
         key = super().template_key()
-        return key + (self.analysis == "inverse" and self._shares_point_acceleration(),)
+        shares = self.analysis == "inverse" and self._shares_point_acceleration()
+        # What equations() read from the connections (template_key_reads_connections):
+        # whether a body hangs alone on frame_b, whether the joint on frame_a knows the
+        # angular velocity's square sum. Where either does, the equations hold the other
+        # component's symbols, and every instance runs its own.
+        return key + (shares, shares and _square_sum(self) is None,
+                      attached_body(self) is None)
 
     def _shares_point_acceleration(self):
         """Whether the inverse analysis forms frame_a's point-acceleration matrix ``U`` once
@@ -732,6 +738,7 @@ class BodyShape(_Shape, Body):
     """
 
     template_key = _Shape.template_key
+    template_key_reads_connections = True  # the key says whether a body is attached
 
     def visuals(self):
         return vis.body_shape(self)
