@@ -225,9 +225,9 @@ class _Flattener:
         (active variables of one shape), or None if not known. The form is read once per
         ``key`` from ``build`` applied to scalar symbols of its own: casadi's folding
         (``-a + b`` becomes ``b - a``) decides it as it does for the model's elements."""
-        firsts = [self.first_position.get(id(v)) for v in variables]
-        if None in firsts or len(set(firsts)) < len(firsts):
-            return None  # a variable twice: its terms may cancel
+        firsts = self._distinct_first_positions(variables)
+        if firsts is None:
+            return None
         numel = variables[0].symbol.numel()
         if len(variables) > 2:
             return [False] * numel  # three variables or more: never an alias
@@ -245,12 +245,20 @@ class _Flattener:
         """Per element, the slopes (:attr:`FlatEquation.slopes`) of the sum of
         ``variables`` (active, of one shape) times ``signs`` (1 or -1), or None if not
         known."""
-        firsts = [self.first_position.get(id(v)) for v in variables]
-        if None in firsts or len(set(firsts)) < len(firsts):
+        firsts = self._distinct_first_positions(variables)
+        if firsts is None:
             return None
         row = [(i, float(sign)) for i, sign in enumerate(signs)]
         return [(row, [], [first + k for first in firsts])
                 for k in range(variables[0].symbol.numel())]
+
+    def _distinct_first_positions(self, variables: list) -> list | None:
+        """The flat position of each variable's first element, or None if one is not a
+        flat variable or appears twice (its terms may cancel)."""
+        firsts = [self.first_position.get(id(v)) for v in variables]
+        if None in firsts or len(set(firsts)) < len(firsts):
+            return None
+        return firsts
 
     def difference_forms(self, a: Variable, b: Variable) -> list | None:
         """The alias forms of ``a - b == 0`` (see :meth:`alias_forms`)."""

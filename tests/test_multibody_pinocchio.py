@@ -169,3 +169,25 @@ def test_round_trip_inverse_of_forward_is_identity(setup):
         M = np.array(pin.crba(setup.pm, setup.pd, q))
         M = np.triu(M) + np.triu(M, 1).T
         _close(M @ qdd + pin.nonLinearEffects(setup.pm, setup.pd, q, v), tau)
+
+
+def test_a_chain_of_body_shapes_sharing_one_template_matches_aba():
+    """A chain of Revolute + BodyShape: every BodyShape after the first takes its equations
+    from the first one's template (its key says no body hangs on its frame_b). The forward
+    dynamics, with gravity, must still be Pinocchio's for the same chain."""
+    from mb_trees import RevoluteChain, pinocchio_chain
+
+    n = 9
+    cm = mb.compile(RevoluteChain(n), parameters="constant")
+    fd = cm.evaluator(native=False)
+    model = pinocchio_chain(n)
+    data = model.createData()
+    phi = [cm.states.index(f"joint{i}.phi") for i in range(n)]
+    w = [cm.states.index(f"joint{i}.w") for i in range(n)]
+    rng = np.random.default_rng(21)
+    for _ in range(N_STATES):
+        q, v = rng.uniform(-np.pi, np.pi, n), rng.uniform(-2.0, 2.0, n)
+        x = np.zeros(2 * n)
+        x[phi], x[w] = q, v
+        ref = pin.aba(model, data, q, v, np.zeros(n))
+        _close(np.array(fd(x))[w], ref)
