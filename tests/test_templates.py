@@ -437,3 +437,22 @@ def test_a_chain_of_shapes_records_one_shape(monkeypatch):
     monkeypatch.setattr(mbl.BodyShape, "equations", counted)
     flatten(RevoluteChain(12), "forward", "constant")
     assert runs["BodyShape"] == 1, runs
+
+
+@pytest.mark.parametrize("make, analysis", [
+    (r3.FullRobot, "forward"), (r3.InverseRobot, "inverse"), (Fourbar, "forward"),
+    (lambda: TreeModel(random_tree(7, np.random.default_rng(4), floating=True)), "inverse"),
+    (lambda: TreeModel(random_tree(12, np.random.default_rng(1), chain=True)), "forward")])
+def test_the_incidence_known_from_the_classes_is_the_equations_sparsity(make, analysis):
+    """The analysis reads which unknowns an equation holds from its class's slopes where it
+    can, and asks casadi only for the rest: the rows must be casadi's, one by one."""
+    from mbmodel.structure import _Analysis, incidence_lists
+
+    flat = flatten(make(), analysis, "symbolic")
+    studied = _Analysis(flat, eliminate_aliases(flat))
+    studied.build_variables()
+    stacked = (studied.build_equations(), studied.symbol_vector[studied.unknown_ids])
+    studied.slopes = studied.template_slopes(
+        {g: i for i, g in enumerate(studied.unknown_ids)})
+    assert any(s is not None for s in studied.slopes)
+    assert studied.known_incidence(stacked) == incidence_lists(*stacked)
