@@ -453,12 +453,15 @@ class _Analysis:
         equations = list(self.equations)
         origins = list(self.origins)
         descriptions = self.descriptions.copy()
-        sym_index = {s.element_hash(): i for i, s in enumerate(symbols)}
-        param_hashes = {p.symbol.element_hash() for p in self.flat.parameters}
-        # values that change only at events have derivative 0 between them
-        param_hashes |= {v.symbol.element_hash() for v in self.flat.variables if v.discrete}
-        input_hashes = {self.symbols[i].element_hash(): self.names[i] for i in self.input_ids}
         self.input_index = {self.symbols[i].element_hash(): i for i in self.input_ids}
+        if red.new_eqs:
+            sym_index = {s.element_hash(): i for i, s in enumerate(symbols)}
+            param_hashes = {p.symbol.element_hash() for p in self.flat.parameters}
+            # values that change only at events have derivative 0 between them
+            param_hashes |= {v.symbol.element_hash() for v in self.flat.variables
+                             if v.discrete}
+            input_hashes = {self.symbols[i].element_hash(): self.names[i]
+                            for i in self.input_ids}
         for e in red.new_eqs:
             src = red.eq_integral[e]
             equations.append(self.time_derivative(equations[src], symbols, sym_index,
@@ -485,7 +488,12 @@ class _Analysis:
                   if red.var_diff[v] is not None and red.var_diff[v] not in dummies]
         state_set = set(states)
         unknown_ok = [v not in state_set for v in range(n_all)]
-        eq_match, var_match = graph.maximum_matching(red.incidence, n_all, unknown_ok)
+        if red.new_eqs:
+            eq_match, _ = graph.maximum_matching(red.incidence, n_all, unknown_ok)
+        else:
+            # Without index reduction the unknowns are the highest derivatives: index
+            # reduction's matching is this one (the same call).
+            eq_match = red.eq_match
         if any(m == graph.UNMATCHED for m in eq_match):
             bad = [e for e, m in enumerate(eq_match) if m == graph.UNMATCHED]
             raise StructuralSingularityError(
