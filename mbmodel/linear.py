@@ -180,14 +180,26 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
                   incidence: list[list[int]] | None = None,
                   preference: list | None = None,
                   stacked: tuple[ca.SX, ca.SX] | None = None,
-                  known: list | None = None) -> LinearReduction:
+                  known: list | None = None,
+                  coefficients: list | None = None) -> LinearReduction:
     """Find hidden constraints and linear dependencies among ``equations`` (residuals over
     the unknowns ``symbols``; ``differentiated[j]`` whether unknown ``j`` appears under
     ``der``; ``incidence``, the columns of each equation, if known; ``preference``, how
     much each differentiated unknown deserves to stay a state, as sortable keys: the
     constraints between states are pivoted on the least deserving first; ``stacked``,
     ``equations`` and ``symbols`` as column vectors if the caller has them; ``known``, per
-    equation, whether all its coefficients are constants if that is known, else None).
+    equation, whether all its coefficients are constants if that is known, else None;
+    ``coefficients``, per equation, its derivatives along the unknowns ``{column: number}``
+    if they are all known constants, else None).
+
+    Known coefficients are taken on trust: an equation read from them is walked
+    (:func:`integer_linear_form`) only when the elimination combines it with another or
+    reports it, and if the walk disagrees (a coefficient that is not exactly rational, an
+    unknown inside a function whose derivative is constant) the elimination starts again
+    from the walks alone. The result is the walks' result: a row left alone neither
+    changes another nor is reported, and as derivatives the known coefficients miss no
+    column an equation the walk accepts has, so they hide no combination. In a chain
+    nothing is combined, and walking every equation was most of this pass.
 
     Example::
 
@@ -195,6 +207,38 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
         for e, (expr, sources) in red.replaced.items():
             print(e, "becomes", expr)
     """
+    if coefficients is not None:
+        try:
+            return _reduce(equations, symbols, differentiated, incidence, preference, stacked,
+                           known, coefficients)
+        except _Disagreement:
+            pass  # a trusted row is not the equation's form: every equation walked
+    return _reduce(equations, symbols, differentiated, incidence, preference, stacked, known,
+                   None)
+
+
+class _Disagreement(Exception):
+    """A row taken from known coefficients is not what the walk of its equation finds."""
+
+
+def _trusted_row(numbers: dict) -> dict | None:
+    """Known coefficients as an integer row scaled like the walk's (by the least common
+    denominator), or None where a number is not a small-denominator rational."""
+    if all(v.is_integer() for v in numbers.values()):
+        return {c: int(v) for c, v in numbers.items() if v != 0}
+    fractions = {}
+    for c, v in numbers.items():
+        f = Fraction(v) if math.isfinite(v) else None
+        if f is None or f.denominator > 1024:
+            return None
+        if f:
+            fractions[c] = f
+    scale = lcm(*(f.denominator for f in fractions.values()))
+    return {c: int(f * scale) for c, f in fractions.items()}
+
+
+def _reduce(equations, symbols, differentiated, incidence, preference, stacked, known,
+            coefficients) -> LinearReduction:
     column_of = {s.element_hash(): j for j, s in enumerate(symbols)}
     rows: dict[int, dict[int, int]] = {}
     offsets: dict[int, dict] = {}
@@ -202,7 +246,14 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
     pending: list = []
     if stacked is None:
         stacked = (ca.vertcat(*equations), ca.vertcat(*symbols))
+    trusted = set()  # rows from known coefficients, not walked yet
     for e in _rational_candidates(*stacked, known):
+        row = (_trusted_row(coefficients[e]) if coefficients is not None
+               and coefficients[e] is not None else None)
+        if row:
+            rows[e] = row
+            trusted.add(e)
+            continue
         start = len(pending)
         form = integer_linear_form(equations[e], column_of, incidence[e] if incidence else None,
                                    pending)
@@ -226,15 +277,37 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
     original = {e: dict(r) for e, r in rows.items()}
     offsets_at_start = {e: dict(o) for e, o in offsets.items()}
     sources = {e: {e} for e in rows}
+
+    def walked(e):
+        """Row ``e`` as its walk finds it (replacing the trusted one, which must agree)."""
+        if e not in trusted:
+            return
+        trusted.discard(e)
+        form = integer_linear_form(equations[e], column_of,
+                                   incidence[e] if incidence else None)
+        if form is None:
+            raise _Disagreement
+        found, offset = form
+        scale = lcm(*(Fraction(f).denominator for f in found.values()))
+        row = {c: int(f * scale) for c, f in found.items()}
+        if row != rows[e]:
+            raise _Disagreement
+        rows[e], original[e] = row, dict(row)  # the walk's order, as without trust
+        offsets[e] = {k: (t, v * scale) for k, (t, v) in offset.items() if v != 0}
+        offsets_at_start[e] = dict(offsets[e])
     column_rows: dict[int, set[int]] = {}
     for e, row in rows.items():
         for c in row:
             column_rows.setdefault(c, set()).add(e)
 
     def eliminate(pivot_row, column, keep_pivot=False):
+        others = sorted(column_rows[column] - {pivot_row})
+        if others:
+            walked(pivot_row)
         pivot = rows[pivot_row]
         a = pivot[column]
-        for e in sorted(column_rows[column] - {pivot_row}):
+        for e in others:
+            walked(e)
             row = rows[e]
             b = row[column]
             combined = {c: a * v for c, v in row.items()}
@@ -296,11 +369,16 @@ def reduce_linear(equations: list[ca.SX], symbols: list[ca.SX], differentiated: 
         pivot_row = min(candidates, key=lambda e: (len(rows[e]), e))
         eliminate(pivot_row, c, keep_pivot=True)
         active.discard(pivot_row)
-    constraints = {e: (rows[e], offsets[e], sources[e]) for e in rows if e not in active}
-    for e in sorted(active):  # rows reduced to nothing: linear dependencies
-        result.dependent.append((sorted(sources[e]), not offsets[e]))
+    for e in active:  # rows reduced to nothing, reported below: their own forms
+        walked(e)
     cancelled = {e for e, row in original.items()
                  if incidence is not None and len(row) != len(incidence[e])}
+    for e in cancelled:
+        walked(e)
+    # (a trusted row left as it was has no offsets: it is the model's own equation)
+    constraints = {e: (rows[e], offsets.get(e), sources[e]) for e in rows if e not in active}
+    for e in sorted(active):  # rows reduced to nothing: linear dependencies
+        result.dependent.append((sorted(sources[e]), not offsets[e]))
     for e in cancelled - set(constraints):  # e.g. (i1 - i0) - i1 after alias substitution
         constraints[e] = (original[e], offsets_at_start[e], {e})
     for e, (row, offset, used) in sorted(constraints.items()):

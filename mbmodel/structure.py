@@ -368,7 +368,9 @@ class _Analysis:
                       for j, g in enumerate(ids)]
         known = [None if slopes is None else not slopes[1] for slopes in self.slopes]
         reduction = reduce_linear(self.equations, symbols, differentiated, inc, preference,
-                                  stacked, known)
+                                  stacked, known,
+                                  [slopes[0] if constant else None
+                                   for slopes, constant in zip(self.slopes, known)])
         self.linear_reduction = reduction
         texts = self.descriptions.copy()
 

@@ -51,6 +51,84 @@ def test_dependent_rows_are_reported_as_redundant_or_contradictory():
     assert red.dependent == [([0, 1], True)]
 
 
+def _walks(monkeypatch):
+    """Count the walks of equations (integer_linear_form) during a reduction."""
+    import mbmodel.linear as linear
+
+    count = [0]
+    walk = linear.integer_linear_form
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return walk(*args, **kwargs)
+    monkeypatch.setattr(linear, "integer_linear_form", counted)
+    return count
+
+
+def _same_reduction(a, b):
+    assert ({e: (str(expr), used) for e, (expr, used) in a.replaced.items()}
+            == {e: (str(expr), used) for e, (expr, used) in b.replaced.items()})
+    assert a.dependent == b.dependent
+
+
+def test_known_coefficients_spare_the_walk_where_nothing_is_combined(monkeypatch):
+    """Coefficients known from the classes are trusted: an equation the elimination never
+    combines is not walked, and the result is the walks' result."""
+    x, y, z, w = (ca.SX.sym(n) for n in "xyzw")
+    t = ca.SX.sym("t")
+    equations = [x - ca.sin(t), y - 2 * x, z + y / 4 - 3, w - z]
+    known = [{0: 1.0}, {1: 1.0, 0: -2.0}, {2: 1.0, 1: 0.25}, {3: 1.0, 2: -1.0}]
+    count = _walks(monkeypatch)
+    trusted = reduce_linear(equations, [x, y, z, w], [False] * 4, coefficients=known)
+    assert count[0] == 0
+    _same_reduction(trusted, reduce_linear(equations, [x, y, z, w], [False] * 4))
+    assert count[0] == 4
+
+
+def test_known_coefficients_that_are_combined_or_reported_are_walked_first(monkeypatch):
+    va, v1, v2 = (ca.SX.sym(n) for n in ("va", "v1", "v2"))
+    equations = [v1 - va, v2 - va]  # the hidden constraint v1 - v2 = 0 combines both
+    known = [{1: 1.0, 0: -1.0}, {2: 1.0, 0: -1.0}]
+    count = _walks(monkeypatch)
+    trusted = reduce_linear(equations, [va, v1, v2], [False, True, True], coefficients=known)
+    assert count[0] == 2 and len(trusted.replaced) == 1
+    _same_reduction(trusted, reduce_linear(equations, [va, v1, v2], [False, True, True]))
+    x, y = ca.SX.sym("x"), ca.SX.sym("y")  # a dependency is reported with its offsets
+    equations = [x + 2 * y - 1, 2 * x + 4 * y - 3]
+    trusted = reduce_linear(equations, [x, y], [False, False],
+                            coefficients=[{0: 1.0, 1: 2.0}, {0: 2.0, 1: 4.0}])
+    assert trusted.dependent == [([0, 1], False)]
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_known_coefficients_the_walk_contradicts_are_dropped(scaled):
+    """Trusted rows are checked when the elimination combines them: a disagreement starts
+    it again from the walks alone (same result as without known coefficients). Here a
+    wrong coefficient, and a right one that is not exact: 10 * 0.1 is 1 in floating point
+    (the derivative), but 0.1 is not a small-denominator rational (the walk)."""
+    va, v1, v2 = (ca.SX.sym(n) for n in ("va", "v1", "v2"))
+    if scaled:
+        equations = [v1 - 10 * (0.1 * va + 1) + 10, v2 - va]  # casadi keeps the 0.1
+        known = [{1: 1.0, 0: -1.0}, {2: 1.0, 0: -1.0}]
+    else:
+        equations, known = [v1 - va, v2 - va], [{1: 1.0, 0: -2.0}, {2: 1.0, 0: -1.0}]
+    walked = reduce_linear(equations, [va, v1, v2], [False, True, True])
+    assert bool(walked.replaced) != scaled
+    _same_reduction(reduce_linear(equations, [va, v1, v2], [False, True, True],
+                                  coefficients=known), walked)
+
+
+def test_a_function_with_constant_derivative_is_not_trusted_as_linear():
+    """floor(x) has derivative 0: known coefficients would call y - floor(x) linear in y
+    alone; combining it with another row walks it, and the walk refuses it."""
+    x, y, z = (ca.SX.sym(n) for n in "xyz")
+    equations = [y - ca.floor(x), y - z, x - z]
+    known = [{1: 1.0}, {1: 1.0, 2: -1.0}, {0: 1.0, 2: -1.0}]
+    _same_reduction(reduce_linear(equations, [x, y, z], [True, False, True],
+                                  coefficients=known),
+                    reduce_linear(equations, [x, y, z], [True, False, True]))
+
+
 # ---- models with hidden constraints ---------------------------------------------------------
 
 class ParallelCapacitors(Model):
