@@ -439,6 +439,53 @@ def test_a_chain_of_shapes_records_one_shape(monkeypatch):
     assert runs["BodyShape"] == 1, runs
 
 
+class BoxesAndCylinders(mb.Model):
+    """A chain of boxes and cylinders: most along x, some along y, a box with its width
+    turned, a body hanging on a cylinder."""
+
+    def __init__(self, n=8, **modifiers):
+        super().__init__(**modifiers)
+        self.n = n
+        self.world = mbl.World()
+        for i in range(n):
+            r = [0.3, 0.0, 0.0] if i % 4 else [0.0, 0.25, 0.0]
+            self.add(f"j{i}", mbl.Revolute(n=[0, 0, 1] if i % 2 else [0, 1, 0]))
+            if i % 2:
+                self.add(f"s{i}", mbl.BodyCylinder(r=r, diameter=0.02 + 0.01 * i))
+            else:
+                self.add(f"s{i}", mbl.BodyBox(r=r, width=0.03, width_direction=(0, 0, 1)
+                                              if i == 6 else (0, 1, 0)))
+        self.tip = mbl.Body(m=0.5, r_CM=[0.05, 0, 0])
+
+    def equations(self):
+        prev = self.world.frame_b
+        for i in range(self.n):
+            joint, shape = getattr(self, f"j{i}"), getattr(self, f"s{i}")
+            yield mb.connect(prev, joint.frame_a)
+            yield mb.connect(joint.frame_b, shape.frame_a)
+            prev = shape.frame_b
+        yield mb.connect(prev, self.tip.frame_a)
+
+
+@pytest.mark.parametrize("analysis", ["forward", "inverse"])
+@pytest.mark.parametrize("parameters", ["symbolic", "constant"])
+def test_boxes_and_cylinders_share_templates_by_their_axes(analysis, parameters,
+                                                           monkeypatch):
+    """BodyBox and BodyCylinder write their principal axes (from r's direction and the
+    width direction) as numbers: their key holds the axes, so shapes along one direction
+    share a template, the others run their own, and the flat model is the same as with
+    every instance running its own equations()."""
+    assert_same_flat_model(BoxesAndCylinders, analysis, parameters)
+    runs = collections.Counter()
+    for cls in (mbl.BodyBox, mbl.BodyCylinder):
+        monkeypatch.setattr(cls, "equations", lambda self, _run=cls.equations: (
+            runs.update([type(self).__name__]), _run(self))[1])
+    flatten(BoxesAndCylinders(), analysis, parameters)
+    # boxes: along y (0, 4), along x, along x with the width turned (6); cylinders: along x
+    # (1, 3, 5), the last with the body attached (7)
+    assert runs == {"BodyBox": 3, "BodyCylinder": 2}, runs
+
+
 @pytest.mark.parametrize("make, analysis", [
     (r3.FullRobot, "forward"), (r3.InverseRobot, "inverse"), (Fourbar, "forward"),
     (lambda: TreeModel(random_tree(7, np.random.default_rng(4), floating=True)), "inverse"),

@@ -793,9 +793,14 @@ class BodyBox(_Shape, _RigidBody):
     inner_height = Parameter(0.0, unit="m", min=0.0, doc="Height of the hollow core")
     density = Parameter(7700.0, unit="kg/m3", min=0.0, doc="Density (steel)")
 
+    template_key_reads_connections = True  # the key says whether a body is attached
+
     def __init__(self, width_direction=(0.0, 1.0, 0.0), **modifiers):
         super().__init__(**modifiers)
         self.width_direction = tuple(float(x) for x in width_direction)
+
+    def template_key(self):
+        return _Shape.template_key(self) + (_principal_axes(self),)
 
     def mass_properties(self):
         r = sp.vec(self.r)
@@ -828,6 +833,11 @@ class BodyCylinder(_Shape, _RigidBody):
     inner_diameter = Parameter(0.0, unit="m", min=0.0, doc="Inner diameter")
     density = Parameter(7700.0, unit="kg/m3", min=0.0, doc="Density (steel)")
 
+    template_key_reads_connections = True  # the key says whether a body is attached
+
+    def template_key(self):
+        return _Shape.template_key(self) + (_principal_axes(self),)
+
     def mass_properties(self):
         r = sp.vec(self.r)
         length = ca.sqrt(r.T @ r)
@@ -842,7 +852,9 @@ class BodyCylinder(_Shape, _RigidBody):
         return vis.cylinder(self)
 
 
-def _rotate_principal(body, principal):
+def _principal_basis(body) -> np.ndarray:
+    """The shape's principal axes (columns: along ``r``, across it towards the width
+    direction, their cross product): numbers in its equations."""
     r = numeric_value(body, "r")
     if r is None:
         raise ParameterError(f"{type(body).__name__} '{body.path}': r must be numeric (it "
@@ -850,6 +862,15 @@ def _rotate_principal(body, principal):
     if np.linalg.norm(r) < 1e-12:
         raise ParameterError(f"{type(body).__name__} '{body.path}': r has zero length, so the "
                              f"shape has no length direction")
-    basis = _orthonormal_basis(r.ravel(), getattr(body, "width_direction", (0.0, 1.0, 0.0)))
-    B = ca.DM(basis)
+    return _orthonormal_basis(r.ravel(), getattr(body, "width_direction", (0.0, 1.0, 0.0)))
+
+
+def _principal_axes(body) -> tuple:
+    """The principal axes as a template key: shapes along other directions write other
+    numbers."""
+    return tuple(_principal_basis(body).ravel().tolist())
+
+
+def _rotate_principal(body, principal):
+    B = ca.DM(_principal_basis(body))
     return B @ ca.diag(ca.vertcat(*principal)) @ B.T
