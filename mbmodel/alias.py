@@ -113,6 +113,8 @@ class _UnionFind:
 
     def find(self, v):
         # Returns (root, sign, offset) with value(v) = sign*value(root) + offset.
+        if self.parent.get(v, v) == v:
+            return v, 1.0, 0.0  # a root (most calls: each alias links a new variable)
         path = []
         while v in self.parent and self.parent[v] != v:
             path.append(v)
@@ -211,21 +213,28 @@ def eliminate_aliases(flat: FlatModel) -> AliasResult:
             continue
         r, _, _ = uf.find(v)
         groups.setdefault(r, []).append(v)
+    # Every variable now hangs directly under its root: find(v) would return
+    # (root, s * 1.0, s * 0.0 + o) from its stored sign s and offset o (the same floats,
+    # negative zeros included), without a call per variable.
+    sign_of, offset_of = uf.sign, uf.offset
+
+    def resolved(v):
+        s = sign_of[v]
+        return s * 1.0, s * 0.0 + offset_of[v]
     alias: dict[int, tuple[int | None, float, float]] = {}
     for root, vs in groups.items():
         group = sorted(set(vs) | ({root} if root != _UnionFind.CONST else set()))
         if root == _UnionFind.CONST:
             for v in group:
-                _, s, o = uf.find(v)
-                alias[v] = (None, 1.0, o)
+                alias[v] = (None, 1.0, resolved(v)[1])
             continue
         rep = max(group, key=lambda v: _keep_score(flat, v))
-        _, s_rep, o_rep = uf.find(rep) if rep != root else (root, 1.0, 0.0)
+        s_rep, o_rep = resolved(rep) if rep != root else (1.0, 0.0)
         # value(v) = s_v*root + o_v, value(rep) = s_rep*root + o_rep
         for v in group:
             if v == rep:
                 continue
-            s_v, o_v = (1.0, 0.0) if v == root else uf.find(v)[1:]
+            s_v, o_v = (1.0, 0.0) if v == root else resolved(v)
             sign = s_v / s_rep
             alias[v] = (rep, sign, o_v - sign * o_rep)
     return AliasResult(alias, kept, removed)
