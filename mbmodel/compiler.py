@@ -112,6 +112,7 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
                           symbol_vector[sequenced] if sequenced else ca.SX(0, 1))
     def_exprs = ca.vertcat(ca.SX(ca.DM([q.value for q in folded])) if folded else ca.SX(0, 1),
                            _vcat([q.binding for q in bound]),
+                           sys_.sequence_vector if sys_.sequence_vector is not None else
                            _vcat([expr for _, expr in sys_.sequence]))
 
     xdot = [sys_.symbols[d] for d in sys_.state_derivatives]

@@ -102,6 +102,8 @@ class SortedSystem:
     #: ``symbols`` as one column vector, if known (selecting entries from it is cheaper
     #: than a vertcat of the list, which converts every scalar from Python).
     symbol_vector: ca.SX | None = None
+    #: The expressions of ``sequence`` as one column vector, if known (likewise).
+    sequence_vector: ca.SX | None = None
 
 
 @dataclass
@@ -542,7 +544,8 @@ class _Analysis:
             hybrid=self.flat.hybrid,
             state_set=self.dynamic_state_set(dummies, equations, symbols, names, red),
             symbol_vector=ca.vertcat(self.symbol_vector[ids] if ids else ca.SX(0, 1),
-                                     *symbols[len(ids):]))
+                                     *symbols[len(ids):]),
+            sequence_vector=self.sequence_vector)
 
     def dynamic_state_set(self, dummies, equations, symbols, names, red):
         """The :class:`DynamicStateSet` of the position-level constraints (the equations
@@ -779,6 +782,8 @@ class _Analysis:
         Other equations (coefficients that depend on parameters or variables) are left to
         the one-by-one path, which checks and guards them."""
         symbols, equations = self.symbols_all, self.equations_all
+        # where each solution is in the groups' vectors, stacked (see sequence_vector)
+        self.solved_vectors, self.solved_at, self.n_solved = [], {}, 0
         groups = []  # [variables, variables read, members]
         for e, v in pairs:
             reads = set(self.inc_all[e])
@@ -821,9 +826,12 @@ class _Analysis:
                                   all_symbols[[v for _, v, _ in simple]],
                                   ca.SX.zeros(len(simple)))
             # one division for the group (casadi folds the divisions by 1 and -1 away)
-            values = (-rests / ca.DM([c for _, _, c in simple])).elements()
-            for (e, _, _), value in zip(simple, values):
+            values = -rests / ca.DM([c for _, _, c in simple])
+            for k, ((e, _, _), value) in enumerate(zip(simple, values.elements())):
                 solved[e] = value
+                self.solved_at[e] = self.n_solved + k
+            self.solved_vectors.append(values)
+            self.n_solved += len(simple)
         return solved
 
     @property
@@ -958,7 +966,27 @@ class _Analysis:
                 sequence.extend(defs)
                 blocks.append(Block("nonlinear", beqs, bvars, tear.assignments,
                                     tear.tear_vars, tear.residuals, linear=linear))
+        self.sequence_vector = self.stack_sequence(sequence, solved)
         return blocks, sequence, algebraic, residuals
+
+    def stack_sequence(self, sequence, solved) -> ca.SX:
+        """The sequence's expressions as one vector: the unit blocks' solutions (``solved``)
+        selected from their groups' vectors, the others (few) stacked from Python."""
+        place = {id(value): self.solved_at[e] for e, value in solved.items()}
+        rows, others = [], []
+        for _, expr in sequence:
+            row = place.get(id(expr))
+            if row is None:
+                row = self.n_solved + len(others)
+                others.append(expr)
+            rows.append(row)
+        if not rows:
+            return ca.SX(0, 1)
+        return ca.vertcat(*self.solved_vectors, _stack(others))[rows]
+
+
+def _stack(expressions) -> ca.SX:
+    return ca.vertcat(*expressions) if expressions else ca.SX(0, 1)
 
 
 def analyze(flat: FlatModel, state_priority: dict[str, int] | None = None,

@@ -710,3 +710,6 @@ def test_the_symbol_vectors_are_the_variables_symbols_in_order(make):
     system = analyze(flat)
     assert ([s.element_hash() for s in system.symbol_vector.elements()]
             == [s.element_hash() for s in system.symbols])
+    # the sequence's expressions likewise: the unit blocks' from their groups' vectors
+    assert ([e.element_hash() for e in system.sequence_vector.elements()]
+            == [expr.element_hash() for _, expr in system.sequence])
