@@ -212,6 +212,9 @@ class FlatModel:
     #: the variables' symbols as one column vector (None: not known); selecting from it
     #: is cheaper than a vertcat of the scalars, which converts each from Python
     symbol_vector: ca.SX | None = None
+    #: the equations' residuals as one column vector, as flattened (None: not known; it
+    #: is not updated if ``equations`` are changed afterwards)
+    residual_vector: ca.SX | None = None
 
     def variable(self, name: str) -> FlatVariable:
         return self.variables[self.index[name]]

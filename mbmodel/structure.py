@@ -277,7 +277,13 @@ class _Analysis:
     def build_equations(self):
         flat = self.flat
         kept = self.aliases.kept_equations
-        residuals = ca.vertcat(*[flat.equations[k].residual for k in kept]) if kept else ca.SX(0, 1)
+        if not kept:
+            residuals = ca.SX(0, 1)
+        elif flat.residual_vector is not None and flat.residual_vector.numel() == len(
+                flat.equations):  # (the flattened residuals: a selection, no conversions)
+            residuals = flat.residual_vector[kept]
+        else:
+            residuals = ca.vertcat(*[flat.equations[k].residual for k in kept])
         alias_ids = sorted(self.alias)
         if alias_ids and kept:
             residuals = ca.substitute(residuals, self.symbol_vector[alias_ids],

@@ -151,8 +151,10 @@ class Instantiated:
     its asserts as ``(condition elements, message)`` and its declared derivatives
     (:class:`~mbmodel.Derivative`)."""
 
-    def __init__(self, residuals, shown, alias_forms, asserts, derivatives, slopes=None):
+    def __init__(self, residuals, shown, alias_forms, asserts, derivatives, slopes=None,
+                 residual_vector=None):
         self.residuals, self.shown, self.asserts = residuals, shown, asserts
+        self.residual_vector = residual_vector  # the residuals as one column
         self.alias_forms = alias_forms
         self.derivatives = derivatives
         # per residual, its slopes (:attr:`mbmodel.flat.FlatEquation.slopes`), or None
@@ -294,7 +296,7 @@ class EquationTemplate:
                          for form in forms]
             slopes = [(constant, varying, positions) for constant, varying in self.slopes]
         return Instantiated(residuals.elements(), shown.elements(), forms, asserts, declared,
-                            slopes)
+                            slopes, residuals)
 
 
 def _slopes(residuals: ca.SX, columns_vector: ca.SX, columns: list) -> list:

@@ -707,6 +707,9 @@ def test_the_symbol_vectors_are_the_variables_symbols_in_order(make):
     flat = flatten(make())
     assert ([s.element_hash() for s in flat.symbol_vector.elements()]
             == [v.symbol.element_hash() for v in flat.variables])
+    # the residuals too: templates' vectors, connections' columns, own equations' scalars
+    assert ([r.element_hash() for r in flat.residual_vector.elements()]
+            == [eq.residual.element_hash() for eq in flat.equations])
     system = analyze(flat)
     assert ([s.element_hash() for s in system.symbol_vector.elements()]
             == [s.element_hash() for s in system.symbols])
