@@ -439,12 +439,12 @@ def test_a_chain_of_shapes_records_one_shape(monkeypatch):
     assert runs["BodyShape"] == 1, runs
 
 
-class BoxesAndCylinders(mb.Model):
-    """A chain of boxes and cylinders: most along x, some along y, a box with its width
-    turned, a body hanging on a cylinder."""
+class BoxesAndCylinders(ShapesWithBodies):
+    """ShapesWithBodies' chain of boxes and cylinders: most along x, some along y, a box
+    with its width turned; a body hangs on the third and the sixth."""
 
     def __init__(self, n=8, **modifiers):
-        super().__init__(**modifiers)
+        mb.Model.__init__(self, **modifiers)
         self.n = n
         self.world = mbl.World()
         for i in range(n):
@@ -455,16 +455,8 @@ class BoxesAndCylinders(mb.Model):
             else:
                 self.add(f"s{i}", mbl.BodyBox(r=r, width=0.03, width_direction=(0, 0, 1)
                                               if i == 6 else (0, 1, 0)))
-        self.tip = mbl.Body(m=0.5, r_CM=[0.05, 0, 0])
-
-    def equations(self):
-        prev = self.world.frame_b
-        for i in range(self.n):
-            joint, shape = getattr(self, f"j{i}"), getattr(self, f"s{i}")
-            yield mb.connect(prev, joint.frame_a)
-            yield mb.connect(joint.frame_b, shape.frame_a)
-            prev = shape.frame_b
-        yield mb.connect(prev, self.tip.frame_a)
+            if i % 3 == 2:
+                self.add(f"tip{i}", mbl.Body(m=0.5, r_CM=[0.05, 0, 0]))
 
 
 @pytest.mark.parametrize("analysis", ["forward", "inverse"])
@@ -481,8 +473,8 @@ def test_boxes_and_cylinders_share_templates_by_their_axes(analysis, parameters,
         monkeypatch.setattr(cls, "equations", lambda self, _run=cls.equations: (
             runs.update([type(self).__name__]), _run(self))[1])
     flatten(BoxesAndCylinders(), analysis, parameters)
-    # boxes: along y (0, 4), along x, along x with the width turned (6); cylinders: along x
-    # (1, 3, 5), the last with the body attached (7)
+    # boxes: along y (0, 4), along x with a body attached (2), along x with the width
+    # turned (6); cylinders: along x (1, 3, 7), with a body attached (5)
     assert runs == {"BodyBox": 3, "BodyCylinder": 2}, runs
 
 
