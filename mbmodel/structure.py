@@ -310,16 +310,20 @@ class _Analysis:
         class's template found them (:attr:`mbmodel.flat.FlatEquation.slopes`), or None:
         ``({unknown: number}, {unknown})``, the constant ones and the others (``local``: the
         unknowns' indices by variable). Where the instance's aliases could change them the
-        answer is None and the equation is asked as before: a variable that is a constant
-        (its coefficients may fold), two of the equation's variables that are one (their
-        terms may cancel), or a chain of aliases."""
-        # Per variable: what it is after alias elimination (-1: a constant or a chain) and
+        answer is None and the equation is asked as before: two of the equation's
+        variables that are one (their terms may cancel), a chain of aliases, or a variable
+        that is a constant, unless all the equation's slopes are constants other than zero
+        (it is affine in its variables, and a constant put in for one changes neither the
+        others' slopes nor their presence; products by a constant may fold otherwise)."""
+        # Per variable: what it is after alias elimination (-1: a chain, -2: a constant) and
         # its sign (1 or -1, so products by it are exact), then its unknown's index (-1: a
         # known input).
         n = len(self.names)
         root, sign_of, column_of = list(range(n)), [1.0] * n, [-1] * n
         for a, (rep, sign, _) in self.alias.items():
-            if rep is None or rep in self.alias:
+            if rep is None:
+                root[a] = -2
+            elif rep in self.alias:
                 root[a] = -1
             else:
                 root[a], sign_of[a] = rep, sign
@@ -335,7 +339,18 @@ class _Analysis:
             constant, varying, positions = slopes
             variables = [positions[c] for c, _ in constant]
             roots = [root[g] for g in variables] + [root[positions[c]] for c in varying]
-            if -1 in roots or len(set(roots)) < len(roots):
+            if -1 in roots:
+                result.append(None)
+                continue
+            if -2 in roots:
+                if varying or any(number == 0.0 for _, number in constant):
+                    result.append(None)
+                    continue
+                kept = [i for i, r in enumerate(roots) if r != -2]
+                variables = [variables[i] for i in kept]
+                constant = [constant[i] for i in kept]
+                roots = [roots[i] for i in kept]
+            if len(set(roots)) < len(roots):
                 result.append(None)
                 continue
             result.append(({column_of[r]: sign_of[g] * number
