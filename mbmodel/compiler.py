@@ -147,11 +147,15 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     # would cost ~10 ms per link of a chain for ~1 % fewer operations, so only below
     # CSE_NODES (the generated C of large models comes from kernels, not this graph).
     xdot_vec, g_vec = _vcat(xdot_e), _vcat(g_e)
-    if ca.n_nodes(xdot_vec) <= CSE_NODES:
+    # (the Function counts the nodes it sorted: counting them first would walk a large
+    # graph once more for nothing)
+    ode = ca.Function("ode", args, [xdot_vec], names, ["xdot"])
+    if ode.n_nodes() <= CSE_NODES:
         xdot_vec = ca.cse(xdot_vec)
+        ode = ca.Function("ode", args, [xdot_vec], names, ["xdot"])
     return GeneratedModel(
         symbols=ModelSymbols(x, z, u, p, TIME),
-        ode=ca.Function("ode", args, [xdot_vec], names, ["xdot"]),
+        ode=ode,
         alg=ca.Function("alg", args, [g_vec], names, ["g"]),
         # Inputs are constant between events, so they travel with the parameters.
         dynamics=ca.Function(

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import casadi as ca
 import numpy as np
 import pytest
 
@@ -716,3 +717,27 @@ def test_the_symbol_vectors_are_the_variables_symbols_in_order(make):
     # the sequence's expressions likewise: the unit blocks' from their groups' vectors
     assert ([e.element_hash() for e in system.sequence_vector.elements()]
             == [expr.element_hash() for _, expr in system.sequence])
+
+
+class _TwiceTheSame(Model):
+    """Two equations that build the same product separately: merging finds it."""
+
+    x = mb.Variable(start=0.3)
+    y = mb.Variable(start=0.2)
+
+    def equations(self):
+        yield mb.der(self.x) == ca.sin(self.x * self.y) + 1
+        yield mb.der(self.y) == ca.sin(self.x * self.y) - self.y
+
+
+def test_the_right_hand_side_is_merged_up_to_cse_nodes_nodes(monkeypatch):
+    """Common subexpressions of the right-hand side are merged when it has at most
+    ``CSE_NODES`` nodes (counted as the ode Function sorts them), not above."""
+    from mbmodel import compiler
+
+    monkeypatch.setattr(compiler, "CSE_NODES", 0)
+    unmerged = mb.compile(_TwiceTheSame()).ode.n_nodes()
+    monkeypatch.setattr(compiler, "CSE_NODES", unmerged)
+    assert mb.compile(_TwiceTheSame()).ode.n_nodes() < unmerged
+    monkeypatch.setattr(compiler, "CSE_NODES", unmerged - 1)
+    assert mb.compile(_TwiceTheSame()).ode.n_nodes() == unmerged
