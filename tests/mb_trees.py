@@ -226,7 +226,55 @@ class RevoluteChain(mb.Model):
             joint, link = getattr(self, f"joint{i}"), getattr(self, f"link{i}")
             yield mb.connect(prev, joint.frame_a)
             yield mb.connect(joint.frame_b, link.frame_a)
-            prev = link.frame_b
+            tip = getattr(self, f"tip{i}", None)
+            if tip is not None:  # a body alone on frame_b: the chain goes on from frame_a
+                yield mb.connect(link.frame_b, tip.frame_a)
+                prev = link.frame_a
+            else:
+                prev = link.frame_b
+
+
+class ShapesWithBodies(RevoluteChain):
+    """Revolutes carrying BodyShapes; on some a Body hangs alone on frame_b (the shape
+    lumps it: its equations read the body's symbols), on others the next joint does."""
+
+    def __init__(self, n=6, **modifiers):
+        mb.Model.__init__(self, **modifiers)
+        self.n = n
+        self.world = mbl.World()
+        for i in range(n):
+            self.add(f"joint{i}", mbl.Revolute(n=[0, 0, 1] if i % 2 else [0, 1, 0]))
+            self.add(f"link{i}", mbl.BodyShape(r=[0.4, 0.1 * i, 0], m=1.0 + i,
+                                               r_CM=[0.2, 0, 0], I_11=0.1, I_22=0.2, I_33=0.3))
+            if i % 3 == 2:
+                self.add(f"tip{i}", mbl.Body(m=0.5, r_CM=[0.05, 0, 0]))
+
+
+def box_or_cylinder(i):
+    """BoxesAndCylinders' link i: ``(kind, r, width or diameter, width direction)``; boxes
+    are half as high as wide."""
+    r = [0.3, 0.0, 0.0] if i % 4 else [0.0, 0.25, 0.0]
+    if i % 2:
+        return "cylinder", r, 0.02 + 0.01 * i, None
+    return "box", r, 0.03, (1, 0, 0) if i % 4 == 0 else (0, 0, 1) if i == 6 else (0, 1, 0)
+
+
+class BoxesAndCylinders(RevoluteChain):
+    """ShapesWithBodies' chain of boxes and cylinders: most along x, some along y, a box
+    with its width turned; a body hangs on the third and the sixth."""
+
+    def __init__(self, n=8, **modifiers):
+        mb.Model.__init__(self, **modifiers)
+        self.n = n
+        self.world = mbl.World()
+        for i in range(n):
+            kind, r, size, width_direction = box_or_cylinder(i)
+            self.add(f"joint{i}", mbl.Revolute(n=[0, 0, 1] if i % 2 else [0, 1, 0]))
+            self.add(f"link{i}", mbl.BodyCylinder(r=r, diameter=size) if kind == "cylinder"
+                     else mbl.BodyBox(r=r, width=size, height=size / 2,
+                                      width_direction=width_direction))
+            if i % 3 == 2:
+                self.add(f"tip{i}", mbl.Body(m=0.5, r_CM=[0.05, 0, 0]))
 
 
 def pinocchio_chain(n):

@@ -178,16 +178,70 @@ def test_a_chain_of_body_shapes_sharing_one_template_matches_aba():
     from mb_trees import RevoluteChain, pinocchio_chain
 
     n = 9
-    cm = mb.compile(RevoluteChain(n), parameters="constant")
+    _assert_chain_is_aba(mb.compile(RevoluteChain(n), parameters="constant"),
+                         pinocchio_chain(n), n, seed=21)
+
+
+def _assert_chain_is_aba(cm, model, n, seed):
+    """The forward dynamics of ``cm``, a chain of revolutes ``joint0..``, equal Pinocchio's
+    ``aba`` of ``model`` without joint torques, at random states."""
     fd = cm.evaluator(native=False)
-    model = pinocchio_chain(n)
     data = model.createData()
     phi = [cm.states.index(f"joint{i}.phi") for i in range(n)]
     w = [cm.states.index(f"joint{i}.w") for i in range(n)]
-    rng = np.random.default_rng(21)
+    rng = np.random.default_rng(seed)
     for _ in range(N_STATES):
         q, v = rng.uniform(-np.pi, np.pi, n), rng.uniform(-2.0, 2.0, n)
         x = np.zeros(2 * n)
         x[phi], x[w] = q, v
-        ref = pin.aba(model, data, q, v, np.zeros(n))
-        _close(np.array(fd(x))[w], ref)
+        _close(np.array(fd(x))[w], pin.aba(model, data, q, v, np.zeros(n)))
+
+
+def _box_or_cylinder_inertia(kind, r, size, width_direction, density=7700.0):
+    """Mass and inertia about the centre (r/2) of the MSL BodyBox (width = size, height =
+    size / 2) or BodyCylinder (diameter = size) along r, from their geometry: axes e1
+    along r, e2 the width direction made orthogonal to it, e3 = e1 x e2."""
+    r = np.asarray(r, dtype=float)
+    length = np.linalg.norm(r)
+    e1 = r / length
+    w = np.asarray(width_direction if width_direction is not None else (0, 1, 0), float)
+    e2 = w - e1 * (e1 @ w)
+    e2 /= np.linalg.norm(e2)
+    axes = np.column_stack([e1, e2, np.cross(e1, e2)])
+    if kind == "box":
+        width, height = size, size / 2
+        m = density * length * width * height
+        moments = m / 12 * np.array([width ** 2 + height ** 2, length ** 2 + height ** 2,
+                                     length ** 2 + width ** 2])
+    else:
+        m = density * np.pi * length * size ** 2 / 4
+        transverse = m * (length ** 2 + 3 * size ** 2 / 4) / 12
+        moments = np.array([m * size ** 2 / 8, transverse, transverse])
+    return m, axes @ np.diag(moments) @ axes.T
+
+
+def test_a_chain_of_boxes_and_cylinders_sharing_templates_matches_aba():
+    """Boxes and cylinders along x and y (one box with its width turned), two with a body
+    hanging on frame_b: shapes along one direction share a template. The forward dynamics,
+    with gravity, must be Pinocchio's for the same chain built from the shapes' geometry."""
+    from mb_trees import BoxesAndCylinders, box_or_cylinder
+
+    n = 8
+    cm = mb.compile(BoxesAndCylinders(n), parameters="constant")
+    model = pin.Model()
+    model.gravity = pin.Motion(np.array([0.0, -9.81, 0.0, 0.0, 0.0, 0.0]))
+    parent, offset = 0, np.zeros(3)
+    for i in range(n):
+        kind, r, size, width_direction = box_or_cylinder(i)
+        joint = pin.JointModelRZ() if i % 2 else pin.JointModelRY()
+        parent = model.addJoint(parent, joint, pin.SE3(np.eye(3), offset), f"j{i}")
+        m, inertia = _box_or_cylinder_inertia(kind, r, size, width_direction)
+        model.appendBodyToJoint(parent, pin.Inertia(m, np.asarray(r) / 2, inertia),
+                                pin.SE3.Identity())
+        offset = np.asarray(r, dtype=float)
+        if i % 3 == 2:  # the tip body on frame_b; the next joint sits on frame_a
+            model.appendBodyToJoint(parent, pin.Inertia(0.5, np.array([0.05, 0, 0]),
+                                                        0.001 * np.eye(3)),
+                                    pin.SE3(np.eye(3), offset))
+            offset = np.zeros(3)
+    _assert_chain_is_aba(cm, model, n, seed=8)

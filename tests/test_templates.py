@@ -19,7 +19,7 @@ from mbmodel.libraries import robot_r3 as r3
 from mbmodel.libraries import rotational as rot
 
 from loop_mechanisms import Fourbar
-from mb_trees import TreeModel, random_tree
+from mb_trees import BoxesAndCylinders, ShapesWithBodies, TreeModel, random_tree
 
 
 def flat_text(model, analysis, parameters, templates):
@@ -383,34 +383,6 @@ def test_the_structural_analysis_takes_most_coefficients_from_the_classes():
     assert known > 0.8 * len(analysis.slopes), (known, len(analysis.slopes))
 
 
-class ShapesWithBodies(mb.Model):
-    """Revolutes carrying BodyShapes; on some a Body hangs alone on frame_b (the shape
-    lumps it: its equations read the body's symbols), on others the next joint does."""
-
-    def __init__(self, n=6, **modifiers):
-        super().__init__(**modifiers)
-        self.n = n
-        self.world = mbl.World()
-        for i in range(n):
-            self.add(f"j{i}", mbl.Revolute(n=[0, 0, 1] if i % 2 else [0, 1, 0]))
-            self.add(f"s{i}", mbl.BodyShape(r=[0.4, 0.1 * i, 0], m=1.0 + i, r_CM=[0.2, 0, 0],
-                                            I_11=0.1, I_22=0.2, I_33=0.3))
-            if i % 3 == 2:
-                self.add(f"tip{i}", mbl.Body(m=0.5, r_CM=[0.05, 0, 0]))
-
-    def equations(self):
-        prev = self.world.frame_b
-        for i in range(self.n):
-            joint, shape = getattr(self, f"j{i}"), getattr(self, f"s{i}")
-            yield mb.connect(prev, joint.frame_a)
-            yield mb.connect(joint.frame_b, shape.frame_a)
-            if i % 3 == 2:
-                yield mb.connect(shape.frame_b, getattr(self, f"tip{i}").frame_a)
-                prev = shape.frame_a
-            else:
-                prev = shape.frame_b
-
-
 @pytest.mark.parametrize("analysis", ["forward", "inverse"])
 @pytest.mark.parametrize("parameters", ["symbolic", "constant"])
 def test_shapes_that_ask_what_hangs_on_them_flatten_to_the_same_equations(analysis,
@@ -437,26 +409,6 @@ def test_a_chain_of_shapes_records_one_shape(monkeypatch):
     monkeypatch.setattr(mbl.BodyShape, "equations", counted)
     flatten(RevoluteChain(12), "forward", "constant")
     assert runs["BodyShape"] == 1, runs
-
-
-class BoxesAndCylinders(ShapesWithBodies):
-    """ShapesWithBodies' chain of boxes and cylinders: most along x, some along y, a box
-    with its width turned; a body hangs on the third and the sixth."""
-
-    def __init__(self, n=8, **modifiers):
-        mb.Model.__init__(self, **modifiers)
-        self.n = n
-        self.world = mbl.World()
-        for i in range(n):
-            r = [0.3, 0.0, 0.0] if i % 4 else [0.0, 0.25, 0.0]
-            self.add(f"j{i}", mbl.Revolute(n=[0, 0, 1] if i % 2 else [0, 1, 0]))
-            if i % 2:
-                self.add(f"s{i}", mbl.BodyCylinder(r=r, diameter=0.02 + 0.01 * i))
-            else:
-                self.add(f"s{i}", mbl.BodyBox(r=r, width=0.03, width_direction=(0, 0, 1)
-                                              if i == 6 else (0, 1, 0)))
-            if i % 3 == 2:
-                self.add(f"tip{i}", mbl.Body(m=0.5, r_CM=[0.05, 0, 0]))
 
 
 @pytest.mark.parametrize("analysis", ["forward", "inverse"])
