@@ -24,7 +24,7 @@ from .core import time as TIME
 from .errors import DeclarationError, ImplicitStartWarning, ParameterError, SimulationError
 from .flat import FlatModel, describe
 from .flatten import flatten
-from .structure import SortedSystem, affine_expression, analyze
+from .structure import SortedSystem, affine_expression, analyze, stacked
 
 
 @dataclass
@@ -95,11 +95,11 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     sys_ = system
     free = [q for q in sys_.parameters if q.binding is None]
     bound = [q for q in sys_.parameters if q.binding is not None]
-    x = _vcat([sys_.symbols[v] for v in sys_.states])
-    z = _vcat([sys_.symbols[v] for v in sys_.algebraic])
+    x = stacked([sys_.symbols[v] for v in sys_.states])
+    z = stacked([sys_.symbols[v] for v in sys_.algebraic])
     # External inputs first, then the values that change only at events (discrete knowns).
-    u = _vcat([sys_.variables[i].symbol for i in input_order(sys_)])
-    p = _vcat([q.symbol for q in free])
+    u = stacked([sys_.variables[i].symbol for i in input_order(sys_)])
+    p = stacked([q.symbol for q in free])
 
     # The definitions, in order, as one vector each (substitute_inplace converts each item
     # of a list from Python, ~2.6 µs apiece): parameters folded to their values, bound
@@ -107,13 +107,13 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     folded = free if parameters == "constant" else []
     sequenced = [v for v, _ in sys_.sequence]
     symbol_vector = (sys_.symbol_vector if sys_.symbol_vector is not None else
-                     _vcat(sys_.symbols))  # (None: a SortedSystem made elsewhere)
-    def_syms = ca.vertcat(p if folded else ca.SX(0, 1), _vcat([q.symbol for q in bound]),
+                     stacked(sys_.symbols))  # (None: a SortedSystem made elsewhere)
+    def_syms = ca.vertcat(p if folded else ca.SX(0, 1), stacked([q.symbol for q in bound]),
                           symbol_vector[sequenced] if sequenced else ca.SX(0, 1))
     def_exprs = ca.vertcat(ca.SX(ca.DM([q.value for q in folded])) if folded else ca.SX(0, 1),
-                           _vcat([q.binding for q in bound]),
+                           stacked([q.binding for q in bound]),
                            sys_.sequence_vector if sys_.sequence_vector is not None else
-                           _vcat([expr for _, expr in sys_.sequence]))
+                           stacked([expr for _, expr in sys_.sequence]))
 
     xdot = [sys_.symbols[d] for d in sys_.state_derivatives]
     states = [sys_.names[v] for v in sys_.states]
@@ -146,7 +146,7 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     # components) are merged once here. Linear, but ~8 µs per node: on a large model it
     # would cost ~10 ms per link of a chain for ~1 % fewer operations, so only below
     # CSE_NODES (the generated C of large models comes from kernels, not this graph).
-    xdot_vec, g_vec = _vcat(xdot_e), _vcat(g_e)
+    xdot_vec, g_vec = stacked(xdot_e), stacked(g_e)
     # (the Function counts the nodes it sorted: counting them first would walk a large
     # graph once more for nothing)
     ode = ca.Function("ode", args, [xdot_vec], names, ["xdot"])
@@ -163,12 +163,12 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
             [xdot_vec, g_vec, ca.SX(0, 1), ca.SX(0, 1)], ca.dyn_in(), ca.dyn_out()),
         outputs=ca.Function("outputs", args, [y_e], names, ["y"]),
         output_names=out_names,
-        initial=ca.Function("initial", args, [_vcat(init_e)], names, ["r"]),
-        events=ca.Function("events", [p], [_vcat(ev_e)], ["p"], ["t_events"]),
-        time_scales=ca.Function("time_scales", [p], [_vcat(scale_e)], ["p"], ["periods"]),
-        event_values=(ca.Function("event_values", args, [_vcat(hybrid_e)], names, ["v"])
+        initial=ca.Function("initial", args, [stacked(init_e)], names, ["r"]),
+        events=ca.Function("events", [p], [stacked(ev_e)], ["p"], ["t_events"]),
+        time_scales=ca.Function("time_scales", [p], [stacked(scale_e)], ["p"], ["periods"]),
+        event_values=(ca.Function("event_values", args, [stacked(hybrid_e)], names, ["v"])
                       if n_hybrid else None),
-        sample_times=(ca.Function("sample_times", [p], [_vcat(sample_e)], ["p"],
+        sample_times=(ca.Function("sample_times", [p], [stacked(sample_e)], ["p"],
                                   ["starts_intervals"]) if n_s else None))
 
 
@@ -447,7 +447,7 @@ class CompiledModel:
                 _, exprs = ca.substitute_inplace([q.symbol for q in self._bound],
                                                  [q.binding for q in self._bound], exprs, False)
             self._param_check = ca.Function("parameter_checks", [self.symbols.p],
-                                            [_vcat(exprs)])
+                                            [stacked(exprs)])
         out = np.array(self._param_check(values)).reshape(-1)
         n_b, n_a = len(self._bound), len(asserts)
         for a, held in zip(asserts, out[n_b:n_b + n_a]):
@@ -603,10 +603,6 @@ def per_second(unit: str) -> str:
     if match and "(" not in match.group(1):
         return f"{match.group(1)}/s{int(match.group(2) or 1) + 1}"
     return f"{unit}/s"
-
-
-def _vcat(items):
-    return ca.vertcat(*items) if items else ca.SX(0, 1)
 
 
 def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbolic",

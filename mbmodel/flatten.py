@@ -301,9 +301,8 @@ class _Flattener:
         :class:`~mbmodel.Derivative`'s input, nor 0 for a discrete variable)."""
         if not symbol.is_symbolic():
             return False
-        record = self.symbols.get(symbol.element_hash())
-        return (record is not None and not record.is_parameter
-                and self.variables[record.position].kind == "derivative")
+        position = self.position_of(symbol)
+        return position is not None and self.variables[position].kind == "derivative"
 
     # -- equations ------------------------------------------------------------------------
     def collect_equations(self, is_root):
@@ -343,9 +342,9 @@ class _Flattener:
                     origin = comp.path
                     self.equations.extend(FlatEquation(r, origin, e, "model", form, slopes)
                                           for r, e, form, slopes in zip(
-                                              item.residuals, item.shown, item.alias_forms,
-                                              item.slopes))
-                    self.residual_pieces.append(item.residual_vector)
+                                              item.residuals.elements(), item.shown,
+                                              item.alias_forms, item.slopes))
+                    self.residual_pieces.append(item.residuals)
                     # no symbol check: a template holds only the instance's own symbols
                     self.equation_owners[id(self.equations)].extend([None] * len(item.shown))
                 else:
@@ -628,9 +627,8 @@ def _visuals(fl) -> list[dict]:
             raise DeclarationError(f"{_where(comp)}: visuals() failed: {exc}") from exc
 
     def variable_name(symbol):
-        record = fl.symbols.get(symbol.element_hash())
-        return None if record is None or record.is_parameter else \
-            fl.variables[record.position].name
+        position = fl.position_of(symbol)
+        return None if position is None else fl.variables[position].name
     return resolve_visuals(found, variable_name, fl.parameters)
 
 

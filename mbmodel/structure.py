@@ -251,7 +251,7 @@ class _Analysis:
         if known is not None and known.numel() == len(flat.variables):
             self.symbol_vector = ca.vertcat(known, *symbols[len(flat.variables):])
         else:
-            self.symbol_vector = ca.vertcat(*symbols) if symbols else ca.SX(0, 1)
+            self.symbol_vector = stacked(symbols)
         self.alias = alias
         kinds = [v.kind for v in flat.variables] + ["derivative"] * (len(names) - len(flat.variables))
         self.kinds = kinds
@@ -1003,10 +1003,11 @@ class _Analysis:
             rows.append(row)
         if not rows:
             return ca.SX(0, 1)
-        return ca.vertcat(*self.solved_vectors, _stack(others))[rows]
+        return ca.vertcat(*self.solved_vectors, stacked(others))[rows]
 
 
-def _stack(expressions) -> ca.SX:
+def stacked(expressions) -> ca.SX:
+    """The expressions (scalars or columns) stacked into one column, 0 x 1 if none."""
     return ca.vertcat(*expressions) if expressions else ca.SX(0, 1)
 
 

@@ -146,19 +146,18 @@ class Recorder:
 
 
 class Instantiated:
-    """An instance's equations from a template: flat residuals and the equations as
-    written (for messages), their alias forms (:attr:`mbmodel.flat.FlatEquation.alias_form`),
-    its asserts as ``(condition elements, message)`` and its declared derivatives
-    (:class:`~mbmodel.Derivative`)."""
+    """An instance's equations from a template: the flat residuals as one column and the
+    equations as written (for messages), their alias forms
+    (:attr:`mbmodel.flat.FlatEquation.alias_form`), its asserts as ``(condition elements,
+    message)`` and its declared derivatives (:class:`~mbmodel.Derivative`)."""
 
-    def __init__(self, residuals, shown, alias_forms, asserts, derivatives, slopes=None,
-                 residual_vector=None):
+    def __init__(self, residuals: ca.SX, shown, alias_forms, asserts, derivatives,
+                 slopes=None):
         self.residuals, self.shown, self.asserts = residuals, shown, asserts
-        self.residual_vector = residual_vector  # the residuals as one column
         self.alias_forms = alias_forms
         self.derivatives = derivatives
         # per residual, its slopes (:attr:`mbmodel.flat.FlatEquation.slopes`), or None
-        self.slopes = slopes or [None] * len(residuals)
+        self.slopes = slopes or [None] * len(shown)
 
 
 class EquationTemplate:
@@ -295,8 +294,7 @@ class EquationTemplate:
                 forms = [([(positions[k], c) for k, c in form[0]], form[1]) if form else False
                          for form in forms]
             slopes = [(constant, varying, positions) for constant, varying in self.slopes]
-        return Instantiated(residuals.elements(), shown.elements(), forms, asserts, declared,
-                            slopes, residuals)
+        return Instantiated(residuals, shown.elements(), forms, asserts, declared, slopes)
 
 
 def _slopes(residuals: ca.SX, columns_vector: ca.SX, columns: list) -> list:
