@@ -161,6 +161,27 @@ def test_zero_length_fixed_rotation_axis():
         mb.compile(Model())
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda: mbl.BodyBox(r=[0.0, 0.0, 0.0]), r"BodyBox 'link'.*r has zero length"),
+    (lambda: mbl.BodyCylinder(r=[0.0, 0.0, 0.0]), r"BodyCylinder 'link'.*r has zero length")])
+def test_a_box_or_cylinder_without_a_length_direction(make, message):
+    """Their principal axes follow r: a zero r gives none (checked for every instance,
+    also those that share a template)."""
+    class Model(mb.Model):
+        world = mbl.World()
+        joint = mbl.Revolute(n=[0.0, 0.0, 1.0])
+        first = mbl.BodyBox(r=[0.5, 0.0, 0.0])
+        link = make()
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.joint.frame_a)
+            yield mb.connect(self.joint.frame_b, self.first.frame_a)
+            yield mb.connect(self.first.frame_b, self.link.frame_a)
+
+    with pytest.raises(mb.ParameterError, match=message):
+        mb.compile(Model())
+
+
 def test_inertia_that_is_not_positive_definite():
     # principal moments -1, 1, 3
     with pytest.raises(mb.ParameterError) as info:

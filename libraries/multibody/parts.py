@@ -802,6 +802,9 @@ class BodyBox(_Shape, _RigidBody):
     def template_key(self):
         return _Shape.template_key(self) + (_principal_axes(self),)
 
+    def check_declared_mass_properties(self):
+        _principal_basis(self)  # what mass_properties() checks, without its expressions
+
     def mass_properties(self):
         r = sp.vec(self.r)
         length = ca.sqrt(r.T @ r)
@@ -837,6 +840,9 @@ class BodyCylinder(_Shape, _RigidBody):
 
     def template_key(self):
         return _Shape.template_key(self) + (_principal_axes(self),)
+
+    def check_declared_mass_properties(self):
+        _principal_basis(self)  # what mass_properties() checks, without its expressions
 
     def mass_properties(self):
         r = sp.vec(self.r)
