@@ -292,7 +292,17 @@ class _Analysis:
         self.origins = [flat.equations[k].origin for k in kept]
         self.equation_kinds = [flat.equations[k].kind for k in kept]
         self.descriptions = _Texts(flat.equations[k] for k in kept)
-        for i, e in enumerate(self.equations):
+        return residuals  # the equations stacked, for the whole-system passes
+
+    def check_not_constant(self):
+        """Stop at an equation that alias elimination reduced to a number. An equation whose
+        class's slopes still name an unknown after the aliases are mapped
+        (:meth:`template_slopes`) keeps that unknown: only the others are looked at (one
+        casadi call each)."""
+        for i, slopes in enumerate(self.slopes):
+            if slopes is not None and (slopes[0] or slopes[1]):
+                continue
+            e = self.equations[i]
             if e.is_constant():
                 what = ("is always satisfied (0 = 0): it is redundant" if float(e) == 0 else
                         f"reduces to {float(e)} = 0: it contradicts the others")
@@ -303,7 +313,6 @@ class _Analysis:
                     f"parallel, or a circuit without a Ground / mechanism without a fixed "
                     f"reference, whose potentials are then undetermined); remove one of the "
                     f"conflicting elements or add the missing reference")
-        return residuals  # the equations stacked, for the whole-system passes
 
     def template_slopes(self, local) -> list:
         """Per equation after substitution, its derivatives along the unknowns as its
@@ -453,6 +462,7 @@ class _Analysis:
         stacked = (equation_vector, self.symbol_vector[ids] if ids else ca.SX(0, 1))
         local = {g: i for i, g in enumerate(ids)}
         self.slopes = self.template_slopes(local)
+        self.check_not_constant()
         inc = self.known_incidence(stacked)
         self.expose_hidden_constraints(ids, inc, local, state_priority, stacked)
         n = len(ids)

@@ -114,6 +114,61 @@ def test_two_voltage_sources_in_parallel_are_structurally_singular():
     assert "Remove or replace one of the conflicting" in msg or "remove one" in msg
 
 
+class TwiceAndOnce(Model):
+    """A two-pin part holding 2 v_p + v_n = 1 V by literals (not an alias: a factor 2)."""
+
+    p = el.PositivePin()
+    n = el.NegativePin()
+
+    def template_key(self):
+        return ()
+
+    def equations(self):
+        yield 2 * self.p.v + self.n.v == 1.0
+        yield self.p.i + self.n.i == 0
+
+
+class GroundedRC(Model):
+    """An RC circuit; ``grounded`` parts have every pin on its ground node, ``loaded`` parts
+    their p on a resistor to ground."""
+
+    c = el.Capacitor(C=1e-3)
+    r = el.Resistor(R=1.0)
+    ground = el.Ground()
+    load = el.Resistor(R=2.0)
+
+    def __init__(self, grounded=(), loaded=(), **kw):
+        super().__init__(**kw)
+        self.loaded, self.grounded = list(loaded), list(grounded)
+
+    def equations(self):
+        yield connect(self.c.p, self.r.p)
+        if self.loaded:
+            yield connect(self.load.p, *[part.p for part in self.loaded])
+        pins = [pin for part in self.grounded for pin in (part.p, getattr(part, "n", None))]
+        yield connect(self.c.n, self.r.n, self.ground.p, self.load.n,
+                      *[part.n for part in self.loaded], *[p for p in pins if p is not None])
+
+
+def test_an_equation_that_aliases_leave_a_number_is_named():
+    # Two grounds: the second's connection equation says 0 = 0 once both potentials are
+    # the constant 0.
+    with pytest.raises(mb.StructuralSingularityError) as info:
+        mb.compile(GroundedRC(grounded=[el.Ground()]))
+    msg = str(info.value)
+    assert "'c.n.v = grounded[0].p.v' from the model is always satisfied (0 = 0)" in msg
+    assert "add the missing reference" in msg
+    # A part with both pins on the ground node: its equation says -1 = 0. It comes from its
+    # class's template (the first instance, across the load, is fine: v_p = 0.5 V).
+    with pytest.raises(mb.StructuralSingularityError) as info:
+        mb.compile(GroundedRC(loaded=[TwiceAndOnce()], grounded=[TwiceAndOnce()]))
+    msg = str(info.value)
+    assert ("'(((2.*grounded[0].p.v)+grounded[0].n.v)==1)' from grounded[0] reduces to -1.0 = 0: it "
+            "contradicts the others") in msg
+    cm = mb.compile(GroundedRC(loaded=[TwiceAndOnce()]))
+    assert cm.simulate(0.01)["loaded[0].p.v"][-1] == pytest.approx(0.5, abs=1e-12)
+
+
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_non_finite_parameter_is_rejected(bad):
     with pytest.raises(mb.ParameterError, match="'Resistor.R' = .* is not finite"):
