@@ -215,14 +215,17 @@ class FlatModel:
     #: the equations' residuals as one column vector, as flattened (None: not known; it
     #: is not updated if ``equations`` are changed afterwards)
     residual_vector: ca.SX | None = None
+    #: the component classes' equation templates (:mod:`mbmodel.templates`) its equations'
+    #: slopes come from
+    templates: list = field(default_factory=list)
 
     def variable(self, name: str) -> FlatVariable:
         return self.variables[self.index[name]]
 
     def _persist_state(self) -> dict:
         # The connection graph's nodes are the user's connector instances, which a saved
-        # model does not hold; nothing after flattening reads it.
-        return {**self.__dict__, "connection_graph": None}
+        # model does not hold; nothing after flattening reads it, nor the templates.
+        return {**self.__dict__, "connection_graph": None, "templates": []}
 
 
 def describe(expr) -> str:

@@ -708,6 +708,7 @@ def flatten(model: Model, analysis: str = "forward",
     flat.symbol_vector = _symbol_vector(fl)
     residuals = ca.vertcat(*fl.residual_pieces) if fl.residual_pieces else ca.SX(0, 1)
     flat.residual_vector = residuals if residuals.numel() == len(flat.equations) else None
+    flat.templates = [t for t in fl.templates.values() if t is not None]
     return flat
 
 

@@ -165,12 +165,15 @@ class EquationTemplate:
     the module docs). :meth:`record` returns None where the equations do not qualify."""
 
     def __init__(self, function, layout, questions, derivative_positions, alias_forms, sizes,
-                 slopes):
+                 slopes, columns):
         self.function = function
         # The class's Jacobian, found once: per residual, its constant entries as
         # ``[(column, number)]`` and the columns of the others, over the declared variables'
         # entries followed by the derivatives (parameters and time are knowns).
         self.slopes = slopes
+        self.columns = columns  # the entries of (symbols, derivatives) the slopes are along
+        self._with_constants: dict = {}  # (row, constants) -> slopes (slopes_with_constants)
+        self._residuals: ca.SX | None = None  # the residuals in the Function's own inputs
         # Alias elimination's reading of each residual, found once for the class: in
         # positions of the symbol vector (see linear_pattern), False where not an alias.
         self.alias_forms = alias_forms
@@ -245,7 +248,26 @@ class EquationTemplate:
                                                   for k in range(len(derivatives))]
         return cls(function, layout, list(recorder.questions), derivative_positions,
                    alias_forms, sizes, _slopes(outputs[0], ca.vertcat(local, *derivatives),
-                                               columns))
+                                               columns), columns)
+
+    def slopes_with_constants(self, row: int, constants: tuple) -> tuple[list, list]:
+        """Residual ``row``'s slopes (as :attr:`slopes`: ``([(column, number)],
+        [column])``) where the columns in ``constants``, ``((column, value), ...)``, are
+        those numbers: an instance's equation after alias elimination made those variables
+        constants (a joint's torque without a drive: 0, which folds the products it is in).
+        Found once per row and set of constants, for every instance that has them."""
+        key = (row, constants)
+        found = self._with_constants.get(key)
+        if found is None:
+            inputs = self.function.sx_in()
+            if self._residuals is None:
+                self._residuals = self.function.call(inputs)[0]
+            along = ca.vertcat(inputs[0], inputs[1])
+            residual = ca.substitute(self._residuals[row],
+                                     along[[c for c, _ in constants]],
+                                     ca.DM([value for _, value in constants]))
+            found = self._with_constants[key] = _slopes(residual, along, self.columns)[0]
+        return found
 
     def instantiate(self, comp: Model, ctx, active, first_position,
                     fresh_derivative, position_of) -> Instantiated | None:
