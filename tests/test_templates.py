@@ -448,9 +448,28 @@ class Leaking(mb.Model):
         yield self.p.v == self.y
 
 
+class Fed(mb.Model):
+    """Decays at a rate set by a signal, fed by its pin's current: the pin is left open, so
+    the current is the constant 0, which enters affinely (the others' slopes stay)."""
+
+    p = el.PositivePin()
+    x = mb.Variable()
+    y = mb.Variable(start=1.0)
+
+    def template_key(self):
+        return ()
+
+    def equations(self):
+        yield mb.der(self.y) == -self.x * self.y + self.p.i
+        yield self.x == 1.5 + mb.functions.sin(mb.time)
+        yield self.p.v == self.y
+
+
 class TwoLeaking(mb.Model):
     first = Leaking()
     second = Leaking()
+    fed = Fed()
+    fed_too = Fed()
 
 
 @pytest.mark.parametrize("make, analysis", [
