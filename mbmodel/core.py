@@ -269,6 +269,7 @@ class Variable(Declaration):
         self.state_select = state_select
         self.shape = _shape_of(shape)
         self.symbol: ca.SX | None = None
+        self._checked_start: np.ndarray | None = None  # see _instantiate
 
     def _shown(self):
         start = self.start.tolist() if isinstance(self.start, np.ndarray) else self.start
@@ -278,12 +279,18 @@ class Variable(Declaration):
     def _instantiate(self, owner, name, modifier=None):
         new = self._copy_for(owner, name)
         new.symbol = ca.SX.sym(name, *new.shape)
+        if modifier is None and self._checked_start is not None:
+            new.start = self._checked_start  # the declaration's, checked for its first instance
+            return new
         if modifier is not None:
             new.modify(modifier)
         new.start = _as_array(new.start, new.shape, f"variable '{new.path}'")
         if not np.isfinite(new.start).all():
             raise DeclarationError(f"variable '{new.path}': its start value {new.start.tolist()} "
                                    f"is not finite; give a finite number")
+        if modifier is None:  # shared by every instance without a modifier: read-only
+            new.start.setflags(write=False)
+            self._checked_start = new.start
         return new
 
     def modify(self, modifier):

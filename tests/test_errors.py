@@ -547,6 +547,35 @@ def test_bad_declarations_of_starts_bounds_and_compile_options():
         mb.compile(_RC(), state_priority={"bogus": 3})
 
 
+def test_each_instance_keeps_its_own_start_value():
+    # Instances without a start of their own share their declaration's, checked once; one
+    # given a start keeps it, whether it comes before, between or after the others.
+    class Charged(Model):
+        first = el.Capacitor(v=mb.Fixed(2.0))
+        plain = el.Capacitor()
+        guessed = el.Capacitor(v=mb.Guess(-1.5))
+        plain_too = el.Capacitor()
+        ground = el.Ground()
+
+        def equations(self):
+            caps = [self.first, self.plain, self.guessed, self.plain_too]
+            for c in caps:
+                yield connect(c.n, self.ground.p)
+            for a, b in zip(caps, caps[1:]):
+                yield connect(a.p, b.p)  # all in parallel: one charge, no dynamics
+    flat = mb.flatten(Charged())
+    starts = {n: flat.variable(f"{n}.v").start for n in ("first", "plain", "guessed",
+                                                          "plain_too")}
+    assert starts == {"first": 2.0, "plain": 0.0, "guessed": -1.5, "plain_too": 0.0}
+    assert flat.variable("first.v").fixed and not flat.variable("plain.v").fixed
+    # a class whose declared start is not finite is refused for every instance
+    class NotFinite(Model):
+        x = Variable(start=float("nan"))
+    for _ in range(2):
+        with pytest.raises(mb.DeclarationError, match="start value .* is not finite"):
+            NotFinite()
+
+
 def test_any_exception_in_equations_names_its_component():
     class Typo(Model):
         x = Variable(0.0, fixed=True)
