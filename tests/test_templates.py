@@ -448,16 +448,11 @@ class Leaking(mb.Model):
         yield self.p.v == self.y
 
 
-class Fed(mb.Model):
-    """Decays at a rate set by a signal, fed by its pin's current: the pin is left open, so
-    the current is the constant 0, which enters affinely (the others' slopes stay)."""
+class Fed(Leaking):
+    """Decays at a rate set by a signal, fed by its open pin's current: the constant 0
+    enters affinely (the others' slopes stay)."""
 
-    p = el.PositivePin()
-    x = mb.Variable()
-    y = mb.Variable(start=1.0)
-
-    def template_key(self):
-        return ()
+    template_key = Leaking.template_key
 
     def equations(self):
         yield mb.der(self.y) == -self.x * self.y + self.p.i
