@@ -173,7 +173,7 @@ class EquationTemplate:
         self.slopes = slopes
         self.columns = columns  # the entries of (symbols, derivatives) the slopes are along
         self._with_constants: dict = {}  # (row, constants) -> slopes (slopes_with_constants)
-        self._residuals: ca.SX | None = None  # the residuals in the Function's own inputs
+        self._residuals: tuple | None = None  # (columns' symbols, residuals) of the class
         # Alias elimination's reading of each residual, found once for the class: in
         # positions of the symbol vector (see linear_pattern), False where not an alias.
         self.alias_forms = alias_forms
@@ -259,11 +259,12 @@ class EquationTemplate:
         key = (row, constants)
         found = self._with_constants.get(key)
         if found is None:
-            inputs = self.function.sx_in()
-            if self._residuals is None:
-                self._residuals = self.function.call(inputs)[0]
-            along = ca.vertcat(inputs[0], inputs[1])
-            residual = ca.substitute(self._residuals[row],
+            if self._residuals is None:  # (the symbols the residuals are in, with them)
+                inputs = self.function.sx_in()
+                self._residuals = (ca.vertcat(inputs[0], inputs[1]),
+                                   self.function.call(inputs)[0])
+            along, residuals = self._residuals
+            residual = ca.substitute(residuals[row],
                                      along[[c for c, _ in constants]],
                                      ca.DM([value for _, value in constants]))
             found = self._with_constants[key] = _slopes(residual, along, self.columns)[0]
