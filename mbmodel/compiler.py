@@ -9,6 +9,7 @@ output ``y(x, z, u, p, t)``. Parameters stay symbolic unless ``parameters="const
 from __future__ import annotations
 
 import gc
+import itertools
 import re
 import time as _clock
 from dataclasses import dataclass
@@ -210,6 +211,24 @@ def _outputs(system, wanted, symbols: ca.SX) -> tuple[list[str], ca.SX]:
     def own(expr):
         extra.append(expr)
         return n + len(extra) - 1, 1.0, 0.0
+
+    known = system.value_sources
+    if known is not None:  # the sources by position, the same rows as source() finds
+        keep = known.reported
+        if wanted is not None:
+            keep = keep & np.array([name in wanted for name in known.flat_names], dtype=bool)
+        later = [i for i in known.extra if wanted is None or system.names[i] in wanted]
+        names = list(itertools.compress(known.flat_names, keep)) + [
+            system.names[i] for i in later]
+        if not names:
+            return names, ca.SX(0, 1)
+        rows = np.concatenate([known.rows[keep], np.array(later, dtype=np.int64)])
+        signs = np.concatenate([known.signs[keep], np.ones(len(later))])
+        offsets = np.concatenate([known.offsets[keep], np.zeros(len(later))])
+        for k in np.flatnonzero(rows < 0):  # in order: own() appends as source() did
+            rows[k] = own(_expression_of(system, names[k]))[0]
+        return names, (ca.vertcat(symbols, *extra)[rows.tolist()] * ca.DM(signs)
+                       + ca.DM(offsets))
 
     def source(name):
         """Where a variable's value comes from: ``(row, sign, offset)``."""

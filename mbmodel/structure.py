@@ -51,6 +51,23 @@ class Block:
 
 
 @dataclass
+class ValueSources:
+    """Where every flat variable's value comes from, by flat position: ``rows[g]``, an
+    index into the sorted system's ``symbols`` (``len(symbols)``: the constant 0), times
+    ``signs[g]`` plus ``offsets[g]``; ``-1`` where it is an expression of its own (a chain
+    of aliases, an external input). ``reported``: which flat variables are results (not the
+    simulator's relations, pre values and samples); ``extra``: the sorted system's
+    variables that are not flat ones (derivatives it made), reported after them."""
+
+    flat_names: list[str]
+    rows: np.ndarray
+    signs: np.ndarray
+    offsets: np.ndarray
+    reported: np.ndarray
+    extra: list[int]
+
+
+@dataclass
 class SortedSystem:
     """What the casadi stage needs, as plain data.
 
@@ -104,6 +121,8 @@ class SortedSystem:
     symbol_vector: ca.SX | None = None
     #: The expressions of ``sequence`` as one column vector, if known (likewise).
     sequence_vector: ca.SX | None = None
+    #: Every flat variable's value in ``symbols``, if known (the compiled model's outputs).
+    value_sources: ValueSources | None = None
 
 
 @dataclass
@@ -601,7 +620,30 @@ class _Analysis:
             state_set=self.dynamic_state_set(dummies, equations, symbols, names, red),
             symbol_vector=ca.vertcat(self.symbol_vector[ids] if ids else ca.SX(0, 1),
                                      *symbols[len(ids):]),
-            sequence_vector=self.sequence_vector)
+            sequence_vector=self.sequence_vector,
+            value_sources=self.value_sources(ids, n_all))
+
+    def value_sources(self, ids, n_all) -> ValueSources:
+        """:class:`ValueSources` from the alias table by position (the outputs used to
+        look every variable up by name, ~2 µs each)."""
+        n_flat = len(self.flat.variables)
+        local = np.full(len(self.names), -1, dtype=np.int64)
+        local[ids] = np.arange(len(ids))
+        rows = local[:n_flat].copy()  # an unknown itself; -1: an external input
+        signs, offsets = np.ones(n_flat), np.zeros(n_flat)
+        for a, (rep, sign, off) in self.alias.items():
+            if a >= n_flat:
+                continue
+            if rep is None:
+                rows[a], offsets[a] = n_all, off
+            elif local[rep] < 0:
+                rows[a] = -1  # an alias of an input, or of another alias (no unknown)
+            else:
+                rows[a], signs[a], offsets[a] = local[rep], sign, off
+        reported = np.array([v.discrete in ("", "variable") for v in self.flat.variables],
+                            dtype=bool)
+        extra = [i for i in range(n_all) if i >= len(ids) or ids[i] >= n_flat]
+        return ValueSources(self.names[:n_flat], rows, signs, offsets, reported, extra)
 
     def dynamic_state_set(self, dummies, equations, symbols, names, red):
         """The :class:`DynamicStateSet` of the position-level constraints (the equations

@@ -694,6 +694,14 @@ def test_the_outputs_are_every_variable_resolved_one_by_one(make):
         fast, reference = (np.array(f(*args)).ravel() for f in (cm.output_function, one_by_one))
         assert fast.shape == reference.shape and np.array_equal(fast, reference)
     assert any(name in system.alias for name in cm.output_names)
+    # the sources read by position are what looking every name up finds, also for a few
+    from dataclasses import replace
+
+    from mbmodel.compiler import _outputs
+    for wanted in (None, set(cm.output_names[1::3])):
+        by_position = _outputs(system, wanted, system.symbol_vector)
+        by_name = _outputs(replace(system, value_sources=None), wanted, system.symbol_vector)
+        assert by_position[0] == by_name[0] and str(by_position[1]) == str(by_name[1])
 
 
 @pytest.mark.parametrize("make", [lambda: RCLadder(3), lambda: _MovedInertia(),
