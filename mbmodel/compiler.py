@@ -23,9 +23,9 @@ from .checks import scalar
 from .core import Model, check_parameter_value
 from .core import time as TIME
 from .errors import DeclarationError, ImplicitStartWarning, ParameterError, SimulationError
-from .flat import FlatModel, describe
+from .flat import FlatModel, describe, stacked
 from .flatten import flatten
-from .structure import SortedSystem, affine_expression, analyze, stacked
+from .structure import SortedSystem, affine_expression, analyze
 
 
 @dataclass

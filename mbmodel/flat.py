@@ -228,6 +228,11 @@ class FlatModel:
         return {**self.__dict__, "connection_graph": None, "templates": []}
 
 
+def stacked(expressions) -> ca.SX:
+    """The expressions (scalars or columns) stacked into one column, 0 x 1 if none."""
+    return ca.vertcat(*expressions) if expressions else ca.SX(0, 1)
+
+
 def describe(expr) -> str:
     """An expression as text for messages, cut to a readable length."""
     text = str(expr)

@@ -26,7 +26,8 @@ from .connections import (build_connection_graph, connection_equations, connecti
 from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContext, _iterate, _where
 from .errors import DeclarationError, ModelError
 from .discrete import RelationsSwitchAtEvents, When
-from .flat import FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable, describe
+from .flat import (FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable, describe,
+                   stacked)
 from .hybrid import HybridCollector
 from .visuals import resolve as resolve_visuals
 from .templates import EquationTemplate, Instantiated, Recorder, template_key
@@ -706,7 +707,7 @@ def flatten(model: Model, analysis: str = "forward",
     flat.tear_hints = fl.tear_hints
     flat.visuals = _visuals(fl)
     flat.symbol_vector = _symbol_vector(fl)
-    residuals = ca.vertcat(*fl.residual_pieces) if fl.residual_pieces else ca.SX(0, 1)
+    residuals = stacked(fl.residual_pieces)
     flat.residual_vector = residuals if residuals.numel() == len(flat.equations) else None
     flat.templates = [t for t in fl.templates.values() if t is not None]
     return flat

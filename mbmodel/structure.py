@@ -16,7 +16,7 @@ from . import graph
 from .alias import AliasResult, eliminate_aliases
 from .core import STATE_PRIORITY, time_derivative
 from .errors import DeclarationError, StructuralSingularityError
-from .flat import FlatModel, describe
+from .flat import FlatModel, describe, stacked
 from .linear import reduce_linear
 from .linsolve import SINGULAR_PIVOT, pivoted_solve, smallest_relative_pivot
 
@@ -1081,11 +1081,6 @@ class _Analysis:
         if not rows:
             return ca.SX(0, 1)
         return ca.vertcat(*self.solved_vectors, stacked(others))[rows]
-
-
-def stacked(expressions) -> ca.SX:
-    """The expressions (scalars or columns) stacked into one column, 0 x 1 if none."""
-    return ca.vertcat(*expressions) if expressions else ca.SX(0, 1)
 
 
 def analyze(flat: FlatModel, state_priority: dict[str, int] | None = None,

@@ -28,6 +28,7 @@ import casadi as ca
 from .alias import linear_pattern
 from .core import Assert, Connector, Derivative, Model, Parameter, Variable
 from .core import time as TIME
+from .flat import stacked
 
 __all__ = ["template_key", "EquationTemplate", "Recorder", "Instantiated"]
 
@@ -228,13 +229,11 @@ class EquationTemplate:
                 layout.append(("equations", len(elements)))
             else:
                 return None  # connect, when, a number: the general path
-        outputs = [ca.vertcat(*residuals) if residuals else ca.SX(0, 1),
-                   ca.vertcat(*shown) if shown else ca.SX(0, 1),
-                   ca.vertcat(*conditions) if conditions else ca.SX(0, 1)]
+        outputs = [stacked(residuals), stacked(shown), stacked(conditions)]
         allowed = set(position) | {s.element_hash() for s in derivatives} | {TIME.element_hash()}
         if any(s.element_hash() not in allowed for s in ca.symvar(ca.vertcat(*outputs))):
             return None  # another component's symbols, relations, pre(): not its own
-        inputs = [local, ca.vertcat(*derivatives) if derivatives else ca.SX(0, 1), TIME]
+        inputs = [local, stacked(derivatives), TIME]
         function = ca.Function("template", inputs, outputs)
         sizes, variable_at, start = [], {}, 0
         for d in recorder.declarations:
@@ -289,7 +288,7 @@ class EquationTemplate:
         elements = local.elements() if self.needs_elements else None
         derivatives = [ctx.make_derivative(elements[k]) for k in self.derivative_positions]
         residuals, shown, conditions = self.function.call(
-            [local, ca.vertcat(*derivatives) if derivatives else ca.SX(0, 1), TIME])
+            [local, stacked(derivatives), TIME])
         conditions = conditions.elements()
         asserts, declared, start = [], [], 0
         for entry in self.layout:
