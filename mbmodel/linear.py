@@ -233,8 +233,18 @@ def _trusted_row(numbers: dict) -> dict | None:
             return None
         if f:
             fractions[c] = f
-    scale = lcm(*(f.denominator for f in fractions.values()))
-    return {c: int(f * scale) for c, f in fractions.items()}
+    return _integer_row(fractions)[0]
+
+
+def _integer_row(coefficients: dict) -> tuple[dict, int]:
+    """Rational coefficients as integers, scaled by their least common denominator, and
+    that scale (which an equation's offsets take too)."""
+    scale = lcm(*(Fraction(f).denominator for f in coefficients.values()))
+    return {c: int(f * scale) for c, f in coefficients.items()}, scale
+
+
+def _scaled_offsets(offset: dict, scale: int) -> dict:
+    return {k: (t, v * scale) for k, (t, v) in offset.items() if v != 0}
 
 
 def _reduce(equations, symbols, differentiated, incidence, preference, stacked, known,
@@ -268,9 +278,8 @@ def _reduce(equations, symbols, differentiated, incidence, preference, stacked, 
             if with_unknowns[first:end].any():
                 del forms[e]
     for e, (coefficients, offset) in forms.items():
-        scale = lcm(*(Fraction(f).denominator for f in coefficients.values()))
-        rows[e] = {c: int(f * scale) for c, f in coefficients.items()}
-        offsets[e] = {k: (t, v * scale) for k, (t, v) in offset.items() if v != 0}
+        rows[e], scale = _integer_row(coefficients)
+        offsets[e] = _scaled_offsets(offset, scale)
     result = LinearReduction(n_linear=len(rows))
     if not rows:
         return result
@@ -288,12 +297,11 @@ def _reduce(equations, symbols, differentiated, incidence, preference, stacked, 
         if form is None:
             raise _Disagreement
         found, offset = form
-        scale = lcm(*(Fraction(f).denominator for f in found.values()))
-        row = {c: int(f * scale) for c, f in found.items()}
+        row, scale = _integer_row(found)
         if row != rows[e]:
             raise _Disagreement
         rows[e], original[e] = row, dict(row)  # the walk's order, as without trust
-        offsets[e] = {k: (t, v * scale) for k, (t, v) in offset.items() if v != 0}
+        offsets[e] = _scaled_offsets(offset, scale)
         offsets_at_start[e] = dict(offsets[e])
     column_rows: dict[int, set[int]] = {}
     for e, row in rows.items():
