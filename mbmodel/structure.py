@@ -339,17 +339,13 @@ class _Analysis:
         ``({unknown: number}, {unknown})``, the constant ones and the others (``local``: the
         unknowns' indices by variable). Where the instance's aliases could change them the
         answer is None and the equation is asked as before: two of the equation's
-        variables that are one (their terms may cancel), a chain of aliases, or a variable
-        that is a constant and enters other than affinely (its own slope not a number other
-        than zero). A constant put in for a variable whose slope is such a number changes
-        neither the others' slopes nor their presence: their derivatives do not depend on
-        it (their mixed second derivative is that number's, zero), and every operation
-        between it and the residual is a sum or a product by a number, which the constant
-        folds away alone. Through a product by another variable (a joint's torque divided
-        by an articulated inertia) the other's slope holds the constant, and could vanish
-        with it: for an equation of a template, the class's slopes with those constants put
-        in are found once per row and set of constants
-        (:meth:`mbmodel.templates.EquationTemplate.slopes_with_constants`) and mapped."""
+        variables that are one (their terms may cancel), or a chain of aliases. A variable
+        that is a constant may fold the products it is in (a joint's torque without a drive,
+        0, over an articulated inertia): an equation of a template takes its class's slopes
+        with the constants put in, found once per row and set of constants
+        (:meth:`mbmodel.templates.EquationTemplate.slopes_with_constants`); any other
+        equation only if its slopes are numbers other than zero (it is affine, and the
+        constants fold away alone), else it is asked."""
         # Per variable: what it is after alias elimination (-1: a chain, -2: a constant) and
         # its sign (1 or -1, so products by it are exact), then its unknown's index (-1: a
         # known input).
@@ -381,28 +377,22 @@ class _Analysis:
                 result.append(None)
                 continue
             if -2 in roots:
-                n_fixed = len(constant)  # roots: those of the constant slopes first
-                if -2 in roots[n_fixed:] or any(
-                        r == -2 and number == 0.0 for r, (_, number) in zip(roots, constant)):
-                    # not affine in the constants: the class's slopes with them put in
-                    source = template_rows.get(id(constant))
-                    if source is None:
-                        result.append(None)
-                        continue
+                source = template_rows.get(id(constant))
+                if source is not None:  # the class's slopes with the constants put in
                     columns = [c for c, _ in constant] + list(varying)
                     constants = tuple(sorted((c, self.alias[positions[c]][2])
                                              for c, r in zip(columns, roots) if r == -2))
                     constant, varying = source[0].slopes_with_constants(source[1], constants)
                     variables = [positions[c] for c, _ in constant]
                     roots = [root[g] for g in variables] + [root[positions[c]] for c in varying]
-                    if -1 in roots or -2 in roots:
-                        result.append(None)
-                        continue
-                else:
-                    kept = [i for i in range(n_fixed) if roots[i] != -2]
+                elif varying or any(number == 0.0 for _, number in constant):
+                    result.append(None)
+                    continue
+                else:  # affine (a flow sum): the constants fold alone
+                    kept = [i for i, r in enumerate(roots) if r != -2]
                     variables = [variables[i] for i in kept]
                     constant = [constant[i] for i in kept]
-                    roots = [roots[i] for i in kept] + roots[n_fixed:]
+                    roots = [roots[i] for i in kept]
             if len(set(roots)) < len(roots):
                 result.append(None)
                 continue

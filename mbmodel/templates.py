@@ -166,15 +166,16 @@ class EquationTemplate:
     the module docs). :meth:`record` returns None where the equations do not qualify."""
 
     def __init__(self, function, layout, questions, derivative_positions, alias_forms, sizes,
-                 slopes, columns):
+                 slopes, columns, residuals, along):
         self.function = function
         # The class's Jacobian, found once: per residual, its constant entries as
         # ``[(column, number)]`` and the columns of the others, over the declared variables'
         # entries followed by the derivatives (parameters and time are knowns).
         self.slopes = slopes
-        self.columns = columns  # the entries of (symbols, derivatives) the slopes are along
+        self.columns = columns  # the entries of ``along`` the slopes are along
+        # the recorded instance's residuals in its (symbols, derivatives) ``along``
+        self.residuals, self.along = residuals, along
         self._with_constants: dict = {}  # (row, constants) -> slopes (slopes_with_constants)
-        self._residuals: tuple | None = None  # (columns' symbols, residuals) of the class
         # Alias elimination's reading of each residual, found once for the class: in
         # positions of the symbol vector (see linear_pattern), False where not an alias.
         self.alias_forms = alias_forms
@@ -245,9 +246,10 @@ class EquationTemplate:
         alias_forms = [linear_pattern(r, variable_at) or False for r in residuals]
         columns = sorted(variable_at.values()) + [len(entries) + k
                                                   for k in range(len(derivatives))]
+        along = ca.vertcat(local, *derivatives)
         return cls(function, layout, list(recorder.questions), derivative_positions,
-                   alias_forms, sizes, _slopes(outputs[0], ca.vertcat(local, *derivatives),
-                                               columns), columns)
+                   alias_forms, sizes, _slopes(outputs[0], along, columns), columns,
+                   outputs[0], along)
 
     def slopes_with_constants(self, row: int, constants: tuple) -> tuple[list, list]:
         """Residual ``row``'s slopes (as :attr:`slopes`: ``([(column, number)],
@@ -258,15 +260,11 @@ class EquationTemplate:
         key = (row, constants)
         found = self._with_constants.get(key)
         if found is None:
-            if self._residuals is None:  # (the symbols the residuals are in, with them)
-                inputs = self.function.sx_in()
-                self._residuals = (ca.vertcat(inputs[0], inputs[1]),
-                                   self.function.call(inputs)[0])
-            along, residuals = self._residuals
-            residual = ca.substitute(residuals[row],
-                                     along[[c for c, _ in constants]],
+            residual = ca.substitute(self.residuals[row],
+                                     self.along[[c for c, _ in constants]],
                                      ca.DM([value for _, value in constants]))
-            found = self._with_constants[key] = _slopes(residual, along, self.columns)[0]
+            found = self._with_constants[key] = _slopes(residual, self.along,
+                                                        self.columns)[0]
         return found
 
     def instantiate(self, comp: Model, ctx, active, first_position,

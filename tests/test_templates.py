@@ -450,7 +450,7 @@ class Leaking(mb.Model):
 
 class Fed(Leaking):
     """Decays at a rate set by a signal, fed by its open pin's current: the constant 0
-    enters affinely (the others' slopes stay)."""
+    enters affinely (the others' slopes stay as the class found them)."""
 
     template_key = Leaking.template_key
 
