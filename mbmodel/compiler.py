@@ -200,63 +200,29 @@ def _hybrid_expressions(system) -> list:
 
 def _outputs(system, wanted, symbols: ca.SX) -> tuple[list[str], ca.SX]:
     """The names of every flat variable (unknowns, derivatives, aliases; those in
-    ``wanted`` if not None) and their values as one vector of the sorted system's
-    ``symbols`` (its symbol vector): ``sign * representative + offset``, formed by
-    elementwise operations on vectors (casadi drops the products by 1 and the sums with 0,
-    as :func:`affine_expression` does) instead of a few casadi calls from Python per
-    variable."""
-    n = len(system.symbols)
-    extra = [ca.SX(0)]  # after the symbols: zero, then the values with expressions of their own
-
-    def own(expr):
-        extra.append(expr)
-        return n + len(extra) - 1, 1.0, 0.0
-
+    ``wanted`` if not None; not the simulator's relations, pre values and samples) and the
+    derivatives the analysis made, with their values as one vector of the sorted system's
+    ``symbols`` (its symbol vector): ``sign * representative + offset`` from
+    :attr:`SortedSystem.value_sources`, formed by elementwise operations on vectors (casadi
+    drops the products by 1 and the sums with 0, as :func:`affine_expression` does)
+    instead of a few casadi calls from Python per variable."""
     known = system.value_sources
-    if known is not None:  # the sources by position, the same rows as source() finds
-        keep = known.reported
-        if wanted is not None:
-            keep = keep & np.array([name in wanted for name in known.flat_names], dtype=bool)
-        later = [i for i in known.extra if wanted is None or system.names[i] in wanted]
-        names = list(itertools.compress(known.flat_names, keep)) + [
-            system.names[i] for i in later]
-        if not names:
-            return names, ca.SX(0, 1)
-        rows = np.concatenate([known.rows[keep], np.array(later, dtype=np.int64)])
-        signs = np.concatenate([known.signs[keep], np.ones(len(later))])
-        offsets = np.concatenate([known.offsets[keep], np.zeros(len(later))])
-        for k in np.flatnonzero(rows < 0):  # in order: own() appends as source() did
-            rows[k] = own(_expression_of(system, names[k]))[0]
-        return names, (ca.vertcat(symbols, *extra)[rows.tolist()] * ca.DM(signs)
-                       + ca.DM(offsets))
-
-    def source(name):
-        """Where a variable's value comes from: ``(row, sign, offset)``."""
-        if name in system.alias:
-            rep, sign, offset = system.alias[name]
-            if rep is None:
-                return n, 1.0, offset  # a constant: zero times 1 plus the offset
-            if rep in system.alias or rep not in system.flat_index:
-                return own(_expression_of(system, name))  # a chain of aliases, an input
-            return system.flat_index[rep], sign, offset
-        if name not in system.flat_index:  # an external input
-            return own(system.variables[system.variable_index[name]].symbol)
-        return system.flat_index[name], 1.0, 0.0
-
-    names, flat_names = [], set()
-    for var in system.variables:
-        flat_names.add(var.name)
-        if var.discrete not in ("", "variable"):
-            continue  # relations, pre values, samples: the simulator's own bookkeeping
-        if wanted is None or var.name in wanted:
-            names.append(var.name)
-    names += [name for name in system.names
-              if name not in flat_names and name not in system.alias
-              and (wanted is None or name in wanted)]
+    keep = known.reported
+    if wanted is not None:
+        keep = keep & np.array([name in wanted for name in known.flat_names], dtype=bool)
+    later = [i for i in known.extra if wanted is None or system.names[i] in wanted]
+    names = list(itertools.compress(known.flat_names, keep)) + [system.names[i] for i in later]
     if not names:
         return names, ca.SX(0, 1)
-    rows, signs, offsets = zip(*[source(name) for name in names])
-    return names, (ca.vertcat(symbols, *extra)[list(rows)] * ca.DM(signs)
+    rows = np.concatenate([known.rows[keep], np.array(later, dtype=np.int64)])
+    signs = np.concatenate([known.signs[keep], np.ones(len(later))])
+    offsets = np.concatenate([known.offsets[keep], np.zeros(len(later))])
+    # after the symbols: zero (for the constants), then the values with expressions of
+    # their own (chains of aliases, external inputs), in order
+    own = np.flatnonzero(rows < 0)
+    rows[own] = len(system.symbols) + 1 + np.arange(len(own))
+    extra = [ca.SX(0)] + [_expression_of(system, names[k]) for k in own]
+    return names, (ca.vertcat(symbols, *extra)[rows.tolist()] * ca.DM(signs)
                    + ca.DM(offsets))
 
 

@@ -121,7 +121,8 @@ class SortedSystem:
     symbol_vector: ca.SX | None = None
     #: The expressions of ``sequence`` as one column vector, if known (likewise).
     sequence_vector: ca.SX | None = None
-    #: Every flat variable's value in ``symbols``, if known (the compiled model's outputs).
+    #: Every flat variable's value in ``symbols`` (the compiled model's outputs; None only
+    #: in a system saved before it existed, which is never generated again).
     value_sources: ValueSources | None = None
 
 
