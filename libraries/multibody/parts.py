@@ -773,7 +773,19 @@ def _orthonormal_basis(length_direction, width_direction):
     return np.column_stack([e1, e2, np.cross(e1, e2)])
 
 
-class BodyBox(_Shape, _RigidBody):
+class _AlongR(_Shape):
+    """Mix-in: a shape whose principal axes follow ``r`` (and a width direction), numbers
+    in its equations: they are part of its template key, and they are what its declared
+    mass properties are checked for (:func:`_principal_basis`)."""
+
+    def template_key(self):
+        return _Shape.template_key(self) + (tuple(_principal_basis(self).ravel().tolist()),)
+
+    def check_declared_mass_properties(self):
+        _principal_basis(self)  # what mass_properties() checks, without its expressions
+
+
+class BodyBox(_AlongR, _RigidBody):
     """A box of ``length = |r|`` along ``r`` (from frame_a to frame_b), ``width`` along
     ``width_direction`` and ``height``, with an optional hollow core (``inner_width``,
     ``inner_height``); mass and inertia from the geometry and ``density`` (MSL
@@ -793,17 +805,12 @@ class BodyBox(_Shape, _RigidBody):
     inner_height = Parameter(0.0, unit="m", min=0.0, doc="Height of the hollow core")
     density = Parameter(7700.0, unit="kg/m3", min=0.0, doc="Density (steel)")
 
-    template_key_reads_connections = True  # the key says whether a body is attached
+    # (a key holds for the class that states it)
+    template_key, template_key_reads_connections = _AlongR.template_key, True
 
     def __init__(self, width_direction=(0.0, 1.0, 0.0), **modifiers):
         super().__init__(**modifiers)
         self.width_direction = tuple(float(x) for x in width_direction)
-
-    def template_key(self):
-        return _Shape.template_key(self) + (_principal_axes(self),)
-
-    def check_declared_mass_properties(self):
-        _principal_basis(self)  # what mass_properties() checks, without its expressions
 
     def mass_properties(self):
         r = sp.vec(self.r)
@@ -823,7 +830,7 @@ class BodyBox(_Shape, _RigidBody):
         return vis.box(self)
 
 
-class BodyCylinder(_Shape, _RigidBody):
+class BodyCylinder(_AlongR, _RigidBody):
     """A cylinder of ``length = |r|`` along ``r`` with ``diameter`` and optional
     ``inner_diameter`` (a tube); mass and inertia from geometry and ``density`` (MSL
     ``Parts.BodyCylinder``; default diameter |r|/5, steel).
@@ -836,13 +843,8 @@ class BodyCylinder(_Shape, _RigidBody):
     inner_diameter = Parameter(0.0, unit="m", min=0.0, doc="Inner diameter")
     density = Parameter(7700.0, unit="kg/m3", min=0.0, doc="Density (steel)")
 
-    template_key_reads_connections = True  # the key says whether a body is attached
-
-    def template_key(self):
-        return _Shape.template_key(self) + (_principal_axes(self),)
-
-    def check_declared_mass_properties(self):
-        _principal_basis(self)  # what mass_properties() checks, without its expressions
+    # (a key holds for the class that states it)
+    template_key, template_key_reads_connections = _AlongR.template_key, True
 
     def mass_properties(self):
         r = sp.vec(self.r)
@@ -869,12 +871,6 @@ def _principal_basis(body) -> np.ndarray:
         raise ParameterError(f"{type(body).__name__} '{body.path}': r has zero length, so the "
                              f"shape has no length direction")
     return _orthonormal_basis(r.ravel(), getattr(body, "width_direction", (0.0, 1.0, 0.0)))
-
-
-def _principal_axes(body) -> tuple:
-    """The principal axes as a template key: shapes along other directions write other
-    numbers."""
-    return tuple(_principal_basis(body).ravel().tolist())
 
 
 def _rotate_principal(body, principal):
