@@ -20,7 +20,7 @@ __all__ = ["FlatVariable", "FlatParameter", "FlatEquation", "FlatAssert", "FlatM
            "describe"]
 
 
-@dataclass
+@dataclass(slots=True)
 class FlatVariable:
     """One scalar unknown (or input) of the flat model."""
 
@@ -44,7 +44,7 @@ class FlatVariable:
     discrete: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class FlatParameter:
     """One scalar parameter: a numeric ``value`` or a ``binding`` to other parameters."""
 
@@ -58,7 +58,7 @@ class FlatParameter:
     max: float = np.inf
 
 
-@dataclass
+@dataclass(slots=True)
 class FlatEquation:
     """One scalar equation ``residual == 0`` and where it came from. ``shown`` is its text
     or the equation as written (formatted by :attr:`description` when a message needs it:
