@@ -33,7 +33,7 @@ TEARING_PIVOT_RATIO = 1e-2
 MAX_CHECKED_BLOCK = 400
 
 
-@dataclass
+@dataclass(slots=True)
 class Block:
     """One block of the BLT: ``kind`` is "explicit" (a single assignment), "linear" (torn,
     the tearing variables solved symbolically) or "nonlinear" (tearing variables become
@@ -540,20 +540,21 @@ class _Analysis:
             origins.append(origins[src])
             descriptions.append(lambda src=src: f"d/dt({descriptions[src]})")
         n_all = len(names)
-        # Preference of a candidate dummy derivative d = der(w): how much w deserves to be a
-        # state. User-declared state_select first, a fixed start value next; variables the
-        # compiler created (derivatives) least.
-        priority = []
-        for v in range(n_all):
-            w = red.var_integral[v]
-            g = ids[w] if (w is not None and w < n) else None
-            priority.append(self.state_preference(g, state_priority))
-        try:
-            dummies = (graph.dummy_derivatives(red, priority,
-                                               self.generic_jacobian(equations, symbols))
-                       if red.new_eqs else set())
-        except graph.StructurallySingular as exc:
-            raise self.singular_error(exc, names) from None
+        dummies = set()
+        if red.new_eqs:  # (without differentiated equations there is nothing to choose)
+            # Preference of a candidate dummy derivative d = der(w): how much w deserves to
+            # be a state. User-declared state_select first, a fixed start value next;
+            # variables the compiler created (derivatives) least.
+            priority = []
+            for v in range(n_all):
+                w = red.var_integral[v]
+                g = ids[w] if (w is not None and w < n) else None
+                priority.append(self.state_preference(g, state_priority))
+            try:
+                dummies = graph.dummy_derivatives(red, priority,
+                                                  self.generic_jacobian(equations, symbols))
+            except graph.StructurallySingular as exc:
+                raise self.singular_error(exc, names) from None
         states = [v for v in range(n_all)
                   if red.var_diff[v] is not None and red.var_diff[v] not in dummies]
         state_set = set(states)
