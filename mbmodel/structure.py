@@ -488,8 +488,6 @@ class _Analysis:
     # ---- main --------------------------------------------------------------------------------
     def run(self, state_priority=None, outputs=None) -> SortedSystem:
         self.build_variables()
-        self.alias_by_name = {self.names[a]: (self.names[r] if r is not None else None)
-                              for a, (r, _, _) in self.alias.items()}
         equation_vector = self.build_equations()
         ids = self.unknown_ids
         # stacked once for the incidence and the linear reduction (a vertcat converts every
@@ -643,6 +641,8 @@ class _Analysis:
         variables depends on the solution: more candidates than constraints, a Jacobian that
         depends on variables, every candidate a variable of the model and few enough to try
         at run time."""
+        if not red.new_eqs:
+            return None  # nothing was differentiated: no position-level constraints
         def order(e):
             k = 0
             while red.eq_diff[e] is not None:
@@ -703,9 +703,11 @@ class _Analysis:
             for e in eqs:
                 block_of[eq_match[e]] = b
         wanted = []
+        alias_by_name = {self.names[a]: (self.names[r] if r is not None else None)
+                         for a, (r, _, _) in self.alias.items()}
         for name in outputs:
-            while name in self.alias_by_name:
-                name = self.alias_by_name[name]
+            while name in alias_by_name:
+                name = alias_by_name[name]
                 if name is None:
                     break
             if name is None or name not in local:
