@@ -143,8 +143,9 @@ def _grouped_entries(system):
     A subexpression several assignments use (the sine of a joint angle, in the rotation
     passed to the child and again in the force passed back) becomes an entry of its own,
     placed before its first user and owned by that user's instance: a kernel that needs it
-    later reads it instead of computing it again. Returns the entries' symbols and
-    expressions (the assignments first, in sequence order), the groups (``(owner, level)``
+    later reads it instead of computing it again. Returns the entries' symbols (the
+    assignments first, in sequence order), the symbols and the expressions each stacked
+    into one vector (None without entries), the groups (``(owner, level)``
     -> entry indices in evaluation order), the groups in the order to call them, and for
     each entry whether another group (or the state derivatives) reads it."""
     sequence, symbols = system.sequence, system.symbols
@@ -159,9 +160,9 @@ def _grouped_entries(system):
     n = len(entry_symbols)
     # Which entries each entry reads: one sparsity pass for all of them.
     reads_of = [[] for _ in range(n)]
+    stacked = (ca.vertcat(*entry_symbols), ca.vertcat(*entry_expressions)) if n else None
     if n:
-        pattern = ca.jacobian_sparsity(ca.vertcat(*entry_expressions),
-                                       ca.vertcat(*entry_symbols))
+        pattern = ca.jacobian_sparsity(stacked[1], stacked[0])
         rows, cols = pattern.get_triplet()
         for r, c in zip(rows, cols):
             reads_of[r].append(c)
@@ -220,7 +221,7 @@ def _grouped_entries(system):
         k = position.get(symbols[d].element_hash())
         if k is not None:
             read_outside[k] = True
-    return entry_symbols, entry_expressions, groups, order, read_outside
+    return entry_symbols, stacked, groups, order, read_outside
 
 
 def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TIME):
@@ -244,7 +245,7 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
     inputs = input_order(system)
     n_x, n_p, n_u = len(system.states), len(free), len(inputs)
 
-    entry_symbols, entry_expressions, groups, order, read_outside = _grouped_entries(system)
+    entry_symbols, stacked, groups, order, read_outside = _grouped_entries(system)
     n_assignments = len(system.sequence)
 
     T = ca.MX.sym("t")
@@ -281,10 +282,10 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         members = groups[group]
         syms = [entry_symbols[i] for i in members]
         # Definitions inside the group resolved into each other: the kernel reads only
-        # values from outside the group.
-        resolved, _ = ca.substitute_inplace(syms, [entry_expressions[i] for i in members],
-                                            [], False)
-        body = ca.vertcat(*resolved)
+        # values from outside the group. (Selections from the stacked entries: a list of
+        # scalars costs a conversion per entry from Python.)
+        (body,), _ = ca.substitute_inplace([stacked[0][members]], [stacked[1][members]],
+                                           [], False)
         if folded:
             body, reads = _with_unit_values(body, ca.symvar(body), numeric)
             body, reads, hoisted = _hoist_parametric(body, reads, numeric, env)
@@ -328,7 +329,7 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         # inputs, instances of one structure give the same serialized Function: they
         # compute the same instructions on their own values.
         sources, loose, fixed, varying, canonical = [], [], [], [], []
-        source_symbols = {}
+        source_symbols, source_entries = {}, {}
         for r in reads:
             h = r.element_hash()
             if h in numeric:
@@ -340,8 +341,10 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
                 j, k, negated = value
                 if j not in source_symbols:
                     source_symbols[j] = ca.SX.sym(f"in{len(sources)}", produced[j].numel())
+                    source_entries[j] = source_symbols[j].elements()  # (one call, not one each)
                     sources.append(j)
-                canonical.append(-source_symbols[j][k] if negated else source_symbols[j][k])
+                entry = source_entries[j][k]
+                canonical.append(-entry if negated else entry)
             else:
                 loose.append(value)
                 canonical.append(None)
