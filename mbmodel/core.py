@@ -119,6 +119,8 @@ def Guess(value, state_select: str | None = None) -> Start:
 class Declaration:
     """Base class of what a component class body may declare."""
 
+    _symbol = None  # see symbol
+
     def __init__(self, *, doc: str = ""):
         self.doc = doc
         self._order = next(_declaration_counter)
@@ -129,11 +131,40 @@ class Declaration:
         # Record the attribute name so a class-level template knows what it is called.
         self.name = name
 
+    def __get__(self, instance, owner=None):
+        # A component's (or connector's) member declared in its class reads as the
+        # member's symbol, made on first use: most are never read before flattening makes
+        # every symbol again under its full name, and a chain of 1000 links has 56 000.
+        # (Not stored in the instance: flattening writes nothing into the user's objects.)
+        if instance is None:
+            return self
+        members = instance.__dict__.get("_members")
+        if members is None:
+            members = instance.__dict__.get("_variables")
+        member = members.get(self.name) if members is not None else None
+        if not isinstance(member, Declaration):
+            return self  # not registered yet (before Model.__init__): the declaration
+        return member.symbol
+
+    @property
+    def symbol(self) -> ca.SX | None:
+        """The member's casadi symbol (made on first use, named by the member), or None
+        for a declaration in a class body."""
+        symbol = self._symbol
+        if symbol is None and self.owner is not None:
+            symbol = self._symbol = ca.SX.sym(self.name, *self.shape)
+        return symbol
+
+    @symbol.setter
+    def symbol(self, value):
+        self._symbol = value
+
     def _copy_for(self, owner, name):
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.owner = owner
         new.name = name
+        new._symbol = None
         return new
 
     @property
@@ -186,7 +217,6 @@ class Parameter(Declaration):
 
     def _instantiate(self, owner, name, modifier=None):
         new = self._copy_for(owner, name)
-        new.symbol = ca.SX.sym(name, *new.shape)
         value = self.default if modifier is None else modifier
         new.set(value)
         return new
@@ -278,7 +308,6 @@ class Variable(Declaration):
 
     def _instantiate(self, owner, name, modifier=None):
         new = self._copy_for(owner, name)
-        new.symbol = ca.SX.sym(name, *new.shape)
         if modifier is None and self._checked_start is not None:
             new.start = self._checked_start  # the declaration's, checked for its first instance
             return new
@@ -400,10 +429,8 @@ class Connector:
         new.name = name
         new._variables = {}
         for key, decl in type(self)._declared():
-            var = decl._instantiate(new, key)
-            new._variables[key] = var
-            # The symbol is a plain instance attribute (fast access in equations()).
-            object.__setattr__(new, key, var.symbol)
+            # (read as its symbol through the class's declaration, see Declaration.__get__)
+            new._variables[key] = decl._instantiate(new, key)
         if modifier is not None:
             raise DeclarationError(f"connector '{new.path}' takes no modifier")
         return new
@@ -769,9 +796,15 @@ class Model:
             object.__setattr__(member, "_name", key)
             object.__setattr__(member, "_parent", self)
         members[key] = member
-        # Parameters and variables read as their symbols inside equations().
-        value = member.symbol if isinstance(member, (Parameter, Variable)) else member
-        object.__setattr__(self, key, value)
+        if isinstance(member, (Parameter, Variable)):
+            # Parameters and variables read as their symbols inside equations(): through
+            # the class's declaration of that name if there is one (the symbol made when
+            # first read), else as an attribute of their own.
+            self.__dict__.pop(key, None)
+            if not isinstance(getattr(type(self), key, None), Declaration):
+                object.__setattr__(self, key, member.symbol)
+        else:
+            object.__setattr__(self, key, member)
 
     def __setattr__(self, key, value):
         if isinstance(value, (Declaration, Connector)):

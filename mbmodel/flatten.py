@@ -162,11 +162,13 @@ class _Flattener:
                          list(member._variables.values()) if isinstance(member, Connector) else [])
                 for d in decls:
                     fresh = ca.SX.sym(d.path, *d.shape)
-                    if isinstance(d, Parameter):
+                    if isinstance(d, Parameter) and d._symbol is not None:
+                        # (read before: a binding or an event time may hold it)
                         old.append(_column(d.symbol))
                         new.append(_column(fresh))
                     d.symbol = fresh
-                    object.__setattr__(d.owner, d.name, fresh)
+                    if d.name in vars(d.owner):  # (else read through its class's declaration)
+                        object.__setattr__(d.owner, d.name, fresh)
         if not old:
             return
         # One substitution for all bindings and event times (one per item would be

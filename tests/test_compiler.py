@@ -780,3 +780,39 @@ def test_the_right_hand_side_is_merged_up_to_cse_nodes_nodes(monkeypatch):
     assert mb.compile(_TwiceTheSame()).ode.n_nodes() < unmerged
     monkeypatch.setattr(compiler, "CSE_NODES", unmerged - 1)
     assert mb.compile(_TwiceTheSame()).ode.n_nodes() == unmerged
+
+
+def test_members_read_as_their_symbols_named_by_flattening():
+    # A member reads as its symbol (made when first read); flattening names every symbol by
+    # its full path: members declared in the class and in __init__, and a parameter read
+    # before flattening in another instance's binding (the binding follows the new name).
+    class Decay(Model):
+        k = Parameter(2.0)
+        x = Variable(start=1.0, fixed=True)
+
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.y = Variable()
+
+        def equations(self):
+            yield der(self.x) == -self.k * self.x
+            yield self.y == 2 * self.x
+
+    class Pair(Model):
+        a = Decay()
+
+        def __init__(self):
+            super().__init__()
+            self.b = Decay(k=self.a.k * 3)
+
+    model = Pair()
+    assert isinstance(model.a.x, ca.SX) and isinstance(model.b.y, ca.SX)
+    assert isinstance(Decay.k, Parameter)  # the class's declaration itself
+    cm = mb.compile(model)
+    assert [str(s) for s in (model.a.x, model.a.k, model.b.y, model.b.k)] == \
+        ["a.x", "a.k", "b.y", "b.k"]
+    res = cm.simulate(0.5, rtol=1e-10, atol=1e-12)
+    assert res.final("b.x") == pytest.approx(np.exp(-3.0), rel=1e-7)
+    assert res.final("b.y") == pytest.approx(2 * np.exp(-3.0), rel=1e-7)
+    changed = cm.simulate(0.5, params={"a.k": 1.0}, rtol=1e-10, atol=1e-12)
+    assert changed.final("b.x") == pytest.approx(np.exp(-1.5), rel=1e-7)
