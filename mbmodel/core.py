@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 _declaration_counter = itertools.count()
+#: A component or connector class's declarations in order, by class (read once per class).
+_CLASS_DECLARATIONS: "weakref.WeakKeyDictionary[type, tuple]" = weakref.WeakKeyDictionary()
 
 #: The independent variable (simulation time) as a casadi symbol.
 time = ca.SX.sym("time")
@@ -410,16 +413,22 @@ class Connector:
         self.name = name
 
     @classmethod
-    def _declared(cls) -> list[tuple[str, Variable]]:
-        found = {}
-        for klass in reversed(cls.__mro__):
-            for key, val in vars(klass).items():
-                if isinstance(val, Variable):
-                    if isinstance(val, (Input, Output)):
-                        raise DeclarationError(f"connector {cls.__name__}.{key}: use Potential/Flow "
-                                               f"in connectors, Input/Output in blocks")
-                    found[key] = val
-        return sorted(found.items(), key=lambda kv: kv[1]._order)
+    def _declared(cls) -> tuple[tuple[str, Variable], ...]:
+        # read once per class, like a component's (Model._class_declarations)
+        found = _CLASS_DECLARATIONS.get(cls)
+        if found is None:
+            variables = {}
+            for klass in reversed(cls.__mro__):
+                for key, val in vars(klass).items():
+                    if isinstance(val, Variable):
+                        if isinstance(val, (Input, Output)):
+                            raise DeclarationError(
+                                f"connector {cls.__name__}.{key}: use Potential/Flow in "
+                                f"connectors, Input/Output in blocks")
+                        variables[key] = val
+            found = _CLASS_DECLARATIONS[cls] = tuple(
+                sorted(variables.items(), key=lambda kv: kv[1]._order))
+        return found
 
     def _instantiate(self, owner, name, modifier=None):
         new = object.__new__(type(self))
@@ -774,13 +783,18 @@ class Model:
                 f"{', '.join(sorted(remaining))}; declared names: {known}")
 
     @classmethod
-    def _class_declarations(cls):
-        found = {}
-        for klass in reversed(cls.__mro__):
-            for key, val in vars(klass).items():
-                if isinstance(val, (Declaration, Connector, Model)):
-                    found[key] = val
-        return sorted(found.items(), key=lambda kv: _order_of(kv[1]))
+    def _class_declarations(cls) -> tuple:
+        # read once per class (its body is not re-declared after its first instance)
+        found = _CLASS_DECLARATIONS.get(cls)
+        if found is None:
+            members = {}
+            for klass in reversed(cls.__mro__):
+                for key, val in vars(klass).items():
+                    if isinstance(val, (Declaration, Connector, Model)):
+                        members[key] = val
+            found = _CLASS_DECLARATIONS[cls] = tuple(
+                sorted(members.items(), key=lambda kv: _order_of(kv[1])))
+        return found
 
     # -- membership -------------------------------------------------------------------
     def _register(self, key, member):
