@@ -813,9 +813,11 @@ class Model:
         if isinstance(member, (Parameter, Variable)):
             # Parameters and variables read as their symbols inside equations(): through
             # the class's declaration of that name if there is one (the symbol made when
-            # first read), else as an attribute of their own.
+            # first read), else as an attribute of their own (also where one declaration
+            # object is bound to two names: it answers for the last only).
             self.__dict__.pop(key, None)
-            if not isinstance(getattr(type(self), key, None), Declaration):
+            declared = getattr(type(self), key, None)
+            if not (isinstance(declared, Declaration) and declared.name == key):
                 object.__setattr__(self, key, member.symbol)
         else:
             object.__setattr__(self, key, member)

@@ -816,3 +816,18 @@ def test_members_read_as_their_symbols_named_by_flattening():
     assert res.final("b.y") == pytest.approx(2 * np.exp(-3.0), rel=1e-7)
     changed = cm.simulate(0.5, params={"a.k": 1.0}, rtol=1e-10, atol=1e-12)
     assert changed.final("b.x") == pytest.approx(np.exp(-1.5), rel=1e-7)
+
+
+def test_one_declaration_bound_to_two_names_gives_two_members():
+    class Twice(Model):
+        a = b = Parameter(2.0)
+        x = Variable(start=1.0, fixed=True)
+
+        def equations(self):
+            yield der(self.x) == -(self.a + 2 * self.b) * self.x
+
+    model = Twice(a=1.0)
+    cm = mb.compile(model)
+    assert (str(model.a), str(model.b)) == ("a", "b")
+    res = cm.simulate(0.5, rtol=1e-10, atol=1e-12)
+    assert res.final("x") == pytest.approx(np.exp(-2.5), rel=1e-7)  # a = 1, b = 2
