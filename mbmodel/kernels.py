@@ -355,8 +355,10 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         body = ca.substitute(body, ca.vertcat(*varying, *fixed),
                              ca.vertcat(*canonical, constants))
         arguments = [source_symbols[j] for j in sources] + [loose_symbols, constants]
-        fn = ca.Function("kernel", arguments, [body])
-        key = hashlib.sha256(fn.serialize().encode()).hexdigest()
+        # (the body's own serialization names every input entry: in<j>_<k>, in_<k>, c_<k>;
+        # with the inputs' sizes it is the kernel's, at a third of a Function's cost)
+        key = (tuple(a.numel() for a in arguments),
+               hashlib.sha256(body.serialize().encode()).hexdigest())
         kernel = kernels.get(key)
         if kernel is None:
             # Equal subexpressions built separately (entries of one matrix product in two
