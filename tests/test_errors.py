@@ -601,3 +601,41 @@ def test_numpy_scalar_conversion_of_a_variable_is_refused():
     # numpy turns the refusal into its own ValueError; the error still names the component
     with pytest.raises(mb.DeclarationError, match="ToNumpy: equations.*mbmodel.functions"):
         mb.compile(ToNumpy())
+
+
+def test_an_expression_built_before_compiling_is_named_with_its_member():
+    # Compiling names every symbol anew; an expression made in __init__ keeps the symbols
+    # its members had then. The error names the member and where to build it instead.
+    class Early(Model):
+        k = Parameter(2.0)
+        x = Variable(start=1.0, fixed=True)
+
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.rate = -self.k * self.x
+
+        def equations(self):
+            yield der(self.x) == self.rate
+
+    class Holder(Model):
+        part = Early()
+
+    with pytest.raises(mb.DeclarationError) as err:
+        mb.compile(Holder())
+    message = str(err.value)
+    assert "Early 'part'" in message
+    assert "the symbol 'part." in message and "before the model was compiled" in message
+    assert "build it in equations()" in message
+
+    class Foreign(Model):
+        x = Variable(start=1.0, fixed=True)
+
+        def equations(self):
+            yield der(self.x) == -stranger.x
+
+    class Stranger(Model):
+        x = Variable()
+
+    stranger = Stranger()
+    with pytest.raises(mb.DeclarationError, match="a symbol of another model instance"):
+        mb.compile(Foreign())
