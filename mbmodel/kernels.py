@@ -326,7 +326,7 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         # passes a pointer: nothing is copied between kernels), the other values it reads
         # (states, inputs, free parameters) gathered into one input, and the numbers
         # (folded parameters, hoisted values) as the last, a constant array. In canonical
-        # inputs, instances of one structure give the same serialized Function: they
+        # inputs, instances of one structure give the same serialized body: they
         # compute the same instructions on their own values.
         sources, loose, fixed, varying, canonical = [], [], [], [], []
         source_symbols, source_entries = {}, {}
