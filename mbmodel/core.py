@@ -414,21 +414,11 @@ class Connector:
 
     @classmethod
     def _declared(cls) -> tuple[tuple[str, Variable], ...]:
-        # read once per class, like a component's (Model._class_declarations)
-        found = _CLASS_DECLARATIONS.get(cls)
-        if found is None:
-            variables = {}
-            for klass in reversed(cls.__mro__):
-                for key, val in vars(klass).items():
-                    if isinstance(val, Variable):
-                        if isinstance(val, (Input, Output)):
-                            raise DeclarationError(
-                                f"connector {cls.__name__}.{key}: use Potential/Flow in "
-                                f"connectors, Input/Output in blocks")
-                        variables[key] = val
-            found = _CLASS_DECLARATIONS[cls] = tuple(
-                sorted(variables.items(), key=lambda kv: kv[1]._order))
-        return found
+        def check(key, val):
+            if isinstance(val, (Input, Output)):
+                raise DeclarationError(f"connector {cls.__name__}.{key}: use Potential/Flow "
+                                       f"in connectors, Input/Output in blocks")
+        return _class_members(cls, Variable, check)
 
     def _instantiate(self, owner, name, modifier=None):
         new = object.__new__(type(self))
@@ -438,8 +428,9 @@ class Connector:
         new.name = name
         new._variables = {}
         for key, decl in type(self)._declared():
-            # (read as its symbol through the class's declaration, see Declaration.__get__)
-            new._variables[key] = decl._instantiate(new, key)
+            var = new._variables[key] = decl._instantiate(new, key)
+            if not _reads_through_class(type(self), key):
+                object.__setattr__(new, key, var.symbol)
         if modifier is not None:
             raise DeclarationError(f"connector '{new.path}' takes no modifier")
         return new
@@ -784,17 +775,7 @@ class Model:
 
     @classmethod
     def _class_declarations(cls) -> tuple:
-        # read once per class (its body is not re-declared after its first instance)
-        found = _CLASS_DECLARATIONS.get(cls)
-        if found is None:
-            members = {}
-            for klass in reversed(cls.__mro__):
-                for key, val in vars(klass).items():
-                    if isinstance(val, (Declaration, Connector, Model)):
-                        members[key] = val
-            found = _CLASS_DECLARATIONS[cls] = tuple(
-                sorted(members.items(), key=lambda kv: _order_of(kv[1])))
-        return found
+        return _class_members(cls, (Declaration, Connector, Model))
 
     # -- membership -------------------------------------------------------------------
     def _register(self, key, member):
@@ -811,13 +792,9 @@ class Model:
             object.__setattr__(member, "_parent", self)
         members[key] = member
         if isinstance(member, (Parameter, Variable)):
-            # Parameters and variables read as their symbols inside equations(): through
-            # the class's declaration of that name if there is one (the symbol made when
-            # first read), else as an attribute of their own (also where one declaration
-            # object is bound to two names: it answers for the last only).
+            # Parameters and variables read as their symbols inside equations()
             self.__dict__.pop(key, None)
-            declared = getattr(type(self), key, None)
-            if not (isinstance(declared, Declaration) and declared.name == key):
+            if not _reads_through_class(type(self), key):
                 object.__setattr__(self, key, member.symbol)
         else:
             object.__setattr__(self, key, member)
@@ -1053,6 +1030,34 @@ class Model:
 
 def _order_of(member) -> int:
     return member._order
+
+
+def _class_members(cls, kinds, check=None) -> tuple:
+    """``(name, declaration)`` of the ``kinds`` that ``cls`` and its bases declare, in
+    declaration order (``check(name, declaration)`` may refuse one); read once per class,
+    since a class body is not declared again after its first instance."""
+    found = _CLASS_DECLARATIONS.get(cls)
+    if found is None:
+        members = {}
+        for klass in reversed(cls.__mro__):
+            for key, val in vars(klass).items():
+                if isinstance(val, kinds):
+                    if check is not None:
+                        check(key, val)
+                    members[key] = val
+        found = _CLASS_DECLARATIONS[cls] = tuple(sorted(members.items(),
+                                                        key=lambda kv: _order_of(kv[1])))
+    return found
+
+
+def _reads_through_class(cls, key) -> bool:
+    """Whether a component's or connector's parameter or variable ``key`` reads as its
+    symbol through the class's declaration (:meth:`Declaration.__get__`, the symbol made
+    when first read) rather than as an attribute of its own: not where the class has no
+    declaration of that name, nor where one declaration object is bound to two names (it
+    knows the last only)."""
+    declared = getattr(cls, key, None)
+    return isinstance(declared, Declaration) and declared.name == key
 
 
 def _where(comp) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 import mbmodel as mb
 from mbmodel import (Branch, Connector, Fixed, Flow, Input, Model, Overdetermined,
-                     Parameter, PotentialRoot, Root, Variable, connect, der)
+                     Parameter, Potential, PotentialRoot, Root, Variable, connect, der)
 from mbmodel.libraries import blocks
 from mbmodel.libraries import electrical as el
 from mbmodel.libraries import rotational as rot
@@ -819,6 +819,7 @@ def test_members_read_as_their_symbols_named_by_flattening():
 
 
 def test_one_declaration_bound_to_two_names_gives_two_members():
+    # in a component's class body and in a connector's
     class Twice(Model):
         a = b = Parameter(2.0)
         x = Variable(start=1.0, fixed=True)
@@ -831,3 +832,20 @@ def test_one_declaration_bound_to_two_names_gives_two_members():
     assert (str(model.a), str(model.b)) == ("a", "b")
     res = cm.simulate(0.5, rtol=1e-10, atol=1e-12)
     assert res.final("x") == pytest.approx(np.exp(-2.5), rel=1e-7)  # a = 1, b = 2
+
+    class Doubled(Connector):
+        u = w = Potential()
+
+    class Ends(Model):
+        port = Doubled()
+        x = Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield self.port.u == 1.0
+            yield self.port.w == 3.0
+            yield der(self.x) == self.port.w - self.port.u
+
+    ends = Ends()
+    res = mb.compile(ends).simulate(0.5, rtol=1e-10, atol=1e-12)
+    assert res.final("x") == pytest.approx(1.0, rel=1e-9)  # x = (3 - 1) t
+    assert (str(ends.port.u), str(ends.port.w)) == ("port.u", "port.w")
