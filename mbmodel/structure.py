@@ -962,17 +962,16 @@ class _Analysis:
         self.param_values = self.parameter_values()
         self.pivot_guards = []
         sequence, algebraic, residuals, blocks = [], [], [], []
-        # per sequence entry, its row in the unit blocks' vectors (None: solved here)
-        solved_rows = []
+        # sequence position -> its row in the unit blocks' vectors (the others: solved here)
+        solved_rows = {}
         solved = self.solve_unit_blocks([(b[0], eq_match[b[0]]) for b in blocks_eqs
                                          if len(b) == 1])
         for beqs in blocks_eqs:
-            solved_rows += [None] * (len(sequence) - len(solved_rows))
             if len(beqs) == 1 and beqs[0] in solved:
                 e = beqs[0]
                 v = eq_match[e]
+                solved_rows[len(sequence)] = self.solved_at[e]
                 sequence.append((v, solved[e]))
-                solved_rows.append(self.solved_at[e])
                 blocks.append(Block("explicit", [e], [v], [(e, v)]))
                 continue
             if len(beqs) == 1:
@@ -1062,16 +1061,16 @@ class _Analysis:
                 sequence.extend(defs)
                 blocks.append(Block("nonlinear", beqs, bvars, tear.assignments,
                                     tear.tear_vars, tear.residuals, linear=linear))
-        solved_rows += [None] * (len(sequence) - len(solved_rows))
         self.sequence_vector = self.stack_sequence(sequence, solved_rows)
         return blocks, sequence, algebraic, residuals
 
     def stack_sequence(self, sequence, solved_rows) -> ca.SX:
         """The sequence's expressions as one vector: the unit blocks' solutions selected
-        from their groups' vectors (``solved_rows``: each entry's row there, None for the
-        others), the others (few) stacked from Python after them."""
+        from their groups' vectors (``solved_rows``: sequence position -> row there), the
+        others (few) stacked from Python after them."""
         rows, others = [], []
-        for (_, expr), row in zip(sequence, solved_rows):
+        for k, (_, expr) in enumerate(sequence):
+            row = solved_rows.get(k)
             if row is None:
                 row = self.n_solved + len(others)
                 others.append(expr)
