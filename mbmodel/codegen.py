@@ -56,7 +56,7 @@ def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "mbmodel" / "codegen"
 
 
-def host_flags() -> tuple[str, ...]:
+def host_flags(tuned: bool = False) -> tuple[str, ...]:
     """Compiler flags for this machine's floating-point unit: fused multiply-add (one
     rounding for ``a*b + c``) where the CPU has it: x86-64 with the FMA extension, AArch64.
     Generated dynamics are mostly such sums of products: a chain's forward dynamics run
@@ -64,22 +64,44 @@ def host_flags() -> tuple[str, ...]:
     the cache builds its own library. Results differ from casadi's virtual machine in the
     last bits (one rounding fewer per fused pair).
 
+    ``tuned=True`` (code built at -O2) adds, on x86-64, ``-march=native``: code for this
+    CPU's whole instruction set. With AVX-512's 32 vector registers more of a kernel's values
+    stay in registers: a 100-link chain's forward dynamics in kernels run in 16.7 instead of
+    17.7 µs, a 6-link chain's flat function in 0.69 instead of 0.77 µs. Not at -O1: for one
+    large flat function (100 links) gcc takes half as long again, for 2 %. The cache key of
+    such a library holds this CPU's feature set, so a machine with another CPU that shares
+    the cache builds its own.
+
     Example: ``host_flags()`` -> ``('-ffp-contract=fast', '-mfma')`` on a recent PC"""
     import platform
     machine = platform.machine().lower()
     if machine in ("aarch64", "arm64"):
         return ("-ffp-contract=fast",)
     if machine in ("x86_64", "amd64"):
+        features = _cpu_features()
+        if features is not None and "fma" in features.split():
+            return ("-march=native", "-ffp-contract=fast") if tuned else (
+                "-ffp-contract=fast", "-mfma")
+    return ()
+
+
+_cpu_features_read: list = []
+
+
+def _cpu_features() -> str | None:
+    """The CPU's feature flags as Linux lists them (``/proc/cpuinfo``), or None."""
+    if not _cpu_features_read:
+        found = None
         try:
             with open("/proc/cpuinfo") as fh:
                 for line in fh:
                     if line.startswith("flags"):
-                        if " fma " in f" {line.split(':', 1)[1].strip()} ":
-                            return ("-ffp-contract=fast", "-mfma")
+                        found = " ".join(sorted(line.split(":", 1)[1].split()))
                         break
         except OSError:
             pass
-    return ()
+        _cpu_features_read.append(found)
+    return _cpu_features_read[0]
 
 
 def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=None,
@@ -117,7 +139,7 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
         _fall_back(_no_compiler(compiler), fn)
         return fn
     if flags is None:
-        flags = (f"-O{int(optimize)}", *_accepted_host_flags(command))
+        flags = (f"-O{int(optimize)}", *_accepted_host_flags(command, tuned=optimize >= 2))
     flags = tuple(flags)
 
     source = _generate_c(fn, derivatives)
@@ -186,7 +208,7 @@ def compile_source(source: str, *, cache_dir=None, compiler=None) -> Path | None
     if command is None:
         warnings.warn(_no_compiler(compiler), CodegenWarning, stacklevel=2)
         return None
-    flags = ("-O2", *_accepted_host_flags(command))
+    flags = ("-O2", *_accepted_host_flags(command, tuned=True))
     library = _library_path(source, command, flags, cache_dir)
     if not library.exists():
         failed = _build(source, library, command, flags, False)
@@ -205,8 +227,10 @@ def _no_compiler(compiler) -> str:
 
 def _library_path(source: str, command, flags, cache_dir) -> Path:
     """Where the library of ``source`` built by ``command`` with ``flags`` is cached: its
-    name is the sha256 of all three."""
-    key = hashlib.sha256("\0".join([source, *command, *flags]).encode()).hexdigest()
+    name is the sha256 of all three, and of the CPU's features where the flags ask for code
+    for this CPU (``-march=native``)."""
+    host = [_cpu_features() or ""] if "-march=native" in flags else []
+    key = hashlib.sha256("\0".join([source, *command, *flags, *host]).encode()).hexdigest()
     directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     return directory / f"{key}.so"
 
@@ -226,13 +250,13 @@ def _build(source, library: Path, command, flags, verbose) -> tuple[str, str] | 
 _accepted: dict[tuple, tuple] = {}
 
 
-def _accepted_host_flags(command) -> tuple[str, ...]:
+def _accepted_host_flags(command, tuned: bool = False) -> tuple[str, ...]:
     """:func:`host_flags` if ``command`` compiles a trivial file with them (checked once per
-    compiler and process), else none: a compiler that refuses them must not leave every
-    model in the virtual machine."""
-    key = tuple(command)
+    compiler, kind and process), else none: a compiler that refuses them must not leave
+    every model in the virtual machine."""
+    key = (tuple(command), tuned)
     if key not in _accepted:
-        flags = host_flags()
+        flags = host_flags(tuned)
         ok = bool(flags)
         if ok:
             try:

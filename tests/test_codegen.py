@@ -147,6 +147,39 @@ def test_different_code_or_flags_get_different_libraries(tmp_path):
 
 
 @needs_compiler
+def test_code_for_this_cpu_is_cached_for_this_cpu_only(tmp_path, monkeypatch):
+    """A library built with -march=native runs only on a CPU with the builder's features:
+    one with other features that shares the cache must build its own, not load it."""
+    x = ca.SX.sym("x")
+    fn = ca.Function("f", [x], [x * x + 1])
+    compile_quietly(fn, cache_dir=tmp_path, flags=("-O2", "-march=native"))
+    compile_quietly(fn, cache_dir=tmp_path, flags=("-O2", "-march=native"))
+    assert len(so_files(tmp_path)) == 1
+    features = codegen._cpu_features()
+    monkeypatch.setattr(codegen, "_cpu_features_read", [(features or "") + " another"])
+    other_cpu = compile_quietly(fn, cache_dir=tmp_path, flags=("-O2", "-march=native"))
+    assert float(other_cpu(3.0)) == 10.0 and len(so_files(tmp_path)) == 2
+    # flags for any x86-64 CPU (-mfma is checked when the host flags are chosen) do not
+    # name this CPU: machines that share the cache share the library
+    compile_quietly(fn, cache_dir=tmp_path, flags=("-O2",))
+    monkeypatch.setattr(codegen, "_cpu_features_read", [features])
+    compile_quietly(fn, cache_dir=tmp_path, flags=("-O2",))
+    assert len(so_files(tmp_path)) == 3
+
+
+def test_tuned_host_flags_ask_for_this_cpu_where_it_has_fma(monkeypatch):
+    import platform
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(codegen, "_cpu_features_read", ["avx2 fma sse2"])
+    assert codegen.host_flags() == ("-ffp-contract=fast", "-mfma")
+    assert codegen.host_flags(tuned=True) == ("-march=native", "-ffp-contract=fast")
+    monkeypatch.setattr(codegen, "_cpu_features_read", ["sse2 sse4_2"])
+    assert codegen.host_flags() == () and codegen.host_flags(tuned=True) == ()
+    monkeypatch.setattr(codegen, "_cpu_features_read", [None])  # /proc/cpuinfo unreadable
+    assert codegen.host_flags(tuned=True) == ()
+
+
+@needs_compiler
 def test_default_cache_dir_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path / "cache"))
     assert codegen.default_cache_dir() == tmp_path / "cache"
