@@ -39,6 +39,29 @@ import numpy as np
 
 from .errors import DeclarationError, ParameterError
 
+
+# The model being compiled in this thread and its cache (Model.model_cache): what components
+# derive from the whole model lives for one compile, never in the user's objects, where a
+# model changed and compiled again would read it stale.
+_compiling = threading.local()
+
+
+class compiling_scope:
+    """Context of one compile (flattening) of ``model``: :meth:`Model.model_cache` answers
+    with one dict for all its components until the context ends."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __enter__(self):
+        self.outer = getattr(_compiling, "scope", None)
+        _compiling.scope = (self.model, {})
+        return self
+
+    def __exit__(self, *exc):
+        _compiling.scope = self.outer
+        return False
+
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
     "Start", "Fixed", "Guess", "der", "connect", "time", "Connect", "Overdetermined", "Root",
@@ -868,26 +891,51 @@ class Model:
 
     def instances_in_model(self, cls) -> list["Model"]:
         """Every component of class ``cls`` in the whole model this one belongs to (from its
-        outermost model down), searched once per model and class: how a component finds a
-        model-wide one such as the world of a mechanism or the fluid of a network.
+        outermost model down), searched once per compile and class (see
+        :meth:`model_cache`): how a component finds a model-wide one such as the world of a
+        mechanism or the fluid of a network.
 
         Example::
 
             worlds = self.instances_in_model(World)
         """
-        top = self
-        while top._parent is not None:
-            top = top._parent
-        cache = top.__dict__.setdefault("_instances_by_class", {})
-        if cls not in cache:
-            found, stack = [], [top]
+        cache = self.model_cache()
+        key = ("instances_in_model", cls)
+        if key not in cache:
+            found, stack = [], [self.outermost()]
             while stack:
                 comp = stack.pop()
                 if isinstance(comp, cls):
                     found.append(comp)
                 stack.extend(comp.components())
-            cache[cls] = found
-        return cache[cls]
+            cache[key] = found
+        return cache[key]
+
+    def outermost(self) -> "Model":
+        """The model this component belongs to: its outermost enclosing model."""
+        top = self
+        while top._parent is not None:
+            top = top._parent
+        return top
+
+    def model_cache(self) -> dict:
+        """A dict shared by every component of the model this one belongs to while that
+        model is compiled: where a library keeps what it derives from the whole model (the
+        instances of a class, the scale of its default animation shapes), computed once per
+        compile. A model changed (a component added) and compiled again gets a new one, so
+        nothing read from the old model is kept; outside a compile every call gives a new,
+        empty dict.
+
+        Example::
+
+            cache = self.model_cache()
+            if "scale" not in cache:
+                cache["scale"] = largest_offset(self.outermost())
+        """
+        current = getattr(_compiling, "scope", None)
+        if current is not None and current[0] is self.outermost():
+            return current[1]
+        return {}
 
     def time_event(self, at):
         """Declare a discontinuity at time ``at`` (a number or parameter expression), e.g. a

@@ -666,6 +666,11 @@ def flatten(model: Model, analysis: str = "forward",
         flat = flatten(RCCircuit())
         print(len(flat.equations), [v.name for v in flat.variables][:5])
     """
+    with core.compiling_scope(model):
+        return _flatten(model, analysis, parameters, templates)
+
+
+def _flatten(model, analysis, parameters, templates) -> FlatModel:
     fl = _Flattener(model, analysis, parameters)
     fl.use_templates = templates
     fl.collect()

@@ -321,3 +321,25 @@ def test_robot_page_matches_its_links(tmp_path):
     expected = (position(res, "load.frame_a", index)
                 + rotation(res, "load.frame_a", index).T @ np.array([0.1, 0.25, 0.1]))
     assert np.allclose(centre, expected, atol=1e-5)
+
+
+def test_default_sizes_follow_the_model_as_compiled():
+    """The default scale (twice the largest offset) is found for each compile: a longer
+    part added after a first compile scales the next one's shapes."""
+    class Arm(mb.Model):
+        world = mbl.World()
+        joint = mbl.Revolute(n=[0, 0, 1])
+        body = mbl.Body(m=1.0, r_CM=[0.5, 0, 0])
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.joint.frame_a)
+            yield mb.connect(self.joint.frame_b, self.body.frame_a)
+            if getattr(self, "rod", None) is not None:
+                yield mb.connect(self.body.frame_a, self.rod.frame_a)
+
+    arm = Arm()
+    by_name = {v["name"]: v for v in mb.flatten(arm).visuals}
+    assert by_name["world"]["length"] == pytest.approx(2 * 0.5 / 4)
+    arm.add("rod", mbl.FixedTranslation(r=[3.0, 0, 0]))
+    by_name = {v["name"]: v for v in mb.flatten(arm).visuals}
+    assert by_name["world"]["length"] == pytest.approx(2 * 3.0 / 4)

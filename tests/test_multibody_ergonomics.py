@@ -572,3 +572,35 @@ def test_joint_space_errors(free_body, mixed):
         mbl.JointSpace(mixed.fd, joints=["body0"])
     with pytest.raises(DeclarationError, match="missing: joint7"):
         mbl.JointSpace(mixed.fd, joints=[f"joint{i}" for i in range(7)])
+
+
+class _Pendulum(mb.Model):
+    """A point-like body 1 m from a revolute axis along z, at rest at phi = 0."""
+
+    def __init__(self):
+        super().__init__()
+        self.fixed = mbl.Fixed()
+        self.joint = mbl.Revolute(n=[0, 0, 1])
+        self.body = mbl.Body(m=1.0, r_CM=[1.0, 0, 0], I_33=0.001)
+
+    def equations(self):
+        yield mb.connect(self.fixed.frame_b, self.joint.frame_a)
+        yield mb.connect(self.joint.frame_b, self.body.frame_a)
+
+
+def test_a_model_changed_after_a_compile_compiles_as_changed():
+    """What the library derives from the whole model (its World, the default world) is
+    kept for one compile, not in the model: a World added after a first compile is the
+    world of the next one. Gravity along -y: w' = -g m r / (m r^2 + I_33)."""
+    model = _Pendulum()
+    before = vars(model).keys() - {"_members"}
+
+    def acceleration(cm):
+        x = cm.state_vector({"joint.phi": 0.0, "joint.w": 0.0})
+        xdot = np.asarray(cm.dynamics(0, x, [], cm.parameter_vector(), [])[0]).ravel()
+        return xdot[cm.states.index("joint.w")]
+
+    assert acceleration(mb.compile(model)) == pytest.approx(-9.81 / 1.001, rel=1e-12)
+    assert vars(model).keys() - {"_members"} == before  # nothing kept in the user's model
+    model.add("world", mbl.World(g=1.0))
+    assert acceleration(mb.compile(model)) == pytest.approx(-1.0 / 1.001, rel=1e-12)

@@ -85,10 +85,7 @@ def world_of(component):
             f"declare exactly one (use Fixed for further ground points)")
     if found:
         return found[0]
-    top = component
-    while top._parent is not None:
-        top = top._parent
-    return top.__dict__.setdefault("_multibody_default_world", DefaultWorld())
+    return component.model_cache().setdefault("multibody default world", DefaultWorld())
 
 
 def alone_at(asking, frame):

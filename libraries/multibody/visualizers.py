@@ -43,10 +43,8 @@ def nominal_length(component) -> float:
     given = getattr(world, "nominal_length", None)
     if given is not None:
         return float(given)
-    top = component
-    while top._parent is not None:
-        top = top._parent
-    cached = top.__dict__.get("_multibody_nominal_length")
+    cache = component.model_cache()
+    cached = cache.get("multibody nominal length")
     if cached is None:
         from .parts import Body, Fixed, FixedRotation, FixedTranslation, _Shape
         lengths = [0.0]
@@ -56,8 +54,7 @@ def nominal_length(component) -> float:
                 value = numeric_value(part, name)
                 if value is not None:
                     lengths.append(float(np.linalg.norm(value)))
-        cached = 2 * max(lengths) or 1.0
-        top.__dict__["_multibody_nominal_length"] = cached
+        cached = cache["multibody nominal length"] = 2 * max(lengths) or 1.0
     return cached
 
 
