@@ -94,39 +94,42 @@ def _owner_keys(system) -> dict[int, object]:
     return key
 
 
-def _hoist_parametric(body, reads, numeric, env):
+def _hoist_parametric(body, reads, hashes, numeric):
     """``body`` with its subexpressions of ``numeric`` values alone (a unit axis, a rotation
     by a fixed angle, a spatial inertia) replaced by new inputs whose values are computed
     here, once: a kernel shared by instances with different parameter values takes them as
     arguments, and would otherwise recompute them (square roots, sines) at every call.
-    Returns the new body, its inputs and how many values were hoisted; the values go into
-    ``numeric`` and ``env``."""
-    fixed = [s for s in reads if s.element_hash() in numeric]
+    ``hashes``: the reads' element hashes. Returns the new body, its reads, their hashes
+    and how many values were hoisted; the values go into ``numeric``."""
+    fixed = [k for k, h in enumerate(hashes) if h in numeric]
     if not fixed:
-        return body, reads, 0
-    body, hoisted, parametric = ca.extract_parametric(body, ca.vertcat(*fixed))
+        return body, reads, hashes, 0
+    fixed_symbols = ca.vertcat(*[reads[k] for k in fixed])
+    body, hoisted, parametric = ca.extract_parametric(body, fixed_symbols)
     if not hoisted:
-        return body, reads, 0
-    values = ca.Function("parametric", [ca.vertcat(*fixed)], [ca.vertcat(*parametric)])(
-        [numeric[s.element_hash()] for s in fixed])
+        return body, reads, hashes, 0
+    values = ca.Function("parametric", [fixed_symbols], [ca.vertcat(*parametric)])(
+        [numeric[hashes[k]] for k in fixed])
     for symbol, value in zip(hoisted, values.elements()):
         numeric[symbol.element_hash()] = float(value)
-        env[symbol.element_hash()] = ca.MX(float(value))
-    return body, ca.symvar(body), len(hoisted)
+    reads = ca.symvar(body)
+    return body, reads, [r.element_hash() for r in reads], len(hoisted)
 
 
-def _with_unit_values(body, reads, numeric):
+def _with_unit_values(body, reads, hashes, numeric):
     """``body`` with the numbers 0, 1 and -1 among its ``numeric`` reads written in, and its
-    reads again. casadi then drops the operations they make trivial, as it does in the flat
-    function: a joint axis along z multiplies two thirds of a rotation by zero (a 24-link
-    chain of such joints: 4.3x the flat function's operations without this). Other values
-    stay kernel inputs, so instances that differ only in them share a kernel."""
-    units = [s for s in reads if numeric.get(s.element_hash()) in (0.0, 1.0, -1.0)]
+    reads and their hashes again. casadi then drops the operations they make trivial, as it
+    does in the flat function: a joint axis along z multiplies two thirds of a rotation by
+    zero (a 24-link chain of such joints: 4.3x the flat function's operations without
+    this). Other values stay kernel inputs, so instances that differ only in them share a
+    kernel."""
+    units = [k for k, h in enumerate(hashes) if numeric.get(h) in (0.0, 1.0, -1.0)]
     if not units:
-        return body, reads
-    body = ca.substitute(body, ca.vertcat(*units),
-                         ca.DM([numeric[s.element_hash()] for s in units]))
-    return body, ca.symvar(body)
+        return body, reads, hashes
+    body = ca.substitute(body, ca.vertcat(*[reads[k] for k in units]),
+                         ca.DM([numeric[hashes[k]] for k in units]))
+    reads = ca.symvar(body)
+    return body, reads, [r.element_hash() for r in reads]
 
 
 def _negated(value):
@@ -162,10 +165,10 @@ def _grouped_entries(system):
     reads_of = [[] for _ in range(n)]
     stacked = (ca.vertcat(*entry_symbols), ca.vertcat(*entry_expressions)) if n else None
     if n:
-        pattern = ca.jacobian_sparsity(stacked[1], stacked[0])
-        rows, cols = pattern.get_triplet()
-        for r, c in zip(rows, cols):
-            reads_of[r].append(c)
+        # row r of the transposed pattern's compressed columns: the entries r reads, in order
+        pattern = ca.jacobian_sparsity(stacked[1], stacked[0]).T
+        starts, columns = pattern.colind(), pattern.row()
+        reads_of = [columns[starts[r]:starts[r + 1]] for r in range(n)]
     # Only what the state derivatives need is computed (the dynamics' flat Function prunes
     # the rest the same way): e.g. the forces a body's frame passes to nothing.
     position = {symbols[v].element_hash(): k for k, (v, _) in enumerate(sequence)}
@@ -260,7 +263,8 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
     folded = parameter_mode == "constant"
     free_values = [ca.MX(float(q.value)) for q in free] if folded else pu[:n_p]
     # every value known as a number here (by its symbol's hash): the folded parameters, then
-    # hoisted values and constant assignments
+    # hoisted values (known here only: kernels take them in their constant array, so they
+    # need no MX value in env) and constant assignments
     numeric = {q.symbol.element_hash(): float(q.value) for q in free} if folded else {}
     for q, value in zip(free, free_values):
         env[q.symbol.element_hash()] = value
@@ -287,9 +291,12 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         (body,), _ = ca.substitute_inplace([stacked[0][members]], [stacked[1][members]],
                                            [], False)
         if folded:
-            body, reads = _with_unit_values(body, ca.symvar(body), numeric)
-            body, reads, hoisted = _hoist_parametric(body, reads, numeric, env)
-            body, reads = _with_unit_values(body, reads, numeric)
+            reads = ca.symvar(body)
+            body, reads, hashes = _with_unit_values(body, reads,
+                                                    [r.element_hash() for r in reads], numeric)
+            body, reads, hashes, hoisted = _hoist_parametric(body, reads, hashes, numeric)
+            if hoisted:  # (else no read has a unit value: they were written in)
+                body, reads, hashes = _with_unit_values(body, reads, hashes, numeric)
             n_hoisted += hoisted
         n_assigned += sum(i < n_assignments for i in members)
         n_shared += sum(i >= n_assignments for i in members)
@@ -305,7 +312,7 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
             negated = entry.op() == ca.OP_NEG
             inner = entry.dep(0) if negated else entry
             h = inner.element_hash()
-            if inner.is_symbolic() and h in env:
+            if inner.is_symbolic() and (h in numeric or h in env):
                 if h in numeric:
                     numeric[s.element_hash()] = -numeric[h] if negated else numeric[h]
                     env[s.element_hash()] = ca.MX(numeric[s.element_hash()])
@@ -320,7 +327,8 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
             continue
         body = ca.vertcat(*[entry for _, entry, _ in computed])
         reads = ca.symvar(body)
-        if any(r.element_hash() not in env for r in reads):
+        hashes = [r.element_hash() for r in reads]
+        if any(h not in numeric and h not in env for h in hashes):
             return None  # a value from outside the sorted system: keep the flat code
         # A kernel takes each vector another kernel computed whole, as one input (the C
         # passes a pointer: nothing is copied between kernels), the other values it reads
@@ -330,8 +338,7 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         # compute the same instructions on their own values.
         sources, loose, fixed, varying, canonical = [], [], [], [], []
         source_symbols, source_entries = {}, {}
-        for r in reads:
-            h = r.element_hash()
+        for r, h in zip(reads, hashes):
             if h in numeric:
                 fixed.append(r)
                 continue
