@@ -46,6 +46,13 @@ from .errors import DeclarationError, ParameterError
 _compiling = threading.local()
 
 
+def _outermost(model):
+    """(A function, not only the method: a user's member may shadow a method's name.)"""
+    while model._parent is not None:
+        model = model._parent
+    return model
+
+
 class compiling_scope:
     """Context of one compile (flattening) of ``model``: :meth:`Model.model_cache` answers
     with one dict for all its components until the context ends."""
@@ -902,7 +909,7 @@ class Model:
         cache = self.model_cache()
         key = ("instances_in_model", cls)
         if key not in cache:
-            found, stack = [], [self.outermost()]
+            found, stack = [], [_outermost(self)]
             while stack:
                 comp = stack.pop()
                 if isinstance(comp, cls):
@@ -913,10 +920,7 @@ class Model:
 
     def outermost(self) -> "Model":
         """The model this component belongs to: its outermost enclosing model."""
-        top = self
-        while top._parent is not None:
-            top = top._parent
-        return top
+        return _outermost(self)
 
     def model_cache(self) -> dict:
         """A dict shared by every component of the model this one belongs to while that
@@ -933,7 +937,7 @@ class Model:
                 cache["scale"] = largest_offset(self.outermost())
         """
         current = getattr(_compiling, "scope", None)
-        if current is not None and current[0] is self.outermost():
+        if current is not None and current[0] is _outermost(self):
             return current[1]
         return {}
 
