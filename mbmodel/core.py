@@ -39,6 +39,15 @@ import numpy as np
 
 from .errors import DeclarationError, ParameterError
 
+__all__ = [
+    "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
+    "Start", "Fixed", "Guess", "der", "connect", "time", "Connect", "Overdetermined", "Root",
+    "PotentialRoot", "Branch", "ClosesLoop", "Derivative", "ANALYSES", "LoopCut",
+]
+
+_declaration_counter = itertools.count()
+#: A component or connector class's declarations in order, by class (read once per class).
+_CLASS_DECLARATIONS: "weakref.WeakKeyDictionary[type, tuple]" = weakref.WeakKeyDictionary()
 
 # The model being compiled in this thread and its cache (Model.model_cache): what components
 # derive from the whole model lives for one compile, never in the user's objects, where a
@@ -69,15 +78,6 @@ class compiling_scope:
         _compiling.scope = self.outer
         return False
 
-__all__ = [
-    "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
-    "Start", "Fixed", "Guess", "der", "connect", "time", "Connect", "Overdetermined", "Root",
-    "PotentialRoot", "Branch", "ClosesLoop", "Derivative", "ANALYSES", "LoopCut",
-]
-
-_declaration_counter = itertools.count()
-#: A component or connector class's declarations in order, by class (read once per class).
-_CLASS_DECLARATIONS: "weakref.WeakKeyDictionary[type, tuple]" = weakref.WeakKeyDictionary()
 
 #: The independent variable (simulation time) as a casadi symbol.
 time = ca.SX.sym("time")
