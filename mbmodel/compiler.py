@@ -8,6 +8,7 @@ output ``y(x, z, u, p, t)``. Parameters stay symbolic unless ``parameters="const
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import re
@@ -623,11 +624,7 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
         raise DeclarationError(f"compile(state_priority=...) takes a dict name -> priority, "
                                f"not {state_priority!r}")
     times = BuildTimes()
-    # Compilation allocates millions of small objects and frees none of them until the end;
-    # the cyclic collector would rescan them over and over (superlinear build times).
-    gc_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         t0 = _clock.perf_counter()
         flat = flatten(model, analysis, parameters)       # instance tree -> flat DAE
         if check_units:
@@ -648,8 +645,20 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
         t3 = _clock.perf_counter()
         times.flatten, times.structure, times.casadi = t1 - t0, t2 - t1, t3 - t2
         return CompiledModel(code, system, parameters, times, flat)
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off for a build: compiling (and building kernels,
+    :mod:`mbmodel.kernels`) allocates millions of small objects and frees none of them
+    until the end, and the collector would rescan them over and over (superlinear build
+    times). Restored afterwards if it was on."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
-        if gc_enabled:
+        if enabled:
             gc.enable()
 
 

@@ -239,6 +239,12 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         fn, stats = structured_dynamics(cm.system)
         print(stats.kernels, "kernels for", stats.groups, "calls")
     """
+    from .compiler import collector_paused
+    with collector_paused():  # (as compiling: many objects, freed only at the end)
+        return _structured_dynamics(system, parameter_mode, time_symbol)
+
+
+def _structured_dynamics(system, parameter_mode, time_symbol):
     if system.algebraic:
         return None
     symbols = system.symbols

@@ -274,3 +274,27 @@ def test_kernels_of_axis_aligned_chains_are_pinocchios_articulated_body_algorith
     ours = sum(count(fn.instruction_MX(k).which_function()) for k in range(fn.n_instructions())
                if fn.instruction_id(k) == ca.OP_CALL)
     assert ours <= 1.15 * count(cm.dynamics)  # measured 1.08; 4.66 without the folding
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_the_collector_pauses_while_kernels_build_and_comes_back(collecting, monkeypatch):
+    """Building kernels, like compiling, allocates many objects it frees only at the end:
+    the cyclic collector is off meanwhile, and as it was afterwards."""
+    import gc
+    from mbmodel import kernels
+    seen = []
+    build = kernels._structured_dynamics
+
+    def watched(*args):
+        seen.append(gc.isenabled())
+        return build(*args)
+
+    monkeypatch.setattr(kernels, "_structured_dynamics", watched)
+    cm = mb.compile(RevoluteChain(3), parameters="constant")
+    was = gc.isenabled()
+    (gc.enable if collecting else gc.disable)()
+    try:
+        assert structured_dynamics(cm.system, cm.parameter_mode) is not None
+        assert seen == [False] and gc.isenabled() == collecting
+    finally:
+        (gc.enable if was else gc.disable)()
