@@ -18,6 +18,7 @@ import numpy as np
 from . import graph
 from .core import time as TIME
 from .errors import InitializationError
+from .flat import stacked
 from .inputs import input_function
 from .structure import incidence_lists
 from .workspace import remember, workspace
@@ -147,7 +148,7 @@ def _problem(cm, steady_state: bool) -> _Problem:
     if steady_state:
         steady = [xdot[k] for k in range(n_x)]
     # Which states do the conditions determine? (structural matching of conditions to states)
-    cond_vec = ca.vertcat(*conds) if conds else ca.SX(0, 1)
+    cond_vec = stacked(conds)
     inc = _incidence(cond_vec, X)
     eq_m, var_m = graph.maximum_matching(inc, n_x)
     over = [k for k, m in enumerate(eq_m) if m == graph.UNMATCHED]

@@ -18,11 +18,13 @@ with events keep the static choice).
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import casadi as ca
 import numpy as np
 
 from .errors import SimulationError
+from .flat import stacked
 from .result import Result
 
 #: Switch when the current dependent variables' columns are this much worse conditioned
@@ -59,8 +61,7 @@ class StateChoice:
                     and s.element_hash() not in free]
         p_syms = [q.symbol for q in cm.system.parameters if q.binding is None]
         self.jacobian = ca.Function("state_set_jacobian",
-                                    [ca.vertcat(*var_syms) if var_syms else ca.SX(0, 1),
-                                     ca.vertcat(*p_syms) if p_syms else ca.SX(0, 1)], [J])
+                                    [stacked(var_syms), stacked(p_syms)], [J])
         self.p = cm.parameter_vector(params)
         self.coordinates = (list(range(len(self.set.candidates)))
                             if self.set.coordinates is None else list(self.set.coordinates))
@@ -131,15 +132,16 @@ class StateChoice:
 
     def _needed(self, model):
         """``(x, z, u, p, t) -> values of the Jacobian's variables`` for ``model``."""
-        cache = self.__dict__.setdefault("_needed_functions", {})
-        f = cache.get(id(model))
+        # by the model itself, weakly: an id could be a later model's once this one is freed
+        cache = self.__dict__.setdefault("_needed_functions", weakref.WeakKeyDictionary())
+        f = cache.get(model)
         if f is None:
             sym = model.symbols
             y = model.output_function(sym.x, sym.z, sym.u, sym.p, sym.t)
             rows = [model.output_index[n] for n in self.variables]
             f = ca.Function("state_set_variables", [sym.x, sym.z, sym.u, sym.p, sym.t],
                             [y[rows] if rows else ca.SX(0, 1)])
-            cache[id(model)] = f
+            cache[model] = f
         return f
 
     def model_for(self, dependent):
