@@ -29,6 +29,11 @@ Measured:
   final states of both are compared (printed).
 * ``chain_100k_fd_ms``: one forward-dynamics evaluation of a 100 000-DOF chain, or
   ``null`` with the reason.
+* ``first_c_seconds`` (no target): what a first run waits for after the build, with an
+  empty disk cache, at n = 10, 100 and 1000, in the build's process: ``source_s``, the code
+  the C is generated from (``mbmodel.native.code_source``: for large models the kernels of
+  :mod:`mbmodel.kernels` and their cache key), and ``gcc_s``, C source, compiler and
+  loading (``mbmodel.native.dynamics``).
 
 Targets (issue 8): build ≤ 10 ms per link at n = 1000 and 10 000; ≤ 2 MB RSS per link; a
 10 000-link chain built in ≤ 60 s; api ≤ 2 (n = 6) and ≤ 1.5 (n = 100); C ≤ 0.5; simulate
@@ -104,13 +109,30 @@ def best_time(fn, repeat=5, number=None):
 
 # -- build (one size per process) -----------------------------------------------------------
 
+#: Sizes whose first C answer is timed as well (see build_one).
+FIRST_C_SIZES = (10, 100, 1000)
+
+
 def build_one(n):
     t0 = time.perf_counter()
     cm = mb.compile(TreeModel(chain_spec(n)), parameters="constant")
     seconds = time.perf_counter() - t0
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(json.dumps({"n": n, "seconds": seconds, "rss_mb": rss_mb,
-                      "states": len(cm.states), "times": vars(cm.build_times)}))
+    row = {"n": n, "seconds": seconds, "rss_mb": rss_mb, "states": len(cm.states),
+           "times": vars(cm.build_times)}
+    if n in FIRST_C_SIZES:
+        # What a first run waits for after the build, with an empty disk cache: the code
+        # the C is generated from (for large models the kernels, and their cache key), then
+        # C source, gcc and loading.
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="pipeline_speed_cache_") as cache:
+            os.environ["MBMODEL_CACHE"] = cache
+            t0 = time.perf_counter()
+            native.code_source(cm)
+            t1 = time.perf_counter()
+            native.dynamics(cm, True)
+            row["first_c"] = {"source_s": t1 - t0, "gcc_s": time.perf_counter() - t1}
+    print(json.dumps(row))
 
 
 def free_memory_mb():
@@ -237,14 +259,21 @@ def main():
     fds = [fd_ratios(n, rng) for n in (6, 100)]
     sims = [sim_ratio(n) for n in ((6, 25) if args.quick else (25, 100))]
 
-    print("\nBuild (Model() + mb.compile, parameters='constant'), one process per size")
-    print(f"{'n':>7} {'seconds':>9} {'ms/link':>9} {'peak RSS MB':>12} {'MB/link':>8}  note")
+    print("\nBuild (Model() + mb.compile, parameters='constant'), one process per size;")
+    print("then the first C answer with an empty disk cache (n <= 1000): the code C is "
+          "generated from (kernels\nfor large models), and C source + gcc + loading")
+    print(f"{'n':>7} {'seconds':>9} {'ms/link':>9} {'peak RSS MB':>12} {'MB/link':>8} "
+          f"{'C from s':>9} {'gcc s':>7}  note")
     for n, row in builds.items():
         if "skipped" in row:
-            print(f"{n:>7} {'-':>9} {'-':>9} {'-':>12} {'-':>8}  skipped: {row['skipped']}")
+            print(f"{n:>7} {'-':>9} {'-':>9} {'-':>12} {'-':>8} {'-':>9} {'-':>7}  "
+                  f"skipped: {row['skipped']}")
         else:
+            first = row.get("first_c")
+            c_from, gcc = ((f"{first['source_s']:9.2f}", f"{first['gcc_s']:7.1f}") if first
+                           else (f"{'-':>9}", f"{'-':>7}"))
             print(f"{n:>7} {row['seconds']:9.2f} {1e3 * row['seconds'] / n:9.1f} "
-                  f"{row['rss_mb']:12.0f} {row['rss_mb'] / n:8.2f}")
+                  f"{row['rss_mb']:12.0f} {row['rss_mb'] / n:8.2f} {c_from} {gcc}")
     print("\nForward dynamics per call (general-axis chain)")
     print(f"{'n':>5} {'evaluator µs':>13} {'C batched µs':>13} {'pin.aba µs':>11} "
           f"{'api/pin':>8} {'C/pin':>6} {'max |qdd - pin|':>16}")
@@ -276,6 +305,7 @@ def main():
         "build_ms_per_link": {str(n): (None if "skipped" in r else 1e3 * r["seconds"] / n)
                               for n, r in builds.items()},
         "build_skipped": {str(n): r["skipped"] for n, r in builds.items() if "skipped" in r},
+        "first_c_seconds": {str(n): r["first_c"] for n, r in builds.items() if "first_c" in r},
         "peak_rss_mb_per_link": (built[largest]["rss_mb"] / largest) if largest else None,
         "peak_rss_at_n": largest,
         "largest_chain_built_60s": max(within_60) if within_60 else None,
