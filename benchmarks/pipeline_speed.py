@@ -55,6 +55,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import casadi as ca
@@ -124,7 +125,6 @@ def build_one(n):
         # What a first run waits for after the build, with an empty disk cache: the code
         # the C is generated from (for large models the kernels, and their cache key), then
         # C source, gcc and loading.
-        import tempfile
         with tempfile.TemporaryDirectory(prefix="pipeline_speed_cache_") as cache:
             os.environ["MBMODEL_CACHE"] = cache
             t0 = time.perf_counter()

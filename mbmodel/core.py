@@ -27,6 +27,7 @@ instance copies, so one class serves any number of instances.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import threading
@@ -46,8 +47,9 @@ __all__ = [
 ]
 
 _declaration_counter = itertools.count()
-#: A component or connector class's declarations in order, by class (read once per class).
-_CLASS_DECLARATIONS: "weakref.WeakKeyDictionary[type, tuple]" = weakref.WeakKeyDictionary()
+#: A component or connector class's declarations in order, by class and by the kinds asked
+#: for (read once per class and kinds, see _class_members).
+_CLASS_DECLARATIONS: "weakref.WeakKeyDictionary[type, dict]" = weakref.WeakKeyDictionary()
 
 # The model being compiled in this thread and its cache (Model.model_cache): what components
 # derive from the whole model lives for one compile, never in the user's objects, where a
@@ -62,21 +64,16 @@ def _outermost(model):
     return model
 
 
-class compiling_scope:
+@contextlib.contextmanager
+def compiling_scope(model):
     """Context of one compile (flattening) of ``model``: :meth:`Model.model_cache` answers
     with one dict for all its components until the context ends."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def __enter__(self):
-        self.outer = getattr(_compiling, "scope", None)
-        _compiling.scope = (self.model, {})
-        return self
-
-    def __exit__(self, *exc):
-        _compiling.scope = self.outer
-        return False
+    outer = getattr(_compiling, "scope", None)
+    _compiling.scope = (model, {})
+    try:
+        yield
+    finally:
+        _compiling.scope = outer
 
 
 #: The independent variable (simulation time) as a casadi symbol.
@@ -1088,7 +1085,10 @@ def _class_members(cls, kinds, check=None) -> tuple:
     """``(name, declaration)`` of the ``kinds`` that ``cls`` and its bases declare, in
     declaration order (``check(name, declaration)`` may refuse one); read once per class,
     since a class body is not declared again after its first instance."""
-    found = _CLASS_DECLARATIONS.get(cls)
+    by_kinds = _CLASS_DECLARATIONS.get(cls)
+    if by_kinds is None:
+        by_kinds = _CLASS_DECLARATIONS[cls] = {}
+    found = by_kinds.get(kinds)
     if found is None:
         members = {}
         for klass in reversed(cls.__mro__):
@@ -1097,8 +1097,7 @@ def _class_members(cls, kinds, check=None) -> tuple:
                     if check is not None:
                         check(key, val)
                     members[key] = val
-        found = _CLASS_DECLARATIONS[cls] = tuple(sorted(members.items(),
-                                                        key=lambda kv: _order_of(kv[1])))
+        found = by_kinds[kinds] = tuple(sorted(members.items(), key=lambda kv: _order_of(kv[1])))
     return found
 
 

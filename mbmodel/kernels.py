@@ -161,11 +161,11 @@ def _grouped_entries(system):
     entry_symbols = [symbols[v] for v, _ in sequence] + list(shared)
     entry_expressions = list(lifted) + list(definitions)
     n = len(entry_symbols)
-    # Which entries each entry reads: one sparsity pass for all of them.
-    reads_of = [[] for _ in range(n)]
-    stacked = (ca.vertcat(*entry_symbols), ca.vertcat(*entry_expressions)) if n else None
+    # Which entries each entry reads, from one sparsity pass for all of them: row r of the
+    # transposed pattern's compressed columns, in order.
+    reads_of, stacked = [], None
     if n:
-        # row r of the transposed pattern's compressed columns: the entries r reads, in order
+        stacked = (ca.vertcat(*entry_symbols), ca.vertcat(*entry_expressions))
         pattern = ca.jacobian_sparsity(stacked[1], stacked[0]).T
         starts, columns = pattern.colind(), pattern.row()
         reads_of = [columns[starts[r]:starts[r + 1]] for r in range(n)]
