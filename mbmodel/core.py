@@ -967,8 +967,9 @@ class Model:
         physics themselves are listed). Lets a component adapt its equations to what is
         attached (e.g. a joint that takes a rigid drive train on its flange into account).
         The answer comes from the composite models' connect statements (their equations()
-        run first), so only components without sub-components may ask, and those must not
-        connect connectors themselves in such a model.
+        run first), so only components without sub-components may ask; a component without
+        sub-components that connects its own connectors is refused if that changes an answer
+        given (it joins the connection set asked about).
 
         Example::
 

@@ -106,7 +106,8 @@ class _Flattener:
         self.connects: dict[int, list] = {}  # component id -> its connect statements
         self._connected_sets: dict | None = None  # connector id -> its connection set
         self._phase: str | None = None  # which components' equations() are running
-        self.questions_asked = False  # is_root() or connected() was asked
+        self.questions_asked = False  # is_root() or loop_cut_side() was asked
+        self.connected_answers: list = []  # (connector, what connected() answered)
         self.leaf_connects = False  # a component without sub-components connected
         self.context = None  # the _FlattenContext while equations() run
         self.hybrid = HybridCollector(self)
@@ -431,15 +432,17 @@ class _Flattener:
         return equations
 
     def _ask(self, question):
-        """Bookkeeping of is_root()/connected(): answered from composite models'
-        connections, so composite models must not ask, and components without
-        sub-components must not connect."""
+        """Bookkeeping of is_root()/connected()/loop_cut_side(): answered from composite
+        models' connections, so composite models must not ask, and components without
+        sub-components must not connect where that could change an answer
+        (:meth:`check_questions`)."""
         if self._phase == "composites":
             raise DeclarationError(
                 f"{question}() was asked while composite models' equations() ran; only "
                 f"components without sub-components may ask it (their connection structure "
                 f"is known by then)")
-        self.questions_asked = True
+        if question != "connected":  # (connected() answers are kept and checked one by one)
+            self.questions_asked = True
 
     def connected(self, connector) -> list:
         """Answer to :meth:`Model.connected` (see there), from the composite models'
@@ -450,7 +453,9 @@ class _Flattener:
                      for item in self.connects.get(id(comp), ())]
             self._connected_sets = connection_sets_of(pairs)
         group = self._connected_sets.get(id(connector), ())
-        return [c for c in group if c is not connector]
+        answer = [c for c in group if c is not connector]
+        self.connected_answers.append((connector, answer))
+        return answer
 
     def loop_cut_side(self, connector):
         """Answer to :meth:`Model.loop_cut_side`: the loop cuts decided from the composite
@@ -484,15 +489,37 @@ class _Flattener:
                         self.tear_hints.add(self.variables[record.position].name)
 
     def check_questions(self):
-        """Connections that is_root()/connected() could not see are refused."""
-        if self.questions_asked and self.leaf_connects:
-            comp = next(c for c in self.components
-                        if not c.components() and self.connects.get(id(c)))
-            raise DeclarationError(
-                f"{_where(comp)} connects its own connectors although it has no "
-                f"sub-components; this model has components that ask is_root() or "
-                f"connected(), which see only composite models' connections — write "
-                f"the equations instead")
+        """Connections that is_root()/connected()/loop_cut_side() could not see are
+        refused: a component without sub-components that connects its own connectors,
+        where is_root() or loop_cut_side() was asked (roots and loop cuts are decided on
+        the composites' connections), or where an answer of connected() is not the same
+        once its connections are counted (a leaf's connect that reaches no connector asked
+        about changes nothing)."""
+        if not self.leaf_connects or not (self.questions_asked or self.connected_answers):
+            return
+        leaves = [c for c in self.components if not c.components() and self.connects.get(id(c))]
+        if self.questions_asked:
+            reason = ("has components that ask is_root() or loop_cut_side(), which see only "
+                      "composite models' connections")
+        else:
+            pairs = [(comp, item) for comp in self.components
+                     for item in self.connects.get(id(comp), ())]
+            everything = connection_sets_of(pairs)  # (one members list per connection set)
+            changed = next((connector for connector, answer in self.connected_answers
+                            if {id(c) for c in everything.get(id(connector), ())
+                                if c is not connector} != {id(c) for c in answer}), None)
+            if changed is None:
+                return
+            reaching = [c for c in leaves if any(
+                everything.get(id(port)) is everything[id(changed)]
+                for item in self.connects[id(c)] for port in item.items)]
+            leaves = reaching or leaves
+            reason = (f"has a component that asks connected({changed.path}), whose answer "
+                      f"this connection changes (answers see only composite models' "
+                      f"connections)")
+        raise DeclarationError(
+            f"{_where(leaves[0])} connects its own connectors although it has no "
+            f"sub-components; this model {reason} — write the equations instead")
 
     def declare_assert(self, comp, item):
         for cond in item.condition.elements():

@@ -639,3 +639,62 @@ def test_an_expression_built_before_compiling_is_named_with_its_member():
     stranger = Stranger()
     with pytest.raises(mb.DeclarationError, match="a symbol of another model instance"):
         mb.compile(Foreign())
+
+
+class _Short(Model):
+    """No sub-components, yet it connects its own flanges (a rigid shaft)."""
+
+    a = rot.Flange_a()
+    b = rot.Flange_b()
+
+    def equations(self):
+        yield connect(self.a, self.b)
+
+
+class _Probe(Model):
+    """A fixed flange that asks what it is connected to."""
+
+    p = rot.Flange_a()
+
+    def equations(self):
+        self.seen = [c.path for c in self.connected(self.p)]
+        yield self.p.phi == 0
+
+
+def test_a_leaf_connect_that_changes_an_answer_of_connected_is_refused():
+    """connected() answers from the composites' connections; the shaft's own connect
+    puts the inertia, not the shaft, at the probe's flange, so the answer was wrong."""
+    class M(Model):
+        load = rot.Inertia(J=1.0)
+        shaft = _Short()
+        probe = _Probe()
+
+        def equations(self):
+            yield connect(self.load.flange_b, self.shaft.a)
+            yield connect(self.shaft.b, self.probe.p)
+    with pytest.raises(mb.DeclarationError) as info:
+        mb.flatten(M())
+    message = str(info.value)
+    assert message.startswith("_Short 'shaft' connects its own connectors")
+    assert "asks connected(probe.p), whose answer this connection changes" in message
+
+
+def test_a_leaf_connect_elsewhere_leaves_the_answers_of_connected_standing():
+    """The shaft joins two inertias; the probe holds a third: its answer stands, and the
+    model compiles with the shaft rigid (the two inertias turn together)."""
+    class M(Model):
+        held = rot.Inertia(J=1.0)
+        probe = _Probe()
+        i1 = rot.Inertia(J=1.0, phi=Fixed(0.0), w=Fixed(1.0))
+        shaft = _Short()
+        i2 = rot.Inertia(J=3.0)
+
+        def equations(self):
+            yield connect(self.held.flange_b, self.probe.p)
+            yield connect(self.i1.flange_b, self.shaft.a)
+            yield connect(self.shaft.b, self.i2.flange_a)
+    model = M()
+    res = mb.compile(model).simulate(0.5)
+    assert model.probe.seen == ["held.flange_b"]
+    assert abs(res["i2.phi"][-1] - 0.5) < 1e-9 and abs(res["i2.w"][-1] - 1.0) < 1e-9
+    assert abs(res["held.phi"][-1]) < 1e-12

@@ -242,8 +242,9 @@ def test_two_loops_closing_at_one_frame_name_it():
 
 
 def test_leaf_components_connecting_their_own_connectors_still_compile_beside_joints():
-    """Joints ask where loops are cut; in a model without loops that must not refuse a
-    component without sub-components that connects its own connectors."""
+    """Joints ask where loops are cut, shapes what hangs on their frame_b (connected());
+    in a model without loops that must not refuse a component without sub-components that
+    connects its own connectors elsewhere."""
     from mbmodel.libraries import rotational as rot
 
     class Short(mb.Model):
@@ -257,13 +258,14 @@ def test_leaf_components_connecting_their_own_connectors_still_compile_beside_jo
         world = mbl.World()
         j = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(0.3))
         body = mbl.Body(m=1.0, r_CM=[0.5, 0, 0])
+        link = mbl.BodyShape(r=[0.4, 0, 0], r_CM=[0.2, 0, 0], m=0.5)
         i1 = rot.Inertia(J=1.0, w=mb.Fixed(1.0))
         short = Short()
         i2 = rot.Inertia(J=1.0)
 
         def equations(self):
             yield mb.connect(self.world.frame_b, self.j.frame_a)
-            yield mb.connect(self.j.frame_b, self.body.frame_a)
+            yield mb.connect(self.j.frame_b, self.body.frame_a, self.link.frame_a)
             yield mb.connect(self.i1.flange_b, self.short.a)
             yield mb.connect(self.short.b, self.i2.flange_a)
     assert mb.compile(M()).states == ["j.phi", "j.w", "i1.phi", "i1.w"]
