@@ -49,7 +49,7 @@ __all__ = ["structured_dynamics", "KernelStats", "KERNELS_VERSION"]
 
 #: Part of the key under which built kernels are cached on disk (:mod:`mbmodel.native`):
 #: changed whenever what :func:`structured_dynamics` builds from a model changes.
-KERNELS_VERSION = "4"
+KERNELS_VERSION = "5"
 
 
 @dataclass
@@ -214,6 +214,7 @@ def _grouped_entries(system):
             groups[group] = []
             order.append(group)
         groups[group].append(i)
+    groups, order = _split_coincident(groups, order, group_of, reads_of)
     order.sort(key=lambda g: g[1])  # by level; stable: first use within a level
     read_outside = [False] * n
     for i in evaluation:
@@ -225,6 +226,60 @@ def _grouped_entries(system):
         if k is not None:
             read_outside[k] = True
     return entry_symbols, stacked, groups, order, read_outside
+
+
+def _split_coincident(groups, order, group_of, reads_of):
+    """Groups split where two phases of one instance fell on one level by coincidence:
+    parts of a group that read nothing of each other and values of different groups (a
+    joint's velocities from its parent and its articulated inertia from its child, ready at
+    the same level in one link of a chain and at different levels in the others). Split,
+    the instance calls the same kernels as the others. ``group_of`` is updated; returns the
+    groups and their order."""
+    parent = {}  # union-find over the entries of multi-member groups, by same-group reads
+
+    def find(i):
+        while parent.get(i, i) != i:
+            parent[i] = parent.get(parent[i], parent[i])
+            i = parent[i]
+        return i
+
+    for group in order:
+        members = groups[group]
+        if len(members) < 2 or group[1] == 0:  # (level 0 reads no other instance)
+            continue
+        for i in members:
+            for d in reads_of[i]:
+                if group_of[d] == group:
+                    a, b = find(i), find(d)
+                    if a != b:
+                        parent[max(a, b)] = min(a, b)
+    if not parent:
+        return groups, order
+    new_groups, new_order = {}, []
+    for group in order:
+        members = groups[group]
+        if len(members) < 2 or group[1] == 0:
+            new_groups[group] = members
+            new_order.append(group)
+            continue
+        sources = {}  # component -> the other groups it reads
+        for i in members:
+            found = sources.setdefault(find(i), set())
+            found.update(group_of[d] for d in reads_of[i] if group_of[d] != group)
+        parts = {}  # source groups -> members, in order
+        for i in members:
+            parts.setdefault(frozenset(sources[find(i)]), []).append(i)
+        if len(parts) == 1:
+            new_groups[group] = members
+            new_order.append(group)
+            continue
+        for k, part in enumerate(parts.values()):
+            key = (group[0], group[1], k)
+            new_groups[key] = part
+            new_order.append(key)
+            for i in part:
+                group_of[i] = key
+    return new_groups, new_order
 
 
 def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TIME):
