@@ -1042,7 +1042,8 @@ class Model:
         class states ``template_key_reads_connections = True``: then its key must capture
         what the answers decide (e.g. whether a body hangs on a frame), and a template
         still holds only the instance's own symbols (equations that use another
-        component's are never shared).
+        component's are never shared, except those of the components
+        :meth:`template_partners` names).
 
         Example::
 
@@ -1055,6 +1056,29 @@ class Model:
                     return (self.linear,)
         """
         return None
+
+    def template_partners(self) -> tuple:
+        """Inside ``equations()``: other components whose parameters and variables this
+        component's equations use, found through ``connected()`` (e.g. the fixed placement
+        a joint composes with its own motion). Their declarations become inputs of the
+        template as well (:mod:`mbmodel.templates`), so instances still share their
+        equations. Only for a class that states ``template_key_reads_connections = True``:
+        its key must say whether it has partners (their classes and declarations are added
+        to it). Partners are components without sub-components. Default: none.
+
+        Example::
+
+            class Joint(Model):
+                template_key_reads_connections = True
+
+                def template_key(self):
+                    return (self.placement() is not None,)
+
+                def template_partners(self):
+                    placement = self.placement()  # found through self.connected(...)
+                    return () if placement is None else (placement,)
+        """
+        return ()
 
     def connection_roles(self) -> Iterable:
         """Yield :class:`Root`, :class:`PotentialRoot` and :class:`Branch` statements for

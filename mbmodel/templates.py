@@ -8,8 +8,9 @@ so the first one's equations become a casadi Function of its symbols, and the ot
 theirs by calling it with their own (one call, the expression graph copied in C++).
 
 What makes an instance's equations a template is checked when they are recorded, never
-assumed: they may contain only the component's own parameters and variables, derivatives of
-them (``der``) and time; they may be equations, :class:`~mbmodel.Assert` conditions and
+assumed: they may contain only the component's own parameters and variables (and those of
+the components its :meth:`~mbmodel.Model.template_partners` names, whose declarations then
+follow its own in the template's inputs), derivatives of them (``der``) and time; they may be equations, :class:`~mbmodel.Assert` conditions and
 :class:`~mbmodel.Derivative` declarations only (no ``connect``, no ``when``, no
 comparisons on variables (relations, also under ``noEvent``), ``pre``, ``sample`` or
 ``initial``, no events declared); the questions ``is_root()`` and
@@ -33,9 +34,9 @@ from .flat import stacked
 __all__ = ["template_key", "EquationTemplate", "Recorder", "Instantiated"]
 
 
-def _declarations(comp: Model, active) -> list:
+def _own_declarations(comp: Model, active) -> list:
     """The component's own parameters and active variables (connector variables
-    included), in declaration order: the layout of a template's symbol vector."""
+    included), in declaration order."""
     found = []
     for member in comp._members.values():
         if isinstance(member, Parameter):
@@ -46,6 +47,42 @@ def _declarations(comp: Model, active) -> list:
         elif isinstance(member, Connector):
             found.extend(v for v in member._variables.values() if active(v))
     return found
+
+
+def partners(comp: Model) -> tuple:
+    """The components whose declarations ``comp``'s template takes besides its own
+    (:meth:`~mbmodel.Model.template_partners`): asked only of a class whose key reads the
+    connections."""
+    if not vars(type(comp)).get("template_key_reads_connections", False):
+        return ()
+    return tuple(comp.template_partners())
+
+
+def _declarations(comp: Model, active, partnered=()) -> list:
+    """The layout of a template's symbol vector: the component's own declarations, then
+    each partner's, in declaration order."""
+    found = _own_declarations(comp, active)
+    for partner in partnered:
+        found.extend(_own_declarations(partner, active))
+    return found
+
+
+def _layout(comp: Model, active) -> tuple | None:
+    """Names, kinds and shapes of ``comp``'s declarations (which are active), or None for
+    a composite model (it connects: not a template)."""
+    layout = []
+    for key, member in comp._members.items():
+        if isinstance(member, Model):
+            return None
+        if isinstance(member, Parameter):
+            layout.append((key, "Parameter", member.shape))
+        elif isinstance(member, Variable):
+            layout.append((key, "Variable", member.shape, member.kind, active(member)))
+        elif isinstance(member, Connector):
+            layout.append((key, type(member).__name__,
+                           tuple((name, v.kind, v.shape, active(v))
+                                 for name, v in member._variables.items())))
+    return tuple(layout)
 
 
 def template_key(comp: Model, active):
@@ -59,19 +96,16 @@ def template_key(comp: Model, active):
     own = comp.template_key()
     if own is None:
         return None
-    layout = []
-    for key, member in comp._members.items():
-        if isinstance(member, Model):
-            return None  # composite models connect: they are not templates
-        if isinstance(member, Parameter):
-            layout.append((key, "Parameter", member.shape))
-        elif isinstance(member, Variable):
-            layout.append((key, "Variable", member.shape, member.kind, active(member)))
-        elif isinstance(member, Connector):
-            layout.append((key, type(member).__name__,
-                           tuple((name, v.kind, v.shape, active(v))
-                                 for name, v in member._variables.items())))
-    return type(comp), tuple(layout), own
+    layout = _layout(comp, active)
+    if layout is None:
+        return None  # composite models connect: they are not templates
+    partnered = partners(comp)
+    if not partnered:
+        return type(comp), layout, own
+    partner_layouts = tuple((type(p), _layout(p, active)) for p in partnered)
+    if any(found is None for _, found in partner_layouts):
+        return None
+    return type(comp), layout, own, partner_layouts
 
 
 class Recorder:
@@ -80,7 +114,7 @@ class Recorder:
 
     def __init__(self, ctx, comp, active):
         self.ctx, self.comp = ctx, comp
-        self.declarations = _declarations(comp, active)
+        self.declarations = _declarations(comp, active, partners(comp))
         self.first_element = {d.symbol[0].element_hash(): i
                               for i, d in enumerate(self.declarations)}
         self.questions: list[tuple[str, object, object]] = []
@@ -275,7 +309,7 @@ class EquationTemplate:
         by the declaration's id; ``fresh_derivative(symbol)``: whether ``der()`` answered
         with a derivative variable of its own; ``position_of(symbol)``: a variable's flat
         position."""
-        declarations = _declarations(comp, active)
+        declarations = _declarations(comp, active, partners(comp))
         for kind, where, answer in self.questions:
             if kind == "is_root":
                 if ctx.is_root(declarations[where].symbol) != answer:

@@ -154,6 +154,73 @@ def test_a_class_whose_equations_read_another_component_is_not_shared():
     assert "inertia.phi" in residuals["f1"] and "other.phi" in residuals["f2"]
 
 
+class _Follower(mb.Model):
+    """Turns at ``k`` times the angle of the inertia its flange meets, whose variables its
+    equations read: that inertia is its template partner."""
+
+    flange = rot.Flange_a()
+    phi = mb.Variable(0.0)
+    k = mb.Parameter(2.0)
+    template_key_reads_connections = True
+
+    def template_key(self):
+        return (self.leader() is not None,)
+
+    def template_partners(self):
+        leader = self.leader()
+        return () if leader is None else (leader,)
+
+    def leader(self):
+        others = self.connected(self.flange)
+        return others[0].owner if len(others) == 1 else None
+
+    def equations(self):
+        yield self.flange.tau == 0
+        yield self.phi == self.k * self.leader().phi
+
+
+class _FollowerWithoutKey(_Follower):
+    """The same equations, without the promise that its key reads the connections."""
+
+    template_key = _Follower.template_key
+
+
+class _Followed(mb.Model):
+    def __init__(self, follower, n=4, **modifiers):
+        super().__init__(**modifiers)
+        for i in range(n):
+            self.add(f"inertia{i}", rot.Inertia(J=1.0 + i, phi=mb.Fixed(0.1 * i),
+                                                w=mb.Fixed(1.0 - 0.5 * i)))
+            self.add(f"follower{i}", follower(k=1.0 + i))
+        self.n = n
+
+    def equations(self):
+        for i in range(self.n):
+            yield mb.connect(getattr(self, f"inertia{i}").flange_b,
+                             getattr(self, f"follower{i}").flange)
+
+
+@pytest.mark.parametrize("follower, runs", [(_Follower, 1), (_FollowerWithoutKey, 4)])
+def test_a_class_that_reads_its_template_partners_shares_its_equations(monkeypatch, follower,
+                                                                       runs):
+    """A class whose equations read the variables of a component it finds through
+    connected() shares one template across instances when it names that component as a
+    partner (Model.template_partners) and states that its key reads the connections;
+    without that statement every instance runs its own. Both give the same model, and the
+    followers turn at k times their inertia's angle."""
+    calls = []
+    original = _Follower.equations
+    monkeypatch.setattr(_Follower, "equations", lambda self: calls.append(1) or original(self))
+    assert_same_flat_model(lambda: _Followed(follower))
+    calls.clear()
+    model = _Followed(follower)
+    result = mb.compile(model).simulate(1.0)
+    assert len(calls) == runs
+    for i in range(4):
+        angle = 0.1 * i + (1.0 - 0.5 * i) * result.t
+        assert np.allclose(result[f"follower{i}.phi"], (1.0 + i) * angle, rtol=0, atol=1e-9)
+
+
 def test_a_class_whose_equations_make_relations_is_not_shared():
     """A comparison on a variable makes a relation (a flat variable of its own) even where
     noEvent turns it back into the comparison: such instances run their own equations, and
