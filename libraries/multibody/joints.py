@@ -53,13 +53,17 @@ from .frames import (Frame, alone_at, axis_check, check_axis, classical_accelera
                      cut_force, numeric_value, unit_axis)
 
 
-def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
+def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None,
+                    placement=None):
     """Kinematics and force equations shared by all joints (see the module docs).
     ``armature`` (forward analysis): inertia rigidly driven with the joint coordinates, added
     to the joint's own ``D``; ``tau`` is then the joint force at zero joint acceleration.
     ``lock`` (forward analysis, one coordinate): ``(FrictionLock, ratio)`` of a friction
     element on the drive train that can stick the joint; the joint then gives the element's
-    holding torque (its ``holding_equation``)."""
+    holding torque (its ``holding_equation``). ``placement`` (forward analysis): the
+    :class:`~.parts.FixedRotation` the joint composes with its motion
+    (:func:`composed_placement`); the joint then also states the placement's frame_a
+    inertia and bias."""
     fa, fb = joint.frame_a, joint.frame_b
     vJ = Phi @ qd
     if r is None:
@@ -67,10 +71,14 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
     else:
         yield fb.r_0 == fa.r_0 + fa.R.T @ r
     yield fb.R == (fa.R if E is None else sp.matrix_of(E) @ fa.R)
-    v_b = sp.motion_to_child(fa.v, E, r) + vJ
+    # Velocity and acceleration from the composed placement's frame_a in one
+    # transformation (the placement still states its frame_b's, for the results).
+    E_c, r_c = (E, r) if placement is None else _through_placement(placement, E, r)
+    before = fa if placement is None else placement.frame_a
+    v_b = sp.motion_to_child(before.v, E_c, r_c) + vJ
     yield fb.v == v_b
     psi = sp.joint_bias(fa.v, fb.v, vJ, Phi, E, r, classical_accelerations(joint))
-    c = sp.motion_to_child(fa.a, E, r)
+    c = sp.motion_to_child(before.a, E_c, r_c)
     yield fb.a == c + Phi @ qdd + psi
     if joint.analysis == "forward":
         locked = None if lock is None else lock[0].locked
@@ -80,6 +88,9 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
             yield fa.I == ca.SX.zeros(21, 1)
             yield fa.b == sp.force_to_parent(-fb.b, E, r)
             yield tau + Phi.T @ fb.b == 0
+            if placement is not None:
+                yield placement.frame_a.I == ca.SX.zeros(21, 1)
+                yield placement.frame_a.b == sp.force_to_parent(-fb.b, E_c, r_c)
             return
         N, bias, qdd_expr, hold = sp.articulated_step(-sp.unpack(fb.I), -fb.b, Phi, tau, psi,
                                                       c, armature, locked)
@@ -91,10 +102,65 @@ def joint_equations(joint, E, r, Phi, qd, qdd, tau, armature=None, lock=None):
             yield role.element.holding_equation(-hold[0] / ratio)
         yield fa.I == sp.pack(sp.inertia_to_parent(N, E, r))
         yield fa.b == sp.force_to_parent(bias, E, r)
+        if placement is not None:
+            # The subtree seen from the placement's frame_a in one transformation (what the
+            # placement would do to fa.I and fa.b is done to N and bias at once): one
+            # rotation of the articulated inertia instead of two.
+            yield placement.frame_a.I == sp.pack(sp.inertia_to_parent(N, E_c, r_c))
+            yield placement.frame_a.b == sp.force_to_parent(bias, E_c, r_c)
     else:
         F_b = cut_force(fb)
         yield cut_force(fa) == -sp.force_to_parent(F_b, E, r)
         yield tau == -(Phi.T @ F_b)
+
+
+def composed_placement(joint):
+    """The :class:`~.parts.FixedRotation` a joint composes with its own motion in the
+    forward analysis, or ``None``: the placement whose frame_b alone meets the joint's
+    frame_a (no loop cut there), as Pinocchio's joint placement. The joint then states the
+    placement's frame_a inertia and bias from its articulated step, transformed once by
+    the composed transformation; the placement states its kinematics only (see
+    :meth:`.parts.FixedRotation.equations`). Both ask this, from either side
+    (:func:`composing_joint`)."""
+    if not _may_compose(joint):
+        return None
+    near = alone_at(joint, joint.frame_a)
+    if near is None or not _may_be_composed(near.owner) or near is not near.owner.frame_b:
+        return None
+    return near.owner
+
+
+def composing_joint(placement):
+    """The joint that composes ``placement`` (:func:`composed_placement`), or ``None``."""
+    if not _may_be_composed(placement):
+        return None
+    far = alone_at(placement, placement.frame_b)
+    if far is None or not _may_compose(far.owner) or far is not far.owner.frame_a:
+        return None
+    return far.owner
+
+
+def _may_compose(joint) -> bool:
+    """An axis joint whose equations are the library's, in the forward analysis."""
+    return (isinstance(joint, _AxisJoint) and type(joint).equations is _AxisJoint.equations
+            and joint.analysis == "forward")
+
+
+def _may_be_composed(placement) -> bool:
+    """A FixedRotation itself (a subclass may state other equations), forward analysis."""
+    from .parts import FixedRotation
+    return type(placement) is FixedRotation and placement.analysis == "forward"
+
+
+def _through_placement(placement, E, r):
+    """Rotation and offset from the placement's frame_a to the joint's frame_b, from the
+    joint's ``E``, ``r`` (frame_a -> frame_b of the joint): ``E E_p`` and
+    ``r_p + E_p' r``."""
+    E_p = sp.planar_rotation(unit_axis(placement), placement.angle)
+    r_p = sp.vec(placement.r)
+    E_c = E_p if E is None else sp.matrix_of(E) @ E_p
+    r_c = r_p if r is None else r_p + E_p.T @ r
+    return E_c, r_c
 
 
 def _ends_at_loop_cut(joint) -> bool:
@@ -177,13 +243,23 @@ class _AxisJoint(_Joint):
     def template_key(self):
         """Joints with the same options and, once parameters are folded, the same kind of
         declared axis (a coordinate axis, see :meth:`motion`) share their equations
-        (:meth:`mbmodel.Model.template_key`)."""
+        (:meth:`mbmodel.Model.template_key`), with a placement composed or not (its
+        declarations are inputs of the template: :meth:`template_partners`). A joint
+        driven by a drive train in the forward analysis runs its own equations: they read
+        the drive's structure."""
         check_axis(self)
+        if self.use_axis_flange and self.analysis == "forward":
+            return None
         axis = None
         if self.parameters_folded:
             declared = numeric_value(self, "n")
             axis = None if declared is None else tuple(np.abs(declared.ravel()) > 0)
         return (self.use_axis_flange, self.prescribed, self.actuated, axis)
+
+    def template_partners(self):
+        """The placement the joint composes (:func:`composed_placement`), if any."""
+        placement = composed_placement(self)
+        return () if placement is None else (placement,)
 
     def equations(self):
         q, qd, qdd, force = (getattr(self, name) for name in self.coordinates)
@@ -202,12 +278,13 @@ class _AxisJoint(_Joint):
             yield force == 0
         E, r, Phi = self.motion(e, q)
         drive = self.drive()
+        placement = composed_placement(self)
         if drive is None:
-            yield from joint_equations(self, E, r, Phi, qd, qdd, force)
+            yield from joint_equations(self, E, r, Phi, qd, qdd, force, placement=placement)
         else:
             lock = drive.locks[0] if drive.locks else None
             yield from joint_equations(self, E, r, Phi, qd, qdd, -drive.bias, drive.inertia,
-                                       lock)
+                                       lock, placement)
 
     def drive(self):
         """The :class:`~mbmodel.libraries.drive_trains.DriveLoad` on the axis flange that the
@@ -244,7 +321,8 @@ class Revolute(_AxisJoint):
         motor = Revolute(n=[0, 1, 0], actuated=True)   # forward model input: motor.tau
     """
 
-    template_key = _AxisJoint.template_key  # a key holds for the class that states it
+    # a key holds for the class that states it; it says whether a placement is composed
+    template_key, template_key_reads_connections = _AxisJoint.template_key, True
 
     n = Parameter([0.0, 0.0, 1.0], shape=3, doc="Axis of rotation resolved in frame_a and frame_b")
     phi = Variable(0.0, unit="rad", state_select="prefer", input_in="inverse",
@@ -327,7 +405,7 @@ class Prismatic(_AxisJoint):
         slide = Prismatic(n=[1, 0, 0], actuated=True)   # forward model input: slide.f
     """
 
-    template_key = _AxisJoint.template_key
+    template_key, template_key_reads_connections = _AxisJoint.template_key, True
 
     n = Parameter([1.0, 0.0, 0.0], shape=3, doc="Axis of translation resolved in frame_a and frame_b")
     s = Variable(0.0, unit="m", state_select="prefer", input_in="inverse",

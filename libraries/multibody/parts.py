@@ -285,16 +285,25 @@ class FixedRotation(Model):
         E = sp.planar_rotation(n.ravel() / np.linalg.norm(n), float(angle))
         return "fixed", np.array(ca.evalf(E))
 
+    template_key_reads_connections = True  # the key says whether a joint composes it
+
     def template_key(self):
         check_axis(self)  # what equations() checks, for instances that do not run it
-        return ()
+        from .joints import composing_joint
+        return (composing_joint(self) is not None,)
 
     def equations(self):
+        """The rigid transformation; the inertia and bias passed to frame_a are the
+        joint's if a joint composes this placement with its motion (forward analysis,
+        :func:`.joints.composed_placement`: one transformation of the articulated inertia
+        instead of two)."""
+        from .joints import composing_joint
         E = sp.planar_rotation(unit_axis(self), self.angle)
         yield axis_check(self)
         r = sp.vec(self.r)
         yield from rigid_kinematics(self.frame_a, self.frame_b, E, r)
-        yield from rigid_forces(self, self.frame_a, self.frame_b, E, r)
+        if composing_joint(self) is None:
+            yield from rigid_forces(self, self.frame_a, self.frame_b, E, r)
 
     def visuals(self):
         return vis.translation(self)
