@@ -122,22 +122,24 @@ def composed_placement(joint):
     the composed transformation; the placement states its kinematics only (see
     :meth:`.parts.FixedRotation.equations`). Both ask this, from either side
     (:func:`composing_joint`)."""
-    if not _may_compose(joint):
-        return None
-    near = alone_at(joint, joint.frame_a)
-    if near is None or not _may_be_composed(near.owner) or near is not near.owner.frame_b:
-        return None
-    return near.owner
+    return _across(joint, joint.frame_a, _may_compose, _may_be_composed, "frame_b")
 
 
 def composing_joint(placement):
     """The joint that composes ``placement`` (:func:`composed_placement`), or ``None``."""
-    if not _may_be_composed(placement):
+    return _across(placement, placement.frame_b, _may_be_composed, _may_compose, "frame_a")
+
+
+def _across(asking, frame, asking_may, other_may, other_frame):
+    """The component whose ``other_frame`` alone meets ``asking``'s ``frame`` (no loop cut
+    there), if both may take part in a composition: one decision, from either side."""
+    if not asking_may(asking):
         return None
-    far = alone_at(placement, placement.frame_b)
-    if far is None or not _may_compose(far.owner) or far is not far.owner.frame_a:
+    other = alone_at(asking, frame)
+    if other is None or not other_may(other.owner) or other is not getattr(
+            other.owner, other_frame):
         return None
-    return far.owner
+    return other.owner
 
 
 def _may_compose(joint) -> bool:
