@@ -517,8 +517,16 @@ class _Flattener:
             reason = (f"has a component that asks connected({changed.path}), whose answer "
                       f"this connection changes (answers see only composite models' "
                       f"connections)")
+        self.refuse_leaf_connects(reason, leaves[0])
+
+    def refuse_leaf_connects(self, reason, leaf=None):
+        """Raise the refusal of a component without sub-components that connects its own
+        connectors (``leaf``, or the first one), for ``reason`` (what this model asks)."""
+        if leaf is None:
+            leaf = next(c for c in self.components
+                        if not c.components() and self.connects.get(id(c)))
         raise DeclarationError(
-            f"{_where(leaves[0])} connects its own connectors although it has no "
+            f"{_where(leaf)} connects its own connectors although it has no "
             f"sub-components; this model {reason} — write the equations instead")
 
     def declare_assert(self, comp, item):
@@ -737,9 +745,17 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
             chosen, decisions, cuts = spanning_tree(fl, roots, potential, branches,
                                                     overdetermined_edges(fl, graph))
     if fl.overdetermined:
+        # What components were told changed: only a leaf's connects can do that.
         if early_choice is not None and chosen != early_choice:
+            if fl.leaf_connects:
+                fl.refuse_leaf_connects("has components that ask is_root(), whose answers "
+                                        "its connections change")
             raise DeclarationError("internal: potential-root choice changed after equations ran")
         if not reused and fl.early_cuts is not None and cut_sides(graph, cuts) != fl.early_cuts:
+            if fl.leaf_connects:
+                fl.refuse_leaf_connects("has components that ask where loops are cut "
+                                        "(loop_cut_side()), whose answers its connections "
+                                        "change")
             raise DeclarationError("internal: loop cuts changed after equations ran")
     connection_equations(fl, graph, cuts)
     emit_tree_equations(fl, decisions)

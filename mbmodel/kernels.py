@@ -255,6 +255,7 @@ def _split_coincident(groups, order, group_of, reads_of):
                         parent[max(a, b)] = min(a, b)
     if not parent:
         return groups, order
+    before = list(group_of)  # (the sources are read as grouped before any split)
     new_groups, new_order = {}, []
     for group in order:
         members = groups[group]
@@ -265,7 +266,7 @@ def _split_coincident(groups, order, group_of, reads_of):
         sources = {}  # component -> the other groups it reads
         for i in members:
             found = sources.setdefault(find(i), set())
-            found.update(group_of[d] for d in reads_of[i] if group_of[d] != group)
+            found.update(before[d] for d in reads_of[i] if before[d] != group)
         parts = {}  # source groups -> members, in order
         for i in members:
             parts.setdefault(frozenset(sources[find(i)]), []).append(i)

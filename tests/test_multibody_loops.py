@@ -271,6 +271,59 @@ def test_leaf_components_connecting_their_own_connectors_still_compile_beside_jo
     assert mb.compile(M()).states == ["j.phi", "j.w", "i1.phi", "i1.w"]
 
 
+def test_a_leaf_that_closes_a_loop_by_its_own_connect_is_refused_by_name():
+    """A weld without sub-components that connects its own frames closes a loop the
+    joints could not see when they asked where loops are cut: refused, naming the weld
+    (it was an internal error)."""
+    class Weld(mb.Model):
+        frame_a = mbl.Frame()
+        frame_b = mbl.Frame()
+
+        def equations(self):
+            yield mb.connect(self.frame_a, self.frame_b)
+
+    class M(mb.Model):
+        world = mbl.World()
+        j = mbl.Revolute(n=[0, 0, 1])
+        ft = mbl.FixedTranslation(r=[0.4, 0, 0])
+        body = mbl.Body(m=1.0)
+        weld = Weld()
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.j.frame_a)
+            yield mb.connect(self.j.frame_b, self.ft.frame_a, self.weld.frame_b)
+            yield mb.connect(self.ft.frame_b, self.body.frame_a, self.weld.frame_a)
+    with pytest.raises(mb.DeclarationError) as info:
+        mb.flatten(M())
+    assert str(info.value).startswith("Weld 'weld' connects its own connectors although it "
+                                      "has no sub-components; this model has components that "
+                                      "ask where loops are cut")
+
+
+def test_a_fixed_rotation_inside_a_loop_turns_only_a_joint_angle():
+    """A FixedRotation about the loop's normal before the rocker's joint only shifts that
+    joint's angle: the crank moves as in the four-bar without it (the loop's plane is found
+    through the placement's rotation; the joint composes the placement)."""
+    from loop_mechanisms import connect_chain
+
+    class Placed(Fourbar):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.place = mbl.FixedRotation(n=[0, 0, 1], angle=0.3)
+
+        def equations(self):
+            yield from connect_chain(self.world, self.j1, self.crank, self.j2, self.coupler,
+                                     self.place, self.j3, self.rocker, self.j4)
+            yield mb.connect(self.j4.frame_b, self.anchor.frame_b)
+
+    reference = mb.compile(Fourbar()).simulate(1.0, rtol=1e-10, atol=1e-10)
+    placed = mb.compile(Placed()).simulate(1.0, rtol=1e-10, atol=1e-10)
+    crank = np.interp(reference.t, placed.t, placed["j1.phi"])
+    assert np.max(np.abs(crank - reference["j1.phi"])) < 1e-6
+    assert abs(placed["j1.phi"][-1] - reference["j1.phi"][-1]) < 1e-7
+    assert abs(placed["j3.phi"][0] - (reference["j3.phi"][0] - 0.3)) < 1e-9
+
+
 def test_planar_loop_out_of_its_plane_cannot_close():
     """Parallel axes but an anchor 5 cm off the plane: the three dropped constraints could
     never hold, so the compiler says so instead of closing the loop in the plane only."""

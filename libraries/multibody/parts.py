@@ -282,7 +282,7 @@ class FixedRotation(Model):
         n, angle = numeric_value(self, "n"), numeric_value(self, "angle")
         if n is None or angle is None or not np.linalg.norm(n) > 0:
             return None
-        E = sp.planar_rotation(n.ravel() / np.linalg.norm(n), float(angle))
+        E = sp.planar_rotation(n.ravel() / np.linalg.norm(n), float(np.ravel(angle)[0]))
         return "fixed", np.array(ca.evalf(E))
 
     template_key_reads_connections = True  # the key says whether a joint composes it
