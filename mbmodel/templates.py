@@ -10,8 +10,9 @@ theirs by calling it with their own (one call, the expression graph copied in C+
 What makes an instance's equations a template is checked when they are recorded, never
 assumed: they may contain only the component's own parameters and variables (and those of
 the components its :meth:`~mbmodel.Model.template_partners` names, whose declarations then
-follow its own in the template's inputs), derivatives of them (``der``) and time; they may be equations, :class:`~mbmodel.Assert` conditions and
-:class:`~mbmodel.Derivative` declarations only (no ``connect``, no ``when``, no
+follow its own in the template's inputs), derivatives of them (``der``) and time; they may
+be equations, :class:`~mbmodel.Assert` conditions and :class:`~mbmodel.Derivative`
+declarations only (no ``connect``, no ``when``, no
 comparisons on variables (relations, also under ``noEvent``), ``pre``, ``sample`` or
 ``initial``, no events declared); the questions ``is_root()`` and
 ``loop_cut_side()`` are asked again for every instance and must get the same answers

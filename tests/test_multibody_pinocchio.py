@@ -255,13 +255,14 @@ def _with_placements(monkeypatch, make, placement_class):
         return make()
 
 
-def test_a_joint_composes_the_placement_before_it(monkeypatch):
-    """A Revolute or Prismatic whose frame_a meets a FixedRotation alone (Pinocchio's joint
-    placement) takes the placement's frame_a velocity and acceleration, and gives it the
-    articulated inertia and bias of what follows, in one transformation. Dynamics and every
-    frame quantity equal those of the placement and the joint one after the other (a
-    FixedRotation subclass, which no joint composes) to rounding; the forward dynamics have
-    a fifth fewer operations, and a chain's are Pinocchio's."""
+@pytest.mark.parametrize("tree", [dict(seed=11), dict(seed=5, spherical=True)])
+def test_a_joint_composes_the_placement_before_it(monkeypatch, tree):
+    """A Revolute, Prismatic or Spherical whose frame_a meets a FixedRotation alone
+    (Pinocchio's joint placement) takes the placement's frame_a velocity and acceleration,
+    and gives it the articulated inertia and bias of what follows, in one transformation.
+    Dynamics and every frame quantity equal those of the placement and the joint one after
+    the other (a FixedRotation subclass, which no joint composes) to rounding; the forward
+    dynamics have a fifth fewer operations, and a chain's are Pinocchio's."""
     from mbmodel.codegen import operation_counts
     from mbmodel.libraries import multibody as mbl
     from mb_trees import TreeModel
@@ -269,8 +270,10 @@ def test_a_joint_composes_the_placement_before_it(monkeypatch):
     class Placement(mbl.FixedRotation):
         """Not composed: a subclass may state other equations."""
 
-    spec = random_tree(10, np.random.default_rng(11))
+    spherical = tree.get("spherical", False)
+    spec = random_tree(10, np.random.default_rng(tree["seed"]), spherical=spherical)
     assert {"revolute", "prismatic"} <= {s["kind"] for s in spec}
+    assert ("spherical" in {s["kind"] for s in spec}) == spherical
     composed = mb.compile(TreeModel(spec), parameters="constant")
     apart = mb.compile(_with_placements(monkeypatch, lambda: TreeModel(spec), Placement),
                        parameters="constant")

@@ -143,8 +143,10 @@ def _across(asking, frame, asking_may, other_may, other_frame):
 
 
 def _may_compose(joint) -> bool:
-    """An axis joint whose equations are the library's, in the forward analysis."""
-    return (isinstance(joint, _AxisJoint) and type(joint).equations is _AxisJoint.equations
+    """A joint whose equations are the library's (an axis joint or a Spherical), in the
+    forward analysis. (A FreeMotion sits at the root, where nothing passes the inertia on:
+    composing would only add the product of the two rotations.)"""
+    return (type(joint).equations in (_AxisJoint.equations, Spherical.equations)
             and joint.analysis == "forward")
 
 
@@ -477,7 +479,8 @@ class Spherical(_Joint):
             yield der(self.w_rel) == self.z_rel
             yield self.tau == ca.SX.zeros(3, 1)
         yield from joint_equations(self, sp.quaternion_rotation(self.Q), None, Phi,
-                                   self.w_rel, self.z_rel, self.tau)
+                                   self.w_rel, self.z_rel, self.tau,
+                                   placement=composed_placement(self))
 
     def visuals(self):
         return vis.ball(self)
