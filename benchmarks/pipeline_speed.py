@@ -10,8 +10,8 @@ Measured:
 
 * ``build_ms_per_link``: ``Model()`` + ``mb.compile`` per link at n = 10, 100, 1000, 10 000,
   each size in a fresh process (so its peak RSS is its own). A size is skipped (``null``,
-  reason in the table) when the previous size's time, extrapolated with the measured growth,
-  exceeds the time budget (``--build-budget``, default 300 s) or its memory exceeds what is
+  reason in the table) when the previous size's time, extrapolated with the growth measured
+  between the two sizes before (a quarter added), exceeds the time budget (``--build-budget``, default 300 s) or its memory exceeds what is
   free. ``peak_rss_mb_per_link``: peak RSS over n of the largest size built.
   ``largest_chain_built_60s``: the largest n whose build took ≤ 60 s.
 * ``api_fd_over_pinocchio``: one Python call of mbmodel's fast forward-dynamics path
@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -147,11 +148,19 @@ def free_memory_mb():
 
 
 def measure_builds(sizes, budget):
-    rows, last = {}, None
+    """Builds at each size in a process of its own; a size is skipped if its time, predicted
+    from the sizes before it, exceeds ``budget`` (or its memory the free memory). The
+    prediction grows by the exponent measured between the last two sizes (at least 1), with
+    a quarter more for the growth seen beyond them; from one size, by an exponent of 1.3."""
+    rows, last, previous = {}, None, None
     for n in sizes:
         if last is not None:
-            (n0, s0, r0), growth = last, 1.3  # superlinear until shown otherwise
-            predicted_s = s0 * (n / n0) ** growth
+            n0, s0, r0 = last
+            growth, margin = 1.3, 1.0  # superlinear until shown otherwise
+            if previous is not None and s0 > previous[1] > 0:
+                growth = max(1.0, math.log(s0 / previous[1]) / math.log(n0 / previous[0]))
+                margin = 1.25
+            predicted_s = margin * s0 * (n / n0) ** growth
             predicted_mb = r0 * n / n0
             if predicted_s > budget:
                 rows[n] = {"skipped": f"predicted {predicted_s:.0f} s > budget {budget:.0f} s"}
@@ -166,7 +175,7 @@ def measure_builds(sizes, budget):
             continue
         row = json.loads(proc.stdout.strip().splitlines()[-1])
         rows[n] = row
-        last = (n, row["seconds"], row["rss_mb"])
+        previous, last = last, (n, row["seconds"], row["rss_mb"])
     return rows
 
 
