@@ -42,6 +42,7 @@ import hashlib
 from dataclasses import dataclass
 
 import casadi as ca
+from networkx.utils import UnionFind
 
 from .core import time as TIME
 
@@ -233,44 +234,24 @@ def _split_coincident(groups, order, group_of, reads_of):
     parts of a group that read nothing of each other and values of different groups (a
     joint's velocities from its parent and its articulated inertia from its child, ready at
     the same level in one link of a chain and at different levels in the others). Split,
-    the instance calls the same kernels as the others. ``group_of`` is updated; returns the
-    groups and their order."""
-    parent = {}  # union-find over the entries of multi-member groups, by same-group reads
-
-    def find(i):
-        while parent.get(i, i) != i:
-            parent[i] = parent.get(parent[i], parent[i])
-            i = parent[i]
-        return i
-
+    the instance calls the same kernels as the others. ``group_of`` is updated (after every
+    group is decided: each reads the groups as they were); returns the groups and their
+    order."""
+    new_groups, new_order, moved = {}, [], []
     for group in order:
         members = groups[group]
-        if len(members) < 2 or group[1] == 0:  # (level 0 reads no other instance)
-            continue
-        for i in members:
-            for d in reads_of[i]:
-                if group_of[d] == group:
-                    a, b = find(i), find(d)
-                    if a != b:
-                        parent[max(a, b)] = min(a, b)
-    if not parent:
-        return groups, order
-    before = list(group_of)  # (the sources are read as grouped before any split)
-    new_groups, new_order = {}, []
-    for group in order:
-        members = groups[group]
-        if len(members) < 2 or group[1] == 0:
-            new_groups[group] = members
-            new_order.append(group)
-            continue
-        sources = {}  # component -> the other groups it reads
-        for i in members:
-            found = sources.setdefault(find(i), set())
-            found.update(before[d] for d in reads_of[i] if before[d] != group)
-        parts = {}  # source groups -> members, in order
-        for i in members:
-            parts.setdefault(frozenset(sources[find(i)]), []).append(i)
-        if len(parts) == 1:
+        parts = {}  # the other groups a part reads -> its members, in order
+        if len(members) > 1 and group[1] > 0:  # (level 0 reads no other instance)
+            parts_of = UnionFind(members)  # joined by the reads inside the group
+            for i in members:
+                parts_of.union(i, *(d for d in reads_of[i] if group_of[d] == group))
+            sources = {}
+            for i in members:
+                sources.setdefault(parts_of[i], set()).update(
+                    group_of[d] for d in reads_of[i] if group_of[d] != group)
+            for i in members:
+                parts.setdefault(frozenset(sources[parts_of[i]]), []).append(i)
+        if len(parts) < 2:
             new_groups[group] = members
             new_order.append(group)
             continue
@@ -278,8 +259,10 @@ def _split_coincident(groups, order, group_of, reads_of):
             key = (group[0], group[1], k)
             new_groups[key] = part
             new_order.append(key)
-            for i in part:
-                group_of[i] = key
+            moved.append((key, part))
+    for key, part in moved:
+        for i in part:
+            group_of[i] = key
     return new_groups, new_order
 
 
