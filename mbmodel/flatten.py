@@ -31,7 +31,7 @@ from .flat import (FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVaria
                    stacked)
 from .hybrid import HybridCollector
 from .visuals import resolve as resolve_visuals
-from .templates import EquationTemplate, Instantiated, Recorder, template_key
+from .templates import EquationTemplate, Instantiated, Recorder, partners, template_key
 from .orientation import (choose_roots_early, collect_roles, emit_tree_equations,
                           overdetermined_variable, spanning_tree)
 
@@ -377,11 +377,14 @@ class _Flattener:
         ctx = _FlattenContext.current()
         ctx.component = comp
         try:
-            key = template_key(comp, self.active) if self.use_templates else None
+            # (found once: the key, the record and the instances all take them)
+            partnered = partners(comp) if self.use_templates else ()
+            key = template_key(comp, self.active, partnered) if self.use_templates else None
             template = self.templates.get(key) if key is not None else None
             if template is not None:
-                made = template.instantiate(comp, ctx, self.active, self.first_position,
-                                              self.is_fresh_derivative, self.position_of)
+                made = template.instantiate(comp, ctx, self.active, partnered,
+                                            self.first_position, self.is_fresh_derivative,
+                                            self.position_of)
                 if made is not None:
                     for item in made.derivatives:
                         self.declare_derivative(comp, item)
@@ -395,7 +398,8 @@ class _Flattener:
             events = (len(comp._time_events), len(comp._time_scales),
                       len(self.hybrid.time_events))
             items = [] if recording else None
-            with Recorder(ctx, comp, self.active) if recording else nullcontext() as recorder:
+            with (Recorder(ctx, comp, self.active, partnered) if recording else nullcontext()
+                  ) as recorder:
                 # items are handled as they come: a Derivative declared before a der()
                 equations = self._sort_items(comp, _iterate(comp.equations(), comp, method),
                                              items)

@@ -32,7 +32,7 @@ from .core import Assert, Connector, Derivative, Model, Parameter, Variable
 from .core import time as TIME
 from .flat import stacked
 
-__all__ = ["template_key", "EquationTemplate", "Recorder", "Instantiated"]
+__all__ = ["template_key", "partners", "EquationTemplate", "Recorder", "Instantiated"]
 
 
 def _own_declarations(comp: Model, active) -> list:
@@ -86,10 +86,11 @@ def _layout(comp: Model, active) -> tuple | None:
     return tuple(layout)
 
 
-def template_key(comp: Model, active):
+def template_key(comp: Model, active, partnered=()):
     """The key under which ``comp``'s equations may be shared, or None: its class, its
-    declarations (names, kinds, shapes; which are active) and the class's own
-    :meth:`~mbmodel.Model.template_key` (stated by that class itself, not inherited)."""
+    declarations (names, kinds, shapes; which are active), the class's own
+    :meth:`~mbmodel.Model.template_key` (stated by that class itself, not inherited) and
+    the classes and declarations of its ``partnered`` components (:func:`partners`)."""
     if "template_key" not in vars(type(comp)):
         # A key holds for the class that states it: a subclass may read more in its
         # equations (an attribute of its own) than the key it would inherit covers.
@@ -100,7 +101,6 @@ def template_key(comp: Model, active):
     layout = _layout(comp, active)
     if layout is None:
         return None  # composite models connect: they are not templates
-    partnered = partners(comp)
     if not partnered:
         return type(comp), layout, own
     partner_layouts = tuple((type(p), _layout(p, active)) for p in partnered)
@@ -113,9 +113,9 @@ class Recorder:
     """Wraps a flattening context's questions and derivatives while one instance's
     equations run, recording them so that another instance can replay them."""
 
-    def __init__(self, ctx, comp, active):
+    def __init__(self, ctx, comp, active, partnered=()):
         self.ctx, self.comp = ctx, comp
-        self.declarations = _declarations(comp, active, partners(comp))
+        self.declarations = _declarations(comp, active, partnered)
         self.first_element = {d.symbol[0].element_hash(): i
                               for i, d in enumerate(self.declarations)}
         self.questions: list[tuple[str, object, object]] = []
@@ -302,15 +302,15 @@ class EquationTemplate:
                                                         self.columns)[0]
         return found
 
-    def instantiate(self, comp: Model, ctx, active, first_position,
+    def instantiate(self, comp: Model, ctx, active, partnered, first_position,
                     fresh_derivative, position_of) -> Instantiated | None:
         """``comp``'s equations from the template, or None if one of its questions gets
         another answer than the recorded instance's (then its own equations() run).
-        ``first_position``: the flat position of each declared variable's first element,
+        ``partnered``: its partner components (:func:`partners`); ``first_position``: the flat position of each declared variable's first element,
         by the declaration's id; ``fresh_derivative(symbol)``: whether ``der()`` answered
         with a derivative variable of its own; ``position_of(symbol)``: a variable's flat
         position."""
-        declarations = _declarations(comp, active, partners(comp))
+        declarations = _declarations(comp, active, partnered)
         for kind, where, answer in self.questions:
             if kind == "is_root":
                 if ctx.is_root(declarations[where].symbol) != answer:
