@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -292,6 +294,47 @@ def test_kernels_of_axis_aligned_chains_are_pinocchios_articulated_body_algorith
     ours = sum(count(fn.instruction_MX(k).which_function()) for k in range(fn.n_instructions())
                if fn.instruction_id(k) == ca.OP_CALL)
     assert ours <= 1.15 * count(cm.dynamics)  # measured 1.08; 4.66 without the folding
+
+
+@pytest.mark.skipif(not (os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")),
+                    reason="no C compiler on this machine")
+def test_kernel_calls_are_marked_for_a_lighter_optimization_and_compute_the_same(tmp_path):
+    """The generated functions that only call kernels (the dynamics and their forward
+    derivative) are marked for gcc's -O1, the kernels themselves are not, and the library
+    built at -O2 computes what the virtual machine does, derivative included."""
+    from mbmodel import codegen
+    cm = mb.compile(TreeModel(random_tree(4, np.random.default_rng(11), chain=True)),
+                    parameters="constant")
+    fn, _ = structured_dynamics(cm.system, cm.parameter_mode)
+    source = codegen._generate_c(fn, derivatives=True)
+    marked = re.findall(r"^MBMODEL_DISPATCH static int (casadi_f\d+)\(", source, re.M)
+    defined = re.findall(r"^(?:MBMODEL_DISPATCH )?static int (casadi_f\d+)\(const casadi_real",
+                         source, re.M)
+    calling = {name for name in defined
+               if re.search(r"if \(casadi_f\d+\(", source[source.index(f"int {name}("):].split(
+                   "\n}\n", 1)[0])}
+    assert len(marked) == 2 and set(marked) == calling  # the dynamics and their derivative
+    assert len(defined) > 2 * distinct_kernels(fn)  # each kernel and its derivative unmarked
+    assert codegen._generate_c(cm.dynamics).count("MBMODEL_DISPATCH static") == 0  # flat
+    fast = codegen.compile_function(fn, cache_dir=tmp_path, derivatives=True, optimize=2)
+    assert fast.is_a("External")
+    rng = np.random.default_rng(12)
+    X = ca.MX.sym("x", len(cm.states))
+    jacobians = [ca.Function("j", [X], [ca.jacobian(f(0.0, X, ca.MX(0, 1), ca.MX(0, 1),
+                                                          ca.MX(0, 1))[0], X)])
+                 for f in (fast, fn)]
+    for _ in range(3):
+        x = rng.uniform(-1.0, 1.0, len(cm.states))
+        ours, reference = (np.array(f(0.0, x, [], [], [])[0]).ravel() for f in (fast, fn))
+        assert np.max(np.abs(ours - reference)) <= 1e-12 * max(1.0, np.abs(reference).max())
+        ours, reference = (np.array(j(x)) for j in jacobians)
+        assert np.max(np.abs(ours - reference)) <= 1e-11 * max(1.0, np.abs(reference).max())
+
+
+def distinct_kernels(fn) -> int:
+    """How many distinct kernels the MX Function ``fn`` calls."""
+    return len({fn.instruction_MX(k).which_function().name() for k in range(fn.n_instructions())
+                if fn.instruction_id(k) == ca.OP_CALL})
 
 
 @pytest.mark.parametrize("collecting", [True, False])
