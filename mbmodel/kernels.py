@@ -267,17 +267,21 @@ def _split_coincident(groups, order, group_of, reads_of):
     # the groups each part reads besides its own (by the groups as they were)
     read_group = np.fromiter((number.get(g, -1) for g in group_of), dtype=np.int64, count=n)
     outside = (of_reader >= 0) & ~inside
+    # each (part, group read) pair once, as one integer key apiece
+    keys = np.unique(part_of[readers[outside]] * (len(order) + 1)
+                     + read_group[read[outside]] + 1)
     sources: dict[int, set] = {}
-    for part, source in zip(part_of[readers[outside]].tolist(),
-                            read_group[read[outside]].tolist()):
-        sources.setdefault(part, set()).add(order[source] if source >= 0 else None)
+    for part, source in zip(*(array.tolist() for array in np.divmod(keys, len(order) + 1))):
+        sources.setdefault(part, set()).add(order[source - 1] if source > 0 else None)
+    read_by_part = {part: frozenset(found) for part, found in sources.items()}
+    nothing = frozenset()
     new_groups, new_order, moved = {}, [], []
     for group in order:
         members = groups[group]
         parts = {}  # the other groups a part reads -> its members, in order
         if group in splittable:
-            for i in members:
-                parts.setdefault(frozenset(sources.get(int(part_of[i]), ())), []).append(i)
+            for i, part in zip(members, part_of[members].tolist()):
+                parts.setdefault(read_by_part.get(part, nothing), []).append(i)
         if len(parts) < 2:
             new_groups[group] = members
             new_order.append(group)
