@@ -41,11 +41,13 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     if discrete is not None:  # the values of relations and discrete variables (events)
         u[len(cm.inputs):] = discrete
     n_x, n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
+    explicit = _fixed_states(cm)
+    if explicit is None:  # (else every condition is on a state: each involves one)
+        _check_determined_conditions(cm, p, u, t_start)
     if n_x + n_z == 0:
         return np.zeros(0), np.zeros(0)
     x_start = cm.start.copy() if x_guess is None else np.asarray(x_guess, dtype=float).copy()
     if not steady_state:
-        explicit = _fixed_states(cm)
         if explicit is not None:
             for i, value in explicit.items():
                 x_start[i] = value
@@ -134,15 +136,12 @@ def _problem(cm, steady_state: bool) -> _Problem:
     X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
     n_x, n_z = X.numel(), Z.numel()
     XS = ca.SX.sym("x_start", n_x)  # start values of the states (guesses may change per run)
-    y = cm.output_function(X, Z, U, P, TIME)
-    conds, labels = [], []
-    for name, start in cm.fixed_starts:
-        conds.append(y[cm.output_index[name]] - start)
-        labels.append(f"{name} = {start:g} (fixed start)")
-    r_user = cm.initial_function(X, Z, U, P, TIME)
-    for k in range(r_user.numel()):
-        conds.append(r_user[k])
-        labels.append(f"initial equation '{cm.initial_equation_descriptions[k]}'")
+    # (conditions that involve no state and no algebraic variable are checked on their own,
+    # see _check_determined_conditions)
+    all_conds, all_labels, _ = _conditions(cm)
+    unknown = _incidence(stacked(all_conds), ca.vertcat(X, Z))
+    conds = [c for c, row in zip(all_conds, unknown) if row]
+    labels = [text for text, row in zip(all_labels, unknown) if row]
     xdot = cm.ode(X, Z, U, P, TIME)
     steady = []
     if steady_state:
@@ -193,6 +192,65 @@ def _problem(cm, steady_state: bool) -> _Problem:
                                      "disable_internal_warnings": True})):
         solvers.append(ca.rootfinder("init_solver", solver, function, opts))
     return _Problem(function, labels_all, solvers)
+
+
+def _conditions(cm):
+    """The hard initial conditions as residuals of ``(x, z, u, p, t)``: every fixed start
+    value, then the user's initial equations; their labels; and per condition, its fixed
+    variable's ``(name, start)`` (None for an initial equation)."""
+    X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
+    y = cm.output_function(X, Z, U, P, TIME)
+    conds, labels, fixed = [], [], []
+    for name, start in cm.fixed_starts:
+        conds.append(y[cm.output_index[name]] - start)
+        labels.append(f"{name} = {start:g} (fixed start)")
+        fixed.append((name, start))
+    r_user = cm.initial_function(X, Z, U, P, TIME)
+    for k in range(r_user.numel()):
+        conds.append(r_user[k])
+        labels.append(f"initial equation '{cm.initial_equation_descriptions[k]}'")
+        fixed.append(None)
+    return conds, labels, fixed
+
+
+def _check_determined_conditions(cm, p, u, t_start):
+    """Raise where a hard initial condition involves no state and no algebraic variable
+    (the model's equations give the variable from parameters, inputs and time alone) and
+    does not hold: nothing the initialization chooses can meet it, and leaving it out would
+    answer with another value than the one fixed, silently. One that holds is met."""
+    cache = workspace(cm, "initialization")
+    checks = cache.get("determined")
+    if checks is None:
+        X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
+        conds, _, fixed = _conditions(cm)
+        unknown = _incidence(stacked(conds), ca.vertcat(X, Z))
+        chosen = [k for k, row in enumerate(unknown) if not row]
+        function = None
+        if chosen:  # (x and z appear in none of them: zeros only make that explicit)
+            values = ca.substitute(stacked([conds[k] for k in chosen]), ca.vertcat(X, Z),
+                                   ca.DM.zeros(X.numel() + Z.numel()))
+            function = ca.Function("determined", [P, U, TIME], [values])
+        checks = remember(cache, "determined", (function, [fixed[k] for k in chosen], chosen))
+    function, fixed, indices = checks
+    if function is None:
+        return
+    residuals = np.array(function(p, u, t_start)).reshape(-1)
+    for r, what, k in zip(residuals, fixed, indices):
+        if np.isfinite(r) and abs(r) <= 1e-8 * (1.0 + (abs(what[1]) if what else 0.0)):
+            continue
+        if what is not None:
+            name, start = what
+            raise InitializationError(
+                f"the start value of '{name}' is fixed at {start:g}, but the model's "
+                f"equations give {name} = {start + r:g} at t = {t_start:g} from parameters, "
+                f"inputs and time alone: no state can be chosen to meet it. Remove "
+                f"fixed=True from '{name}' (or give it as a guess, Guess(...)), or change "
+                f"what sets it.")
+        description = cm.initial_equation_descriptions[k - len(cm.fixed_starts)]
+        raise InitializationError(
+            f"initial equation '{description}' does not hold at t = {t_start:g} (residual "
+            f"{r:g}) and involves no state or algebraic variable that could be chosen to "
+            f"meet it; remove it or change what it compares.")
 
 
 def _first_line(exc) -> str:
