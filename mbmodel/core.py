@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import sys
 import threading
 import weakref
 from dataclasses import dataclass
@@ -575,7 +576,19 @@ def connect(*items) -> Connect:
     """
     if len(items) < 2:
         raise DeclarationError("connect() needs at least two connectors")
-    return Connect(items)
+    for k, item in enumerate(items):
+        if any(item is other for other in items[:k]):
+            raise DeclarationError(f"connect() names {_port_name(item)} twice: a connector "
+                                   f"connected to itself says nothing; connect it to another")
+    made = Connect(items)
+    log = getattr(_connects_made, "log", None)
+    if log is not None and sys._getframe(1).f_code is log[0]:  # see _iterate
+        log[1].append(made)
+    return made
+
+
+#: While a component's method runs in flattening: the connects it makes (see _iterate).
+_connects_made = threading.local()
 
 
 class Root:
@@ -1144,14 +1157,38 @@ def _where(comp) -> str:
 
 
 def _iterate(items, comp, method):
-    """The items a component's method returned or yielded (a clear error otherwise)."""
+    """The items a component's method returned or yielded (a clear error otherwise). A
+    ``connect(...)`` the method's own code makes but does not yield is an error: it would
+    be lost without a trace (its connectors then count as unconnected, and the model may
+    still balance)."""
     if items is None:
         return
     try:
         iterator = iter(items)
     except TypeError as exc:
         raise DeclarationError(f"{_where(comp)}: {method}() must return or yield items") from exc
-    yield from iterator
+    # the connects the method's own code makes (not a parent class's equations() it
+    # iterates, which a subclass may filter, nor a helper's)
+    code = getattr(getattr(type(comp), method, None), "__code__", None)
+    made: list[Connect] = []
+    given: set[int] = set()
+    while True:
+        outer = getattr(_connects_made, "log", None)
+        _connects_made.log = (code, made)
+        try:
+            item = next(iterator)
+        except StopIteration:
+            break
+        finally:
+            _connects_made.log = outer
+        given.add(id(item))
+        yield item
+    lost = [c for c in made if id(c) not in given]
+    if lost:
+        raise DeclarationError(
+            f"{_where(comp)}: {method}() made {lost[0]!r} but did not yield it, so it would "
+            f"be lost (its connectors would count as unconnected); write 'yield "
+            f"connect(...)'")
 
 
 class _SymbolAsNumber(TypeError):

@@ -69,6 +69,9 @@ class _Flattener:
             raise DeclarationError(f"analysis must be one of {core.ANALYSES}, not {analysis!r}")
         self.analysis = analysis
         self.parameter_mode = parameters
+        if isinstance(model, type) and issubclass(model, Model):
+            raise DeclarationError(f"a Model instance is needed, not the class "
+                                   f"{model.__name__}: write {model.__name__}()")
         if not isinstance(model, Model):
             raise DeclarationError(f"flatten() takes a Model instance, not {type(model).__name__}")
         self.root = model
