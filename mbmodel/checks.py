@@ -34,6 +34,8 @@ def vector(value, n: int, what: str, names: list[str]) -> np.ndarray:
     except (TypeError, ValueError):
         array = None
     if array is None or array.shape != (n,) or not np.all(np.isfinite(array)):
-        raise SimulationError(f"{what} must be {n} finite numbers ordered like "
-                              f"{', '.join(names[:4])}{'...' if n > 4 else ''}, not {value!r}")
+        count = "1 finite number" if n == 1 else f"{n} finite numbers"
+        order = f" ordered like {', '.join(names[:4])}{'...' if n > 4 else ''}" if n > 1 else (
+            f" (for {names[0]})" if n == 1 and names else "")
+        raise SimulationError(f"{what} must be {count}{order}, not {value!r}")
     return array

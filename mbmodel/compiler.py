@@ -354,6 +354,11 @@ class CompiledModel:
                 else:
                     close = [q.name for q in self._free if q.name.split(".")[-1] ==
                              name.split(".")[-1]][:5]
+                    if name in self.output_index:
+                        raise ParameterError(
+                            f"'{name}' is a variable of the model, not a parameter: its "
+                            f"initial value is a start value (Fixed(...) or Guess(...) in "
+                            f"the model, or x0=... for a state)")
                     raise ParameterError(f"the model has no parameter '{name}'"
                                          + (f"; did you mean {', '.join(close)}?" if close else ""))
         self._check_parameters(values)

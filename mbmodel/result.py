@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import os
 
@@ -77,8 +78,12 @@ class Result:
         try:
             row = self.values[self._index()[name]]
         except KeyError:
-            tail = name.split(".")[-1]
-            close = [n for n in self.names if n.split(".")[-1] == tail][:6]
+            # the same last name (case aside) or a close spelling, the closest first
+            tail = name.split(".")[-1].lower()
+            found = {n for n in self.names if n.split(".")[-1].lower() == tail}
+            found.update(difflib.get_close_matches(name, self.names, n=6, cutoff=0.8))
+            close = sorted(found, key=lambda n: -difflib.SequenceMatcher(
+                None, name.lower(), n.lower()).ratio())[:6]
             hint = f"; similar names: {', '.join(close)}" if close else ""
             raise KeyError(f"no variable '{name}' in the result{hint}") from None
         if self._check is not None and not np.all(np.isfinite(row)):
