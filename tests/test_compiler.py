@@ -190,7 +190,12 @@ def test_result_access_and_export(tmp_path):
     data = np.loadtxt(path, delimiter=",", skiprows=1)
     assert np.allclose(data[:, 1], res["capacitors[0].v"])
     with pytest.raises(KeyError, match="similar names"):
-        res["capacitors[0].vv".replace("vv", "w")] if False else res["nothere.v"]
+        res["nothere.v"]
+    with pytest.raises(KeyError, match=r"no variable 'capacitors\[0\].V' in the result; "
+                                       r"similar names: capacitors\[0\].v, "):
+        res["capacitors[0].V"]  # another case: found by its last name, case aside
+    with pytest.raises(KeyError, match=r"similar names: resistors\[0\].i, "):
+        res["resistor[0].i"]  # close in spelling
     fig = res.plot([["capacitors[0].v"], ["resistors[0].i"]], file=tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000 and fig is not None
 

@@ -232,6 +232,122 @@ def test_overdetermined_initial_conditions():
         mb.simulate(Pend(), 1.0)
 
 
+class _CurrentIntoInductor(Model):
+    """The source sets the inductor's current: its start value cannot be fixed apart."""
+
+    source = el.ConstantCurrent(I=1.0)
+    inductor = el.Inductor(L=1.0, i=Fixed(0.0))
+    ground = el.Ground()
+
+    def equations(self):
+        yield connect(self.source.n, self.inductor.p)
+        yield connect(self.inductor.n, self.source.p, self.ground.p)
+
+
+class _CurrentIntoInductorAndRC(_CurrentIntoInductor):
+    resistor = el.Resistor(R=1.0)
+    capacitor = el.Capacitor(C=1.0, v=Fixed(0.0))
+
+    def equations(self):
+        yield connect(self.source.n, self.inductor.p)
+        yield connect(self.inductor.n, self.resistor.p)
+        yield connect(self.resistor.n, self.capacitor.p)
+        yield connect(self.capacitor.n, self.source.p, self.ground.p)
+
+
+@pytest.mark.parametrize("model", [_CurrentIntoInductor, _CurrentIntoInductorAndRC])
+def test_a_fixed_start_the_equations_contradict_without_states_is_refused(model):
+    """The current source gives the inductor 1 A at every time: no state can be chosen to
+    meet its fixed start of 0 A. Without states (the first model) it was left out silently
+    (the result started at 1 A); beside a capacitor's state the message blamed the
+    capacitor's start value."""
+    cm = mb.compile(model())
+    with pytest.raises(mb.InitializationError) as info:
+        cm.simulate(1.0)
+    assert str(info.value) == (
+        "the start value of 'inductor.i' is fixed at 0, but the model's equations give "
+        "inductor.i = 1 at t = 0 from parameters, inputs and time alone: no state can be "
+        "chosen to meet it. Remove fixed=True from 'inductor.i' (or give it as a guess, "
+        "Guess(...)), or change what sets it.")
+    # met where it holds: the source's own current
+    result = cm.simulate(1.0, params={"source.I": 0.0})
+    assert result["inductor.i"][0] == 0.0
+    if model is _CurrentIntoInductorAndRC:
+        assert result["capacitor.v"][0] == 0.0
+
+
+def test_an_initial_equation_without_unknowns_that_fails_is_refused():
+    class Ramp(Model):
+        y = Variable()
+
+        def equations(self):
+            yield self.y == 2.0 * mb.time
+
+        def initial_equations(self):
+            yield self.y == 1.0
+
+    with pytest.raises(mb.InitializationError, match=r"initial equation '\(y==1\)' does not "
+                                                     r"hold at t = 0 \(residual -1\)"):
+        mb.simulate(Ramp(), 1.0)
+    assert mb.simulate(Ramp(), 1.0, t_start=0.5)["y"][0] == pytest.approx(1.0, abs=0, rel=0)
+
+
+class _ForgottenYield(Model):
+    source = el.ConstantVoltage(V=1.0)
+    resistor = el.Resistor(R=1e3)
+    capacitor = el.Capacitor(C=1e-6, v=Fixed(0.0))
+    ground = el.Ground()
+
+    def equations(self):
+        yield connect(self.source.p, self.resistor.p)
+        connect(self.resistor.n, self.capacitor.p)  # the yield forgotten
+        yield connect(self.capacitor.n, self.source.n, self.ground.p)
+
+
+def test_a_connect_made_but_not_yielded_is_refused():
+    """Without the check the model balanced (both pins' flows set to zero as unconnected)
+    and the capacitor stayed at 0 V."""
+    with pytest.raises(mb.DeclarationError) as info:
+        mb.compile(_ForgottenYield())
+    assert str(info.value) == (
+        "model _ForgottenYield: equations() made connect(resistor.n, capacitor.p) but did "
+        "not yield it, so it would be lost (its connectors would count as unconnected); "
+        "write 'yield connect(...)'")
+
+    class Yielded(_ForgottenYield):
+        def equations(self):
+            made = [connect(self.source.p, self.resistor.p),
+                    connect(self.resistor.n, self.capacitor.p)]
+            yield from made  # made first, yielded later: fine
+            yield connect(self.capacitor.n, self.source.n, self.ground.p)
+    result = mb.simulate(Yielded(), 1e-3)
+    assert result.final("capacitor.v") == pytest.approx(1.0 - math.exp(-1.0), rel=1e-5)
+
+
+def test_a_connector_connected_to_itself_is_refused():
+    class Loop(Model):
+        resistor = el.Resistor()
+        ground = el.Ground()
+
+        def equations(self):
+            yield connect(self.resistor.p, self.resistor.p)
+            yield connect(self.resistor.n, self.ground.p)
+
+    with pytest.raises(mb.DeclarationError) as info:
+        mb.compile(Loop())
+    assert "connect() names resistor.p twice: a connector connected to itself says " \
+           "nothing; connect it to another" in str(info.value)
+
+
+def test_a_variable_given_as_a_parameter_and_a_class_given_as_a_model_are_named(rc):
+    with pytest.raises(mb.ParameterError, match="'c.v' is a variable of the model, not a "
+                                                "parameter: its initial value is a start value"):
+        rc.simulate(1.0, params={"c.v": 1.0})
+    with pytest.raises(mb.DeclarationError, match=r"a Model instance is needed, not the class "
+                                                  r"_ForgottenYield: write _ForgottenYield\(\)"):
+        mb.compile(_ForgottenYield)
+
+
 def test_unconnected_block_input():
     from mbmodel.libraries import blocks
 
@@ -465,7 +581,8 @@ def test_bad_simulation_options_are_named(rc, options, error, text):
 
 
 def test_linearize_bad_point_and_singular_point(rc):
-    with pytest.raises(mb.SimulationError, match="x must be 1 finite numbers ordered like c.v"):
+    with pytest.raises(mb.SimulationError,
+                       match=r"x must be 1 finite number \(for c.v\), not \[1.0, 2.0\]"):
         rc.linearize(x=[1.0, 2.0])
     A, B = rc.linearize(x=[0.5])
     assert A.shape == (1, 1) and A[0, 0] == pytest.approx(-1.0)
@@ -509,7 +626,7 @@ def test_states_starting_from_an_implicit_zero_are_listed_in_a_warning():
     (dict(times=[]), "non-empty sequence of finite output times"),
     (dict(times=[0.0, float("nan"), 1.0]), "finite output times"),
     (dict(n_points=10 ** 12), "would not fit in memory"),
-    (dict(x0=["a"]), "x0 must be 1 finite numbers"),
+    (dict(x0=["a"]), r"x0 must be 1 finite number \(for c.v\), not \[.a.\]"),
     (dict(rtoll=1e-6), "no option 'rtoll'"),
 ])
 def test_more_bad_simulation_options(rc, options, text):

@@ -351,7 +351,8 @@ def test_a_non_finite_solution_names_the_variable_and_time(monkeypatch):
         cm.simulate(0.5, n_points=6)
     assert info.value.variable == "x" and info.value.time == pytest.approx(0.4)
     assert np.allclose(info.value.result.t, [0.0, 0.1, 0.2, 0.3])
-    with pytest.raises(mb.SimulationError, match="x0 must be 1 finite numbers"):
+    with pytest.raises(mb.SimulationError,
+                       match=r"x0 must be 1 finite number \(for x\), not \[nan\]"):
         cm.simulate(0.5, x0=[np.nan])
 
 
