@@ -78,18 +78,22 @@ def _augment(start_eq, incidence, allowed, var_match, eq_match, visited_vars,
     return False
 
 
-def maximum_matching(incidence, n_vars, allowed=None):
+def maximum_matching(incidence, n_vars, allowed=None, start=None):
     """Maximum matching of equations to variables, trying each equation's variables in
     incidence order; ``allowed[v]`` (a list, all if None) says which variables may be
-    matched. Returns ``(eq_match, var_match)`` lists with ``UNMATCHED`` for unmatched
-    entries.
+    matched. ``start``: a matching ``(eq_match, var_match)`` to extend (every variable it
+    matches stays matched: augmenting paths only add variables). Returns ``(eq_match,
+    var_match)`` lists with ``UNMATCHED`` for unmatched entries.
     """
     inc = incidence
     if allowed is None:
         allowed = [True] * n_vars
     n_eqs = len(inc)
-    var_match = [UNMATCHED] * n_vars
-    eq_match = [UNMATCHED] * n_eqs
+    if start is None:
+        var_match = [UNMATCHED] * n_vars
+        eq_match = [UNMATCHED] * n_eqs
+    else:
+        eq_match, var_match = list(start[0]), list(start[1])
     # Greedy start that gives each equation its free variable used by the fewest equations
     # (a variable only one equation can take should go to it): far fewer augmenting
     # searches on the long coupled chains of multibody models.
@@ -98,6 +102,8 @@ def maximum_matching(incidence, n_vars, allowed=None):
         for v in vs:
             degree[v] += 1
     for e in range(n_eqs):
+        if eq_match[e] != UNMATCHED:
+            continue
         best = UNMATCHED
         for v in inc[e]:
             if var_match[v] == UNMATCHED and allowed[v] and \

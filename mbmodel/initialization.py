@@ -4,7 +4,8 @@ Unknowns: the states ``x`` and the algebraic variables ``z``. Equations: every h
 condition (a variable declared or modified with ``fixed=True``: ``y_k(x, z) = start_k``), the
 user's initial equations, optionally steady state (``ẋ = 0``), and ``g(x, z) = 0``. When the
 conditions do not determine every state, the states left over (found by a maximum matching
-of conditions to states) keep their start values, as Modelica tools do. Guesses (start values
+of the conditions and ``g`` to ``(x, z)``) keep their start values, as Modelica tools do.
+A condition that involves neither ``x`` nor ``z`` is checked on its own. Guesses (start values
 with ``fixed=False``) are the Newton iterates' starting point.
 """
 
@@ -142,14 +143,24 @@ def _problem(cm, steady_state: bool) -> _Problem:
     unknown = _incidence(stacked(all_conds), ca.vertcat(X, Z))
     conds = [c for c, row in zip(all_conds, unknown) if row]
     labels = [text for text, row in zip(all_labels, unknown) if row]
+    inc = [row for row in unknown if row]  # over (x, z)
     xdot = cm.ode(X, Z, U, P, TIME)
     steady = []
     if steady_state:
         steady = [xdot[k] for k in range(n_x)]
-    # Which states do the conditions determine? (structural matching of conditions to states)
-    cond_vec = stacked(conds)
-    inc = _incidence(cond_vec, X)
-    eq_m, var_m = graph.maximum_matching(inc, n_x)
+    g = cm.alg(X, Z, U, P, TIME)
+    # Which states do the conditions determine? A structural matching of the conditions
+    # and the algebraic equations to (x, z): each algebraic variable first by an algebraic
+    # equation (as the simulation solves it), then the conditions, by alternating paths
+    # through any unknown (a start fixed on an algebraic variable determines the state
+    # its equation then solves for); the matched z stay matched.
+    g_inc = _incidence(g, ca.vertcat(X, Z))
+    n_g = len(g_inc)
+    first = graph.maximum_matching([[v for v in row if v >= n_x] for row in g_inc], n_x + n_z)
+    eq_all, var_m = graph.maximum_matching(
+        g_inc + inc, n_x + n_z,
+        start=(first[0] + [graph.UNMATCHED] * len(inc), first[1]))
+    eq_m = eq_all[n_g:]
     over = [k for k, m in enumerate(eq_m) if m == graph.UNMATCHED]
     if over:
         others = [labels[k] for k, m in enumerate(eq_m) if m != graph.UNMATCHED]
@@ -175,7 +186,6 @@ def _problem(cm, steady_state: bool) -> _Problem:
     for i in free_states:
         extra.append(X[i] - XS[i])
         extra_labels.append(i)  # worded with the start value of the run (see _label)
-    g = cm.alg(X, Z, U, P, TIME)
     w = ca.vertcat(X, Z)
     residual = ca.vertcat(*(conds + extra + [g[k] for k in range(n_z)]))
     labels_all = labels + extra_labels + [f"equation {d}" for d in cm.residual_descriptions]

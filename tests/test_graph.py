@@ -62,3 +62,15 @@ def test_maximum_matching_has_networkx_cardinality(seed):
                              for v in vs if allowed[v])
     reference = nx.bipartite.hopcroft_karp_matching(bipartite, top_nodes=eqs)
     assert len(pairs) == len(reference) // 2
+    # Extended from a matching of the first half of the equations: still maximum, and every
+    # variable matched at the start stays matched (maybe to another equation).
+    half = n_eqs // 2
+    first = graph.maximum_matching(incidence[:half], n_vars, allowed)
+    extended, extended_vars = graph.maximum_matching(
+        incidence, n_vars, allowed, start=(first[0] + [graph.UNMATCHED] * (n_eqs - half),
+                                           first[1]))
+    assert sum(v != graph.UNMATCHED for v in extended) == len(reference) // 2
+    assert all(extended_vars[v] != graph.UNMATCHED
+               for v, e in enumerate(first[1]) if e != graph.UNMATCHED)
+    assert all(v in incidence[e] and extended_vars[v] == e
+               for e, v in enumerate(extended) if v != graph.UNMATCHED)
