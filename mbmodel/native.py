@@ -189,7 +189,7 @@ def code_source(cm) -> ca.Function:
 def _kernel_source(cm) -> ca.Function | None:
     """The kernel Function of ``cm``'s dynamics (None: the model keeps its flat code), read
     from the disk cache when a model with the same flat dynamics built it before, else built
-    and stored there. Building costs ~15 ms per link of a chain, every process again (the C
+    and stored there. Building costs ~13 ms per link of a chain, every process again (the C
     library is cached by its source, which needs the kernels first); the key, a hash of the
     serialized flat dynamics, ~2.5 ms per link (0.25 s and a 10 MB string at 100 links).
     A cache entry that cannot be read is built again."""
