@@ -52,10 +52,15 @@ NOISE_FLOOR = 1e-6
 CHATTER_EVENTS = 100
 #: ... within this fraction of the run (at least 1e-12 s) stop the run with an error.
 CHATTER_FRACTION = 1e-9
-#: Zeno: a when clause whose intervals between firings shrink this many times in a row,
-#: each by a factor below ZENO_RATIO, stops the run.
+#: Zeno: a when clause that fired ZENO_FIRINGS + 1 times at intervals each shorter than
+#: the one before by a factor below ZENO_RATIO stops the run ...
 ZENO_FIRINGS = 30
 ZENO_RATIO = 0.999
+#: ... or ZENO_MIN_FIRINGS times, with the last interval ZENO_SHRINK of the first or less
+#: (intervals that halve reach the integrator's resolution long before 31 firings: a ball
+#: bouncing with e = 0.5 lost its 27th impact and fell through the floor).
+ZENO_MIN_FIRINGS = 8
+ZENO_SHRINK = 1e-3
 #: ... once the extrapolated accumulation point lies within the run and within this
 #: fraction of it ahead.
 ZENO_HORIZON = 0.01
@@ -637,26 +642,33 @@ class _Run:
                 f"atol=1e-12) or make the element less stiff")
 
     def check_zeno(self, t, w):
-        """A when clause firing at ever shorter intervals, each shorter than the one before
-        :data:`ZENO_FIRINGS` times in a row, approaches a Zeno point (infinitely many events
-        before a finite time, like a bouncing ball coming to rest). Once that point,
+        """A when clause firing at ever shorter intervals approaches a Zeno point
+        (infinitely many events before a finite time, like a bouncing ball coming to rest):
+        each interval shorter than the one before over :data:`ZENO_FIRINGS` + 1 firings,
+        or over :data:`ZENO_MIN_FIRINGS` and by :data:`ZENO_SHRINK` in all. Once that point,
         extrapolated from the shrinking intervals, lies within the run and close ahead
         (:data:`ZENO_HORIZON`), the run stops with it instead of integrating past it (the
         ball would fall through the floor)."""
         times = self.firings.setdefault(w, deque(maxlen=ZENO_FIRINGS + 1))
         times.append(t)
-        if len(times) <= ZENO_FIRINGS:
+        if len(times) < ZENO_MIN_FIRINGS:
             return
         gaps = np.diff(np.array(times))
-        ratios = gaps[1:] / gaps[:-1]
-        if not (np.all(gaps > 0) and np.all(ratios < ZENO_RATIO)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = gaps[1:] / gaps[:-1]
+        shrinking = (gaps[:-1] > 0) & (gaps[1:] > 0) & (ratios < ZENO_RATIO)
+        # the shrinking intervals up to the last one: count + 2 firings
+        count = len(shrinking) if shrinking.all() else int(np.argmin(shrinking[::-1]))
+        firings = count + 2
+        if firings < ZENO_MIN_FIRINGS or (firings <= ZENO_FIRINGS
+                                          and gaps[-1] > ZENO_SHRINK * gaps[-count - 1]):
             return
-        q = float(np.exp(np.mean(np.log(ratios))))
+        q = float(np.exp(np.mean(np.log(ratios[-count:]))))
         t_zeno = t + gaps[-1] * q / (1 - q)
         if t_zeno > self.t_end or t_zeno - t > ZENO_HORIZON * (self.t_end - self.t_start):
             return  # far from the accumulation point: the events are still resolved
         raise self.failure(
-            t, f"Zeno behaviour: '{self.layout.when_texts[w]}' fired {ZENO_FIRINGS + 1} times "
+            t, f"Zeno behaviour: '{self.layout.when_texts[w]}' fired {firings} times "
             f"at intervals shrinking by a factor {q:.3g} each (last {gaps[-1]:.3g} s at "
             f"t = {t:.12g}); infinitely many events would come before t = {t_zeno:.12g}. "
             f"The model needs a state for what happens there (e.g. a ball at rest), or stop "

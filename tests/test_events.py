@@ -87,6 +87,25 @@ def test_bouncing_ball_zeno_limit_stops_with_a_clear_error():
     assert len(_fired(partial, "h < 0")) >= 20
 
 
+@pytest.mark.parametrize("e", [0.3, 0.5])
+def test_a_ball_that_comes_to_rest_quickly_stops_before_its_impacts_are_lost(e):
+    """Intervals that shrink by 0.5 each reach the integrator's resolution long before 31
+    firings: the 27th impact was lost and the ball fell through the floor (h = -106 m after
+    6 s) without an error. Eight firings whose last interval is a thousandth of the first
+    are enough now; every impact until then is the closed form's."""
+    v1 = math.sqrt(2 * G)
+    t_rest = math.sqrt(2 / G) + 2 * v1 * e / (G * (1 - e))
+    with pytest.raises(mb.SimulationError, match="Zeno") as info:
+        mb.simulate(BouncingBall(e=e), 6.0)
+    import re
+    predicted = float(re.search(r"before t = ([0-9]+\.[0-9]+)", str(info.value)).group(1))
+    assert predicted == pytest.approx(t_rest, abs=1e-6)
+    assert t_rest - 1e-3 < info.value.time < t_rest
+    found = _fired(info.value.result, "h < 0")
+    np.testing.assert_allclose(found, _impacts(1.0, e, len(found)), atol=1e-8)
+    assert np.all(info.value.result["h"] > -1e-6)
+
+
 def test_fmax_of_a_sine_is_integrated_exactly_with_default_options():
     class Rectified(mb.Model):
         x = mb.Variable(start=0.0, fixed=True)
