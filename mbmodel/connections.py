@@ -274,7 +274,10 @@ def unconnected(fl, graph: nx.Graph):
         if sig.kind == "input" and comp is not fl.root and (sig, "inside") not in graph:
             raise InvalidConnectionError(
                 f"input '{sig.path}' of {type(comp).__name__} is not connected; connect it "
-                f"to an Output (e.g. a Constant block) in {_where(comp._parent)}")
+                f"to an Output (e.g. a Constant block) in {_where(comp._parent)}. An input "
+                f"takes its value through connect() only (an equation such as "
+                f"'{sig.path} == x' does not set it): to feed it a variable, declare an "
+                f"Output y with 'y == x' and connect y to it")
 
 
 def _symbol_of(connector, key):

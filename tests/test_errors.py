@@ -357,6 +357,22 @@ def test_unconnected_block_input():
     with pytest.raises(mb.InvalidConnectionError, match="input 'gain.u' .* is not connected"):
         mb.flatten(Open())
 
+    class SetByAnEquation(Model):
+        """An input cannot be set by an equation: the message says how to feed it."""
+        x = Variable(start=1.0, fixed=True)
+        gain = blocks.Gain(k=2.0)
+
+        def equations(self):
+            yield der(self.x) == -self.x
+            yield self.gain.u == self.x
+
+    with pytest.raises(mb.InvalidConnectionError) as info:
+        mb.flatten(SetByAnEquation())
+    assert str(info.value).endswith(
+        "An input takes its value through connect() only (an equation such as 'gain.u == x' "
+        "does not set it): to feed it a variable, declare an Output y with 'y == x' and "
+        "connect y to it")
+
 
 def test_equation_that_is_not_an_equation():
     class Bad(Model):
