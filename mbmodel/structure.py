@@ -759,12 +759,16 @@ class _Analysis:
         if loops:
             return StructuralSingularityError(
                 f"the model is structurally singular: the closure of {'; '.join(loops[:3])} "
-                f"over-determines the variables "
-                f"{', '.join(vars_)}: the loop's coordinates are already known (prescribed "
-                f"inputs of the inverse analysis, or fixed by other equations), so the loop "
-                f"cannot close. Prescribe only the loop's independent coordinates and leave "
-                f"the others free (a multibody joint with prescribed=False); equations "
-                f"involved:\n" + "\n".join(lines))
+                f"over-determines the variables {', '.join(vars_)}, so the loop cannot "
+                f"close. Either the loop's coordinates are already known (prescribed inputs "
+                f"of the inverse analysis, or fixed by other equations): prescribe only the "
+                f"loop's independent coordinates and leave the others free (a multibody "
+                f"joint with prescribed=False). Or the loop's joints have fewer freedoms "
+                f"than its closure constrains: revolute joints whose axes are not all "
+                f"parallel make a spatial loop, closed by 6 equations; make the axes "
+                f"parallel (a planar loop) or give the loop more freedom (a Spherical or "
+                f"Universal joint in place of a revolute). Equations involved:\n"
+                + "\n".join(lines))
         return StructuralSingularityError(
             "the model is structurally singular: these equations over-determine the variables "
             f"{', '.join(vars_)} (and leave others undetermined):\n" + "\n".join(lines) +

@@ -136,6 +136,40 @@ def test_loop_with_every_joint_prescribed_names_the_loop():
     assert "prescribed=False" in msg
 
 
+def test_a_spatial_loop_of_revolutes_without_enough_freedom_says_so_in_the_forward_analysis():
+    """A four-bar whose last axis is tilted is a spatial loop: six closure equations for
+    four revolute coordinates. The message used to offer only the inverse analysis's cause
+    (coordinates already prescribed), which does not apply here."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from loop_mechanisms import A, B, C, D, INERTIAS, MASSES, _link, connect_chain
+
+    class Tilted(mb.Model):
+        world = mbl.World()
+        j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(0.3), w=mb.Fixed(2.0))
+        crank = _link(A, MASSES[0], INERTIAS[0])
+        j2 = mbl.Revolute(n=[0, 0, 1], prescribed=False)
+        coupler = _link(B, MASSES[1], INERTIAS[1])
+        j3 = mbl.Revolute(n=[0, 0, 1], prescribed=False)
+        rocker = _link(C, MASSES[2], INERTIAS[2])
+        j4 = mbl.Revolute(n=[0, 0.1, 1], prescribed=False)  # the tilted axis
+        anchor = mbl.Fixed(r=[D, 0, 0])
+
+        def equations(self):
+            yield from connect_chain(self.world, self.j1, self.crank, self.j2, self.coupler,
+                                     self.j3, self.rocker, self.j4)
+            yield mb.connect(self.j4.frame_b, self.anchor.frame_b)
+
+    with pytest.raises(mb.StructuralSingularityError) as info:
+        mb.compile(Tilted())
+    msg = str(info.value)
+    assert "the loop closed by connect(j4.frame_b, anchor.frame_b)" in msg
+    assert ("revolute joints whose axes are not all parallel make a spatial loop, closed "
+            "by 6 equations; make the axes parallel (a planar loop) or give the loop more "
+            "freedom (a Spherical or Universal joint in place of a revolute)") in msg
+
+
 # --- parameters -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("joint_type", [mbl.Revolute, mbl.Prismatic])
