@@ -323,6 +323,15 @@ class _Analysis:
             if slopes is not None and (slopes[0] or slopes[1]):
                 continue
             e = self.equations[i]
+            if e.is_constant() and float(e) == 0 and self.equation_kinds[i] == "unconnected flow":
+                connector = str(self.descriptions[i]).split(" = ")[0].rsplit(".", 1)[0]
+                component = connector.rsplit(".", 1)[0]
+                raise StructuralSingularityError(
+                    f"'{connector}' is not connected, and '{component}' gets no equation "
+                    f"from it: its flow is zero already ('{self.descriptions[i]}' is 0 = 0 "
+                    f"after connection and alias equations are applied), so the potentials "
+                    f"of '{component}' are undetermined (a component with no connection "
+                    f"to the rest of the model); connect it or remove it")
             if e.is_constant():
                 what = ("is always satisfied (0 = 0): it is redundant" if float(e) == 0 else
                         f"reduces to {float(e)} = 0: it contradicts the others")

@@ -348,6 +348,28 @@ def test_a_variable_given_as_a_parameter_and_a_class_given_as_a_model_are_named(
         mb.compile(_ForgottenYield)
 
 
+def test_a_component_left_without_connections_is_named():
+    """A second resistor with neither pin connected: its flows are zero twice over, and the
+    message used to speak of two ideal sources in parallel or a missing Ground."""
+    class Spare(Model):
+        source = el.ConstantVoltage(V=1.0)
+        resistor = el.Resistor()
+        ground = el.Ground()
+        spare = el.Resistor()
+
+        def equations(self):
+            yield connect(self.source.p, self.resistor.p)
+            yield connect(self.resistor.n, self.source.n, self.ground.p)
+
+    with pytest.raises(mb.StructuralSingularityError) as info:
+        mb.compile(Spare())
+    assert str(info.value) == (
+        "'spare.n' is not connected, and 'spare' gets no equation from it: its flow is zero "
+        "already ('spare.n.i = 0 (unconnected)' is 0 = 0 after connection and alias "
+        "equations are applied), so the potentials of 'spare' are undetermined (a component "
+        "with no connection to the rest of the model); connect it or remove it")
+
+
 def test_unconnected_block_input():
     from mbmodel.libraries import blocks
 
