@@ -160,8 +160,7 @@ def _through_placement(placement, E, r):
     """Rotation and offset from the placement's frame_a to the joint's frame_b, from the
     joint's ``E``, ``r`` (frame_a -> frame_b of the joint): ``E E_p`` and
     ``r_p + E_p' r``."""
-    E_p = sp.planar_rotation(unit_axis(placement), placement.angle)
-    r_p = sp.vec(placement.r)
+    E_p, r_p = placement.transformation()
     E_c = E_p if E is None else sp.matrix_of(E) @ E_p
     r_c = r_p if r is None else r_p + E_p.T @ r
     return E_c, r_c

@@ -298,12 +298,16 @@ class FixedRotation(Model):
         :func:`.joints.composed_placement`: one transformation of the articulated inertia
         instead of two)."""
         from .joints import composing_joint
-        E = sp.planar_rotation(unit_axis(self), self.angle)
+        E, r = self.transformation()
         yield axis_check(self)
-        r = sp.vec(self.r)
         yield from rigid_kinematics(self.frame_a, self.frame_b, E, r)
         if composing_joint(self) is None:
             yield from rigid_forces(self, self.frame_a, self.frame_b, E, r)
+
+    def transformation(self):
+        """``(E, r)`` from frame_a to frame_b: the rotation about ``n`` by ``angle`` and the
+        offset ``r`` (resolved in frame_a)."""
+        return sp.planar_rotation(unit_axis(self), self.angle), sp.vec(self.r)
 
     def visuals(self):
         return vis.translation(self)
