@@ -139,8 +139,7 @@ def _problem(cm, steady_state: bool) -> _Problem:
     XS = ca.SX.sym("x_start", n_x)  # start values of the states (guesses may change per run)
     # (conditions that involve no state and no algebraic variable are checked on their own,
     # see _check_determined_conditions)
-    all_conds, all_labels, _ = _conditions(cm)
-    unknown = _incidence(stacked(all_conds), ca.vertcat(X, Z))
+    all_conds, all_labels, _, unknown = _conditions(cm)
     conds = [c for c, row in zip(all_conds, unknown) if row]
     labels = [text for text, row in zip(all_labels, unknown) if row]
     inc = [row for row in unknown if row]  # over (x, z)
@@ -206,8 +205,14 @@ def _problem(cm, steady_state: bool) -> _Problem:
 
 def _conditions(cm):
     """The hard initial conditions as residuals of ``(x, z, u, p, t)``: every fixed start
-    value, then the user's initial equations; their labels; and per condition, its fixed
-    variable's ``(name, start)`` (None for an initial equation)."""
+    value, then the user's initial equations; their labels; per condition, its fixed
+    variable's ``(name, start)`` (None for an initial equation); and the unknowns of
+    ``(x, z)`` each involves. Built once per model and thread (the check of conditions
+    without unknowns and the initialization system both take them)."""
+    cache = workspace(cm, "initialization")
+    found = cache.get("conditions")
+    if found is not None:
+        return found
     X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
     y = cm.output_function(X, Z, U, P, TIME)
     conds, labels, fixed = [], [], []
@@ -220,7 +225,8 @@ def _conditions(cm):
         conds.append(r_user[k])
         labels.append(f"initial equation '{cm.initial_equation_descriptions[k]}'")
         fixed.append(None)
-    return conds, labels, fixed
+    unknown = _incidence(stacked(conds), ca.vertcat(X, Z))
+    return remember(cache, "conditions", (conds, labels, fixed, unknown))
 
 
 def _check_determined_conditions(cm, p, u, t_start):
@@ -232,8 +238,7 @@ def _check_determined_conditions(cm, p, u, t_start):
     checks = cache.get("determined")
     if checks is None:
         X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
-        conds, _, fixed = _conditions(cm)
-        unknown = _incidence(stacked(conds), ca.vertcat(X, Z))
+        conds, _, fixed, unknown = _conditions(cm)
         chosen = [k for k, row in enumerate(unknown) if not row]
         function = None
         if chosen:  # (x and z appear in none of them: zeros only make that explicit)
