@@ -323,7 +323,8 @@ class _Analysis:
             if slopes is not None and (slopes[0] or slopes[1]):
                 continue
             e = self.equations[i]
-            if e.is_constant() and float(e) == 0 and self.equation_kinds[i] == "unconnected flow":
+            unconnected = self.equation_kinds[i] == "unconnected flow"
+            if unconnected and e.is_constant() and float(e) == 0:
                 connector = str(self.descriptions[i]).split(" = ")[0].rsplit(".", 1)[0]
                 component = connector.rsplit(".", 1)[0]
                 raise StructuralSingularityError(

@@ -306,8 +306,9 @@ class EquationTemplate:
                     fresh_derivative, position_of) -> Instantiated | None:
         """``comp``'s equations from the template, or None if one of its questions gets
         another answer than the recorded instance's (then its own equations() run).
-        ``partnered``: its partner components (:func:`partners`); ``first_position``: the flat position of each declared variable's first element,
-        by the declaration's id; ``fresh_derivative(symbol)``: whether ``der()`` answered
+        ``partnered``: its partner components (:func:`partners`); ``first_position``: the
+        flat position of each declared variable's first element, by the declaration's id;
+        ``fresh_derivative(symbol)``: whether ``der()`` answered
         with a derivative variable of its own; ``position_of(symbol)``: a variable's flat
         position."""
         declarations = _declarations(comp, active, partnered)

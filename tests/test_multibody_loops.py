@@ -322,6 +322,11 @@ def test_a_fixed_rotation_inside_a_loop_turns_only_a_joint_angle():
     assert np.max(np.abs(crank - reference["j1.phi"])) < 1e-6
     assert abs(placed["j1.phi"][-1] - reference["j1.phi"][-1]) < 1e-7
     assert abs(placed["j3.phi"][0] - (reference["j3.phi"][0] - 0.3)) < 1e-9
+    # and independently of the model without it: the loop stays closed and the mechanical
+    # energy is conserved
+    assert _closure_error(placed) <= 1e-9
+    energy = fourbar_energy(placed)
+    assert np.ptp(energy) <= 1e-8 * np.max(np.abs(energy))
 
 
 def test_planar_loop_out_of_its_plane_cannot_close():
