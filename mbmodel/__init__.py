@@ -26,9 +26,8 @@ from .core import (ANALYSES, Assert, Branch, ClosesLoop, Connect, Connector, Der
 from .discrete import (Discrete, change, edge, initial, noEvent, pre, reinit, sample,
                        when)
 from .errors import (BalanceError, DeclarationError, ImplicitStartWarning, InitializationError,
-                     InvalidConnectionError,
-                     KinematicLoopError, ModelError, ParameterError, SimulationError,
-                     StructuralSingularityError)
+                     InvalidConnectionError, KinematicLoopError, LostImpulseWarning, ModelError,
+                     ParameterError, SimulationError, StructuralSingularityError)
 from . import functions
 from .flatten import FlatModel, flatten
 from .structure import SortedSystem, analyze
@@ -50,7 +49,7 @@ __all__ = [
     "noEvent", "sample",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
-    "InitializationError", "SimulationError", "ImplicitStartWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
+    "InitializationError", "SimulationError", "ImplicitStartWarning", "LostImpulseWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
     "load", "PersistError", "sweep", "VisualShape", "UnitError",
 ]

@@ -54,3 +54,10 @@ class ImplicitStartWarning(UserWarning):
     """States or iteration variables start from an implicit 0: no start value was declared
     or given. Dymola and OpenModelica warn the same way; give a start (``Fixed(value)`` for a
     hard initial condition, ``Guess(value)`` for a guess) to silence it."""
+
+
+class LostImpulseWarning(UserWarning):
+    """A variable whose time derivative the model uses jumps at a time event (a prescribed
+    angle following a ``Step``): the derivative of the jump is an impulse, which the results
+    do not hold. Make the variable as smooth as the derivatives taken of it (a smooth
+    reference, a filter) or model the impact. See :mod:`mbmodel.impulses`."""

@@ -39,6 +39,7 @@ from .errors import DeclarationError, SimulationError
 from .explicit import CROSSED
 from .explicit import guard as explicit_guard
 from .explicit import integrator as explicit_integrator
+from .impulses import ImpulseWatch
 from .native import dynamics, event_function
 from .workspace import built, workspace
 
@@ -245,6 +246,7 @@ class _Run:
         self._guard = False   # the same for the event function as DOP853's guard
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
         self.progress = None  # told the time reached (a progress bar)
+        self.impulses = ImpulseWatch(cm)  # variables that must not jump at time events
 
     # -- evaluation ----------------------------------------------------------------------
     def values(self, x, z, u, t):
@@ -359,9 +361,15 @@ class _Run:
                     causes.append(lay.sample_texts[ticks[i][1]])
             if causes:
                 u = self.u_out(t, D)
+                x_before, z_before = x, z
                 x, z, D = self.event_iteration(t, x, z, u, causes,
                                                samples=[ticks[i][1] for i in ticked],
                                                crossed=crossed or ())
+                if self.impulses.active and np.array_equal(x, x_before):
+                    D_before = u[lay.n_ext:].copy()
+                    self.impulses.across(
+                        t, (x_before, z_before, lambda s: self.u_out(s, D_before)),
+                        (x, z, lambda s: self.u_out(s, D)), self.p)
                 for i in ticked:
                     tk, s = ticks[i]
                     ticks[i] = (self.next_tick(s, tk), s)

@@ -14,6 +14,7 @@ from .core import time as TIME
 from .diagnose import explain_point, locate_non_finite
 from .errors import SimulationError
 from .explicit import integrator as explicit_integrator
+from .impulses import ImpulseWatch
 from .inputs import input_function
 from .native import dynamics
 from .progress import time_bar
@@ -115,7 +116,8 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
                                                           cm.algebraic)
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
-    bounds = [t_start] + time_events(cm, p, u_of, t_start, t_end) + [t_end]
+    events_inside = time_events(cm, p, u_of, t_start, t_end)
+    bounds = [t_start] + events_inside + [t_end]
     if bar is not None and cut:
         # The bar moves between integrator calls: the run is cut at output times into
         # about PROGRESS_CHUNKS calls (each restarts the integrator).
@@ -147,6 +149,8 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     elif method in C_LOOPS and explicit_integrator(dyn) is None:
         method = "adams"
     methods_used = []
+    watch = ImpulseWatch(cm)
+    events_inside = set(events_inside)
     for a, b in zip(bounds[:-1], bounds[1:]):
         inside = np.where((grid > a) & (grid <= b))[0]
         tout = list(grid[inside])
@@ -185,6 +189,8 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
                       np.concatenate([p, u_seg]))
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
+        if b in events_inside:
+            watch.check_time_event(b, x, z, u_of, p)
         if bar is not None:
             bar(b)
     return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)

@@ -1,0 +1,149 @@
+"""Lost impulses: a variable whose time derivative the model uses, jumping at an event.
+
+An inverse model whose reference angle follows a ``Step`` differentiates the step: the
+derivative of each side is 0, so the speed, the acceleration and the torque come out as
+if the joint never moved, and the impulse of the jump is nowhere in the results (Modelica
+tools do the same, silently). The simulators ask :class:`ImpulseWatch` at every event
+whether such a variable jumps there, and :class:`~mbmodel.errors.LostImpulseWarning` names
+it:
+
+* in a model with events (:mod:`mbmodel.events`), the values before the event iteration
+  (the discrete values of before) against those after it, at the same instant; an event
+  that re-initializes states is left alone (a modelled impact makes its jumps on purpose);
+* in a model without, at a time event (a declared ``time_event`` or an input's
+  breakpoint), just before and just after the instant at the same states; there the
+  variables that depend on algebraic unknowns are left out (their values after the instant
+  would need a solve).
+
+Watched are the differentiated variables that are neither states nor aliases of states.
+A jump that an element makes at the event (friction that sticks as the motion comes to
+rest; ``noEvent(sign(w))`` friction whose speed reaches 0 there) cannot be told from a
+reference's, so the message names both causes.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .errors import LostImpulseWarning
+from .workspace import built, workspace
+
+#: A watched variable "jumps" where its values on either side of the instant differ by more
+#: than this, relative to the larger of 1 and their magnitudes.
+JUMP_TOLERANCE = 1e-6
+
+__all__ = ["ImpulseWatch", "JUMP_TOLERANCE"]
+
+
+class ImpulseWatch:
+    """Checks the watched variables of ``cm`` across instants and warns once per variable.
+
+    Example::
+
+        watch = ImpulseWatch(cm)
+        watch.check_time_event(t, x, z, u_of, p)       # a model without events
+        watch.compare(t, before, after)                # outputs across an event iteration
+    """
+
+    def __init__(self, cm):
+        self.cm = cm
+        self.warned: set[str] = set()
+
+    @property
+    def active(self) -> bool:
+        """Whether the model has variables to watch."""
+        return bool(watched_derivatives(self.cm))
+
+    def outputs(self, x, z, u, p, t) -> np.ndarray:
+        """All the model's variables at one point."""
+        return np.array(self.cm.output_function(x, z, u, p, t)).reshape(-1)
+
+    def check_time_event(self, t, x, z, inputs_at, p):
+        """A time event at ``t`` in a model without events: ``x`` and ``z`` are the values
+        there, ``inputs_at(s)`` the input vector at a time ``s``. Only time moves across the
+        instant, so the variables that depend on ``z`` (which would need a solve after it)
+        are left out."""
+        if self.active:
+            self.across(t, (x, z, inputs_at), (x, z, inputs_at), p, with_algebraic=False)
+
+    def across(self, t, left, right, p, with_algebraic=True):
+        """Warn of the watched variables that jump at the instant ``t``: ``left`` and
+        ``right`` are ``(x, z, inputs_at)`` before and after it (``inputs_at(s)`` the input
+        vector, discrete values included, at a time ``s``). The outputs are taken at two
+        points on either side, at ``t -+ 1e-9 |t|`` and twice that, less what their slopes
+        on either side account for over the points' distance (a current changing at 1e4
+        A/s moves by 2e-5 between them): what is left is a jump, made by time (a reference's
+        ``if`` on it) or by the event (a discrete value)."""
+        step = 1e-9 * max(1.0, abs(t))
+
+        def at(point, s):
+            x, z, inputs_at = point
+            return self.outputs(x, z, inputs_at(s), p, s)
+        far_left, before = at(left, t - 2 * step), at(left, t - step)
+        after, far_right = at(right, t + step), at(right, t + 2 * step)
+        drift = 0.5 * ((before - far_left) + (far_right - after))  # per step, either side
+        self.compare(t, before + drift, after - drift, with_algebraic)
+
+    def compare(self, t, before, after, with_algebraic=True):
+        """Warn of the watched variables whose values ``before`` and ``after`` the instant
+        ``t`` (all outputs) differ."""
+        for index, name, derivative, on_algebraic in watched_derivatives(self.cm):
+            if name in self.warned or (on_algebraic and not with_algebraic):
+                continue
+            a, b = float(before[index]) + 0.0, float(after[index]) + 0.0  # (no -0)
+            if abs(b - a) <= JUMP_TOLERANCE * max(1.0, abs(a), abs(b)):
+                continue
+            self.warned.add(name)
+            warnings.warn(LostImpulseWarning(
+                f"'{name}' jumps at t = {t:.12g} (from {a:.6g} to {b:.6g}), and the model "
+                f"uses its derivative '{derivative}': the derivative of a jump is an impulse, "
+                f"which the results do not hold (they go on as if there were none). Either "
+                f"a reference jumps there that is not as smooth as the derivatives taken of "
+                f"it (a Step or a Pulse in an angle, a Ramp in a speed: use a smooth "
+                f"reference such as blocks.FilteredPTP or blocks.PolynomialPTP, or a filter "
+                f"such as Position(exact=False)), or an element switches there (friction "
+                f"that sticks, or noEvent(sign(w)) friction, as its speed reaches 0): then "
+                f"the jump is the element's, and only its impulse is missing"))
+
+
+def watched_derivatives(cm) -> list:
+    """``(output index, name, its derivative's name, whether it depends on algebraic
+    unknowns)`` of the variables whose time derivative the model uses, other than states
+    and aliases of states; built once per model."""
+    return built(workspace(cm, "impulses"), "watched", lambda: _watched(cm))
+
+
+def _watched(cm) -> list:
+    system = cm.system
+    if system is None:
+        return []
+    states = set(cm.states)
+    found = []
+    for var in system.variables:
+        if var.derivative is None or var.kind != "unknown":
+            continue
+        root = var.name
+        while root in cm.aliases:
+            root = cm.aliases[root][0]
+        index = cm.output_index.get(var.name)
+        if root is None or root in states or index is None:
+            continue
+        found.append((index, var.name, system.variables[var.derivative].name))
+    if not found:
+        return []
+    on_algebraic = _depends_on_algebraic(cm)
+    return [(index, name, derivative, bool(on_algebraic[index]))
+            for index, name, derivative in found]
+
+
+def _depends_on_algebraic(cm) -> np.ndarray:
+    """Per output: whether it depends on the algebraic unknowns ``z`` (structurally)."""
+    n_out = cm.output_function.size1_out(0)
+    if not cm.symbols.z.numel():
+        return np.zeros(n_out, dtype=bool)
+    pattern = cm.output_function.sparsity_jac(1, 0)
+    rows = np.zeros(n_out, dtype=bool)
+    rows[np.asarray(pattern.get_triplet()[0], dtype=int)] = True
+    return rows
