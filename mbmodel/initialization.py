@@ -56,7 +56,14 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     cache = workspace(cm, "initialization")
     problem = cache.get(bool(steady_state))
     if problem is None:
-        problem = remember(cache, bool(steady_state), _problem(cm, bool(steady_state)))
+        try:
+            built_problem = _problem(cm, bool(steady_state))
+        except InitializationError as exc:
+            # over-determined: say whether the algebraic equations are dependent at the
+            # start point (then they leave more freedom than their count)
+            raise InitializationError(
+                str(exc) + _dependent_equations(cm, x_start, u, p, t_start)) from None
+        problem = remember(cache, bool(steady_state), built_problem)
     w0 = np.concatenate([x_start, cm.z_start])
     known = np.concatenate([p, u, [t_start], x_start])
     F, labels_all = problem.residual, problem.labels
@@ -93,6 +100,38 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
             + (f" (solver: {_first_line(last_error)})" if isinstance(last_error, Exception)
                else ""))
     return sol[:n_x], sol[n_x:]
+
+
+def _dependent_equations(cm, x, u, p, t) -> str:
+    """A sentence on the algebraic equations if their Jacobian in the algebraic variables
+    is rank-deficient at ``(x, z_start)``: they are dependent there (a redundant
+    constraint), so the model has more freedom than the structural count, which over-
+    determined its initial conditions, gives; "" if they are independent."""
+    X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
+    n_z = Z.numel()
+    if not n_z:
+        return ""
+    slopes = ca.Function("alg_slopes", [X, Z, U, P, TIME],
+                         [ca.jacobian(cm.alg(X, Z, U, P, TIME), Z)])
+    J = np.array(slopes(x, cm.z_start, u, p, t))
+    if not np.all(np.isfinite(J)):
+        return ""
+    left, sigma, _ = np.linalg.svd(J)
+    rank = int(np.sum(sigma > 1e-9 * max(sigma[0], 1e-300))) if len(sigma) else 0
+    if rank == n_z:
+        return ""
+    nulls = left[:, rank:]
+    rows = np.flatnonzero(np.abs(nulls).max(axis=1) > 1e-6)
+    quoted = "\n".join(f"  {cm.residual_descriptions[k]}" for k in rows[:8])
+    return (f" The model's equations are dependent at the start point, though: those solved "
+            f"for its algebraic variables ({', '.join(cm.algebraic[:8])}"
+            f"{', ...' if n_z > 8 else ''}) have rank {rank}, not {n_z}: {n_z - rank} of "
+            f"them repeat{'s' if n_z - rank == 1 else ''} what the others say there, and the "
+            f"model has more freedom than its equations count (which is why the start values "
+            f"seem too many). A redundant constraint is the usual cause: a loop closed by "
+            f"more constraints than it has independent ones (a SphericalConstraint, or a "
+            f"rigid connection, closing a planar loop: close it with one revolute joint, "
+            f"prescribed=False). The dependent equations:\n{quoted}")
 
 
 def _fixed_states(cm) -> dict | None:
@@ -195,9 +234,12 @@ def _problem(cm, steady_state: bool) -> _Problem:
     function = ca.Function("init_residual", [w, known], [residual])
     # Newton first (fast, quiet); KINSOL's line search rescues non-smooth cases (limiters).
     solvers = []
-    for solver, opts in (("newton", {"error_on_fail": False, "max_iter": 100,
-                                     "abstol": 1e-12, "abstolStep": 1e-14}),
-                         ("kinsol", {"error_on_fail": False, "abstol": 1e-12,
+    # A failure is explained by InitializationError; casadi's own lines on stderr (NaN in
+    # an evaluation, KINSOL's flags) would only come before it, raw.
+    quiet = {"error_on_fail": False, "show_eval_warnings": False}
+    for solver, opts in (("newton", {**quiet, "max_iter": 100, "abstol": 1e-12,
+                                     "abstolStep": 1e-14}),
+                         ("kinsol", {**quiet, "abstol": 1e-12,
                                      "disable_internal_warnings": True})):
         solvers.append(ca.rootfinder("init_solver", solver, function, opts))
     return _Problem(function, labels_all, solvers)

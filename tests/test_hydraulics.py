@@ -575,3 +575,24 @@ def test_relief_valve_closes_only_below_its_hysteresis():
     # open below the cracking pressure on the way down, with the spring's lift zero
     between = is_open & (res["relief.dp"] < 100e5)
     assert between.any() and np.all(res["relief.x"][between] == 0)
+
+
+def test_a_cylinder_whose_pressure_contradicts_its_open_rod_fails_initialization_quietly(capfd):
+    """A massless piston on a rod with nothing on it carries no force, so a chamber
+    pressure fixed above 0 cannot be met: InitializationError names the force balance. The
+    solvers' own lines (casadi's "NaN detected" from the Newton iterations) used to come
+    on stderr before it."""
+
+    class Press(mb.Model):
+        supply = hy.FixedPressure(p=50e5)
+        orifice = hy.Orifice()
+        cylinder = hy.Cylinder(single_acting=True, x=mb.Fixed(0.1), p_a=mb.Fixed(1e5))
+
+        def equations(self):
+            yield mb.connect(self.supply.port, self.orifice.port_a)
+            yield mb.connect(self.orifice.port_b, self.cylinder.port_a)
+
+    with pytest.raises(mb.InitializationError,
+                       match=r"Largest residuals: equation '\(cylinder\.flange\.f=="):
+        mb.simulate(Press(), 0.1)
+    assert "NaN detected" not in capfd.readouterr().err

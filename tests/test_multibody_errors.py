@@ -170,6 +170,49 @@ def test_a_spatial_loop_of_revolutes_without_enough_freedom_says_so_in_the_forwa
             "freedom (a Spherical or Universal joint in place of a revolute)") in msg
 
 
+
+def test_a_planar_loop_closed_by_a_spherical_constraint_names_the_redundant_equation():
+    """A planar four-bar whose last revolute is replaced by a SphericalConstraint: three
+    coordinates and three closure equations count as no freedom, so fixing the crank's
+    angle and speed over-determines the model, but the closure normal to the plane repeats
+    the other two. The message used to say only that the start values were too many."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from loop_mechanisms import A, B, C, D, INERTIAS, MASSES, _link, connect_chain
+
+    class Planar(mb.Model):
+        world = mbl.World()
+        j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(0.3), w=mb.Fixed(2.0))
+        crank = _link(A, MASSES[0], INERTIAS[0])
+        j2 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(1.0))
+        coupler = _link(B, MASSES[1], INERTIAS[1])
+        j3 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(1.5))
+        rocker = _link(C, MASSES[2], INERTIAS[2])
+        ball = mbl.SphericalConstraint()
+        anchor = mbl.Fixed(r=[D, 0, 0])
+
+        def equations(self):
+            yield from connect_chain(self.world, self.j1, self.crank, self.j2, self.coupler,
+                                     self.j3, self.rocker)
+            yield mb.connect(self.rocker.frame_b, self.ball.frame_a)
+            yield mb.connect(self.ball.frame_b, self.anchor.frame_b)
+
+    cm = mb.compile(Planar())
+    assert cm.states == [] and cm.algebraic == ["j1.phi", "j2.phi", "j3.phi"]
+    with pytest.raises(mb.InitializationError) as info:
+        cm.simulate(0.1)
+    msg = str(info.value)
+    assert msg.startswith("the initial conditions over-determine the model: j1.phi = 0.3")
+    assert ("The model's equations are dependent at the start point, though: those solved "
+            "for its algebraic variables (j1.phi, j2.phi, j3.phi) have rank 2, not 3: 1 of "
+            "them repeats what the others say there") in msg
+    assert "a SphericalConstraint, or a rigid connection, closing a planar loop" in msg
+    # the one equation named is the closure normal to the plane (z)
+    dependent = msg.split("The dependent equations:\n")[1].splitlines()
+    assert len(dependent) == 1 and "rocker.frame_b.r_0_2==" in dependent[0]
+
+
 # --- parameters -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("joint_type", [mbl.Revolute, mbl.Prismatic])
