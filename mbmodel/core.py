@@ -1029,6 +1029,23 @@ class Model:
         return ctx is not None and ctx.parameters == "constant"
 
     # -- to be overridden -------------------------------------------------------------
+    def explain_non_finite(self, variable: str, analysis: str) -> str | None:
+        """Why ``variable`` (its name inside this component, e.g. ``"frame_a.I[0]"``) can
+        come out non-finite from this component's equations in a model compiled for
+        ``analysis``: a sentence in the component's terms, which the diagnosis of a failed
+        run (:mod:`mbmodel.diagnose`) adds to its message. ``None`` (the default): nothing
+        to add. Asked only after a run failed.
+
+        Example::
+
+            class Pendulum(Model):
+                def explain_non_finite(self, variable, analysis):
+                    if variable == "w":
+                        return "the length L is 0: the pendulum has no arm"
+                    return None
+        """
+        return None
+
     #: Whether :meth:`template_key` captures what ``equations()`` read from ``connected()``
     #: (see there); stated by the class that states the key.
     template_key_reads_connections = False

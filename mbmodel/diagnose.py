@@ -65,7 +65,8 @@ def explain_point(cm, t, x, z, u, p) -> NonFinite | None:
             f"the block of {len(block.equations)} equations")
         names = ", ".join(system.names[v] for v in block.variables[:8])
         explanation = (f"{bad[0]} = {values[index[bad[0]]]}: {what} solved for {names} "
-                       f"{_KIND_TEXT[block.kind]}:\n{_equations_text(system, block)}")
+                       f"{_KIND_TEXT[block.kind]}:\n{_equations_text(system, block)}"
+                       f"{_components_say(cm, system, block, bad[0])}")
         return NonFinite(float(t), bad[0], explanation)
     first = int(np.argmin(np.isfinite(values)))
     name = cm.output_names[first]
@@ -130,6 +131,24 @@ def _fastest(cm, t, x, z, u, p) -> NonFinite | None:
         f"the fastest change relative to its size (a pole — a division by a quantity going to "
         f"zero — or a finite-time blow-up such as der(x) = x^2); its derivative comes from"
         + (shown or " the model's equations")))
+
+
+def _components_say(cm, system, block, variable) -> str:
+    """What the components the block's equations come from say about ``variable``
+    (:meth:`mbmodel.Model.explain_non_finite`), one line each; "" if none says anything."""
+    flat = getattr(cm, "flat", None)
+    if flat is None or not flat.explainers:
+        return ""
+    said = []
+    for origin in dict.fromkeys(system.equation_origins[e] for e in block.equations):
+        comp = flat.explainers.get(origin)
+        if comp is None:
+            continue
+        local = variable[len(origin) + 1:] if variable.startswith(origin + ".") else variable
+        text = comp.explain_non_finite(local, flat.analysis)
+        if text:
+            said.append(f"\n{origin or 'the model'}: {text}")
+    return "".join(said)
 
 
 def _equations_text(system, block) -> str:

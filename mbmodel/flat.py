@@ -209,6 +209,10 @@ class FlatModel:
     tear_hints: set = field(default_factory=set)
     #: shapes to animate, as plain data (see :func:`mbmodel.visuals.resolve`)
     visuals: list = field(default_factory=list)
+    #: the components that explain their non-finite values (:meth:`Model.explain_non_finite`
+    #: overridden), by path, and the analysis: asked by the diagnosis of a failed run
+    explainers: dict = field(default_factory=dict)
+    analysis: str = "forward"
     #: the variables' symbols as one column vector (None: not known); selecting from it
     #: is cheaper than a vertcat of the scalars, which converts each from Python
     symbol_vector: ca.SX | None = None

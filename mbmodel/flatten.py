@@ -779,11 +779,28 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
     flat.loop_components = fl.loop_components
     flat.tear_hints = fl.tear_hints
     flat.visuals = _visuals(fl)
+    flat.explainers = _explainers(fl.components)
+    flat.analysis = analysis
     flat.symbol_vector = _symbol_vector(fl)
     residuals = stacked(fl.residual_pieces)
     flat.residual_vector = residuals if residuals.numel() == len(flat.equations) else None
     flat.templates = [t for t in fl.templates.values() if t is not None]
     return flat
+
+
+def _explainers(components) -> dict:
+    """The components whose class explains its non-finite values, by path (a dict of a
+    few classes' instances: one check per class)."""
+    overrides = {}
+    found = {}
+    for comp in components:
+        kind = type(comp)
+        explains = overrides.get(kind)
+        if explains is None:
+            explains = overrides[kind] = kind.explain_non_finite is not Model.explain_non_finite
+        if explains:
+            found[comp.path] = comp
+    return found
 
 
 def _symbol_vector(fl) -> ca.SX:

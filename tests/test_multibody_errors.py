@@ -213,6 +213,31 @@ def test_a_planar_loop_closed_by_a_spherical_constraint_names_the_redundant_equa
     assert len(dependent) == 1 and "rocker.frame_b.r_0_2==" in dependent[0]
 
 
+
+def test_a_joint_moving_no_mass_explains_the_non_finite_inertia():
+    """A revolute joint carrying a body of no mass and no inertia: the articulated inertia
+    it divides by is 0, and the run fails at its first step. The diagnosis named the
+    equation (a division by zero in the joint's equations); the joint now says what that
+    means and what to change."""
+
+    class Massless(mb.Model):
+        world = mbl.World()
+        j = mbl.Revolute(n=[0, 0, 1])
+        b = mbl.Body(m=0.0, r_CM=[0.5, 0, 0], I_11=0.0, I_22=0.0, I_33=0.0)
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.j.frame_a)
+            yield mb.connect(self.j.frame_b, self.b.frame_a)
+
+    with pytest.raises(mb.SimulationError) as info:
+        mb.simulate(Massless(), 1.0)
+    msg = str(info.value)
+    assert "At t = 0, j.frame_a.I[0] = nan" in msg
+    assert ("\nj: in the forward analysis the joint solves with D = Phi' A Phi, the "
+            "articulated inertia of everything beyond it") in msg
+    assert "a massless Body or BodyShape (m = 0 and zero inertia) at the end" in msg
+
+
 # --- parameters -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("joint_type", [mbl.Revolute, mbl.Prismatic])

@@ -340,6 +340,23 @@ def test_non_finite_output_is_an_error_with_its_equation():
     assert np.allclose(error.result["y"], 1.0 / (1.0 - error.result.t))
 
 
+
+class ExplainedPole(UnusedPole):
+    """UnusedPole whose component says why ``y`` goes non-finite."""
+
+    def explain_non_finite(self, variable, analysis):
+        return f"{variable} is 1/c, and c reaches 0 at t = 1 ({analysis} analysis)"
+
+
+def test_a_component_can_explain_its_non_finite_values():
+    """Model.explain_non_finite: the diagnosis adds what the component the failing
+    equation comes from says, in its own terms (UnusedPole says nothing)."""
+    with pytest.raises(mb.SimulationError) as info:
+        mb.simulate(ExplainedPole(), 2.0, n_points=21)["y"]
+    assert ("'((y*c)==1)' (from the model)\nthe model: y is 1/c, and c reaches 0 at t = 1 "
+            "(forward analysis)\n") in str(info.value)
+
+
 class SeriesCapacitorsAcrossSource(Model):
     """A floating source with a capacitor across it and, in series from one end to the
     other through ground, two more capacitors: three capacitor voltages, one state."""

@@ -190,6 +190,16 @@ class _Joint(Model):
     def connection_roles(self):
         yield Branch(self.frame_a.R, self.frame_b.R)
 
+    def explain_non_finite(self, variable, analysis):
+        if analysis != "forward":
+            return None
+        return ("in the forward analysis the joint solves with D = Phi' A Phi, the "
+                "articulated inertia of everything beyond it about (or along) its axes, "
+                "which is singular when nothing beyond the joint has mass or inertia to "
+                "move with it: a massless Body or BodyShape (m = 0 and zero inertia) at "
+                "the end of the chain, or a point mass on a revolute joint's axis. Give "
+                "the bodies beyond the joint mass or inertia, or remove the joint")
+
 
 class _AxisJoint(_Joint):
     """One degree of freedom along or about the axis ``n``, optionally driven through a 1-D
