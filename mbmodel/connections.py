@@ -268,8 +268,11 @@ def unconnected(fl, graph: nx.Graph):
             continue
         for key, var in conn._variables.items():
             if var.kind == "flow" and fl.active(var):
+                first = len(fl.equations)
                 fl.emit(var.symbol, comp._parent or comp,
-                           f"{conn.path}.{key} = 0 (unconnected)", "unconnected flow")
+                        f"{conn.path}.{key} = 0 (unconnected)", "unconnected flow")
+                fl.unconnected_flows.update(dict.fromkeys(range(first, len(fl.equations)),
+                                                          conn.path))
     for comp, sig in fl.signals:
         if sig.kind == "input" and comp is not fl.root and (sig, "inside") not in graph:
             raise InvalidConnectionError(

@@ -209,6 +209,9 @@ class FlatModel:
     tear_hints: set = field(default_factory=set)
     #: shapes to animate, as plain data (see :func:`mbmodel.visuals.resolve`)
     visuals: list = field(default_factory=list)
+    #: the equations that set an unconnected connector's flow to zero, by position: the
+    #: connector's path
+    unconnected_flows: dict = field(default_factory=dict)
     #: the components that explain their non-finite values (:meth:`Model.explain_non_finite`
     #: overridden), by path, and the analysis: asked by the diagnosis of a failed run
     explainers: dict = field(default_factory=dict)

@@ -86,6 +86,7 @@ class _Flattener:
         self.overdetermined: list[tuple[Model, Connector, Variable]] = []
         self.loop_components: set[str] = set()  # paths of components on kinematic loops
         self.tear_hints: set[str] = set()  # flows at loop cuts
+        self.unconnected_flows: dict[int, str] = {}  # equation -> its unconnected connector
         self.loop_closers: list = []  # ClosesLoop roles: (a, b, component)
         self.roles = ([], [], [])  # roots, potential roots, branches (collect_roles)
         self.early_cuts = None  # connector id -> its side of a loop cut (loop_cut_side)
@@ -778,6 +779,7 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
     flat.hybrid = fl.hybrid.part
     flat.loop_components = fl.loop_components
     flat.tear_hints = fl.tear_hints
+    flat.unconnected_flows = fl.unconnected_flows
     flat.visuals = _visuals(fl)
     flat.explainers = _explainers(fl.components)
     flat.analysis = analysis

@@ -325,7 +325,7 @@ class _Analysis:
             e = self.equations[i]
             unconnected = self.equation_kinds[i] == "unconnected flow"
             if unconnected and e.is_constant() and float(e) == 0:
-                connector = str(self.descriptions[i]).split(" = ")[0].rsplit(".", 1)[0]
+                connector = self.flat.unconnected_flows[self.aliases.kept_equations[i]]
                 component = connector.rsplit(".", 1)[0]
                 raise StructuralSingularityError(
                     f"'{connector}' is not connected, and '{component}' gets no equation "
