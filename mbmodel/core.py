@@ -71,10 +71,25 @@ def compiling_scope(model):
     with one dict for all its components until the context ends."""
     outer = getattr(_compiling, "scope", None)
     _compiling.scope = (model, {})
+    legacy_numpy = _numpy_functions_quiet()
     try:
         yield
     finally:
         _compiling.scope = outer
+        if legacy_numpy:
+            ca.GlobalOptions.setNumpyMode(0)
+
+
+def _numpy_functions_quiet() -> bool:
+    """``np.sin(self.x)`` in ``equations()`` gives a casadi expression, as mbmodel's
+    functions do; casadi 3.8 adds a 20-line FutureWarning to it unless its numpy mode was
+    chosen. Unless the user chose one, the legacy mode is kept without the warning while a
+    model is flattened (True: restore the unchosen mode afterwards)."""
+    options = ca.GlobalOptions
+    if not hasattr(options, "getNumpyMode") or options.getNumpyMode() != 0:
+        return False
+    options.setNumpyMode(-1)
+    return True
 
 
 #: The independent variable (simulation time) as a casadi symbol.
@@ -301,6 +316,9 @@ class Variable(Declaration):
     ``input_in="inverse"`` makes it an external input of the model compiled for that
     analysis (a joint coordinate prescribed in inverse dynamics), named by its path.
 
+    ``start`` may also be given as a modifier is (``Fixed(0.0)``, ``Guess(1.0)``,
+    ``Start(...)``): its ``fixed`` and ``state_select``, where set, are the declaration's.
+
     Example: ``w = Variable(start=0.0, fixed=True, unit="rad/s", state_select="prefer")``
     """
 
@@ -311,6 +329,16 @@ class Variable(Declaration):
                  shape=(), analysis: str | None = None, input_in: str | None = None,
                  doc: str = ""):
         super().__init__(doc=doc)
+        if isinstance(start, Start):
+            if start.fixed is not None:
+                if fixed and not start.fixed:
+                    raise DeclarationError(
+                        f"Variable(start={start!r}, fixed=True): a guess cannot be fixed; "
+                        f"write start=Fixed({start.value!r}) or drop fixed=True")
+                fixed = start.fixed
+            if start.state_select is not None:
+                state_select = start.state_select
+            start = start.value
         for what, value in (("analysis", analysis), ("input_in", input_in)):
             if value is not None and value not in ANALYSES:
                 raise DeclarationError(f"{what} must be one of {ANALYSES} or None, not {value!r}")

@@ -879,3 +879,28 @@ def test_one_declaration_bound_to_two_names_gives_two_members():
     res = mb.compile(ends).simulate(0.5, rtol=1e-10, atol=1e-12)
     assert res.final("x") == pytest.approx(1.0, rel=1e-9)  # x = (3 - 1) t
     assert (str(ends.port.u), str(ends.port.w)) == ("port.u", "port.w")
+
+
+def test_numpy_functions_and_modifier_starts_in_declarations():
+    """What a user writes first: numpy's functions on symbols (casadi 3.8 printed a 20-line
+    FutureWarning for them) and a declaration's start given as a modifier is
+    (``Variable(start=Fixed(0.5))`` was refused as "not a number")."""
+    import warnings
+
+    class Written(mb.Model):
+        x = mb.Variable(start=mb.Fixed(0.5))
+        y = mb.Variable(start=mb.Guess(2.0), state_select="never")
+
+        def equations(self):
+            yield mb.der(self.x) == np.cos(mb.time)
+            yield self.y == np.sqrt(1.0 + self.x * self.x)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = mb.simulate(Written(), 1.0, n_points=11, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res["x"], 0.5 + np.sin(res.t), atol=1e-8)
+    np.testing.assert_allclose(res["y"], np.sqrt(1.0 + res["x"] ** 2), atol=1e-12)
+    if hasattr(ca.GlobalOptions, "getNumpyMode"):
+        assert ca.GlobalOptions.getNumpyMode() == 0  # the user's choice is left unmade
+    with pytest.raises(mb.DeclarationError, match="a guess cannot be fixed"):
+        mb.Variable(start=mb.Guess(1.0), fixed=True)
