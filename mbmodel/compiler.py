@@ -477,7 +477,8 @@ class CompiledModel:
                 g = ca.Function("g", [sym.z, known],
                                 [self.alg(sym.x, sym.z, sym.u, sym.p, TIME)])
                 solver = ca.rootfinder("algebraic_loops", "newton", g,
-                                       {"error_on_fail": True, "abstol": 1e-12})
+                                       {"error_on_fail": True, "abstol": 1e-12,
+                                        "show_eval_warnings": False})
                 Z = solver(G, ca.vertcat(X, U, P, T))
             else:
                 Z = ca.MX(0, 1)

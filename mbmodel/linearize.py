@@ -156,7 +156,8 @@ def _steady_state(cm, u, p, t):
     w = ca.vertcat(X, Z)
     residual = ca.vertcat(cm.ode(X, Z, U, P, TIME), cm.alg(X, Z, U, P, TIME))
     g = ca.Function("steady", [w, ca.vertcat(U, P, TIME)], [residual])
-    solver = ca.rootfinder("steady_state", "newton", g, {"error_on_fail": False})
+    solver = ca.rootfinder("steady_state", "newton", g, {"error_on_fail": False,
+                                                              "show_eval_warnings": False})
     guess = np.concatenate([cm.start, cm.z_start])
     solution = np.array(solver(guess, np.concatenate([u, p, [t]]))).reshape(-1)
     left = np.array(g(solution, np.concatenate([u, p, [t]]))).reshape(-1)

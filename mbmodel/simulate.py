@@ -550,7 +550,8 @@ def _solve_algebraic(cm, z, p, u, t):
         X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
         g = ca.Function("g", [Z, ca.vertcat(P, U, TIME)], [cm.alg(X, Z, U, P, TIME)])
         rf = remember(cache, "algebraic", ca.rootfinder("alg_solver", "newton", g,
-                                                          {"error_on_fail": False}))
+                                                          {"error_on_fail": False,
+                                                           "show_eval_warnings": False}))
     z_new = np.array(rf(z, np.concatenate([p, u, [t]]))).reshape(-1)
     res = np.array(cm.alg(np.zeros(0), z_new, u, p, t)).reshape(-1)
     if not np.all(np.isfinite(z_new)) or np.max(np.abs(res), initial=0) > 1e-8:
