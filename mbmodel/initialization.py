@@ -91,15 +91,32 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
                 " A kinematic loop does not close: check that its geometry can close (link "
                 "lengths, positions of its anchors) and give the loop's dependent "
                 "coordinates guesses near a closed configuration.")
+        loose = _unconnected_in(cm, detail)
         raise InitializationError(
             "initialization failed: no consistent initial state satisfies the initial "
-            f"conditions. Largest residuals: {detail}.{loop} Check the fixed start values for "
+            f"conditions. Largest residuals: {detail}.{loop}{loose} Check the fixed start "
+            f"values for "
             f"conflicts, or give better guesses (Guess(...)) for the variables involved — a "
             f"guess where an equation has zero slope (e.g. y = 0 for x**2 + y**2 = L**2) "
             f"stops Newton's method."
             + (f" (solver: {_first_line(last_error)})" if isinstance(last_error, Exception)
                else ""))
     return sol[:n_x], sol[n_x:]
+
+
+def _unconnected_in(cm, text) -> str:
+    """A sentence naming the unconnected connectors whose variables ``text`` (the worst
+    residuals) shows: their flows are 0, which a force balance may not allow (a cylinder's
+    rod with nothing on it carries no force, so its chamber pressure cannot be fixed)."""
+    flat = getattr(cm, "flat", None)
+    if flat is None:
+        return ""
+    shown = sorted(c for c in set(flat.unconnected_flows.values()) if f"{c}." in text)
+    if not shown:
+        return ""
+    return (f" Not connected: {', '.join(repr(c) for c in shown[:5])}, so "
+            f"{'its flow is' if len(shown) == 1 else 'their flows are'} 0; connect "
+            f"{'it' if len(shown) == 1 else 'them'} if that is not meant.")
 
 
 def _dependent_equations(cm, x, u, p, t) -> str:
