@@ -262,7 +262,7 @@ class _Run:
             return z
         from .simulate import _solve_algebraic
         try:
-            return _solve_algebraic(self.cm, z, self.p, u, t)
+            return _solve_algebraic(self.cm, z, self.p, u, t, x)
         except SimulationError as exc:
             raise SimulationError(
                 f"at the event at t = {t:.12g} the algebraic variables have no solution near "

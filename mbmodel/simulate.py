@@ -541,19 +541,22 @@ def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
             np.column_stack(zs) if n else np.zeros((len(z), 0)))
 
 
-def _solve_algebraic(cm, z, p, u, t):
+def _solve_algebraic(cm, z, p, u, t, x=None):
+    """The algebraic variables solved from ``alg = 0`` by Newton from ``z``, at the states
+    ``x`` (none for a model without states)."""
     if not len(z):
         return z
+    x = np.zeros(0) if x is None else np.asarray(x, dtype=float)
     cache = workspace(cm, "rootfinders")
     rf = cache.get("algebraic")
     if rf is None:
         X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
-        g = ca.Function("g", [Z, ca.vertcat(P, U, TIME)], [cm.alg(X, Z, U, P, TIME)])
+        g = ca.Function("g", [Z, ca.vertcat(X, P, U, TIME)], [cm.alg(X, Z, U, P, TIME)])
         rf = remember(cache, "algebraic", ca.rootfinder("alg_solver", "newton", g,
                                                           {"error_on_fail": False,
                                                            "show_eval_warnings": False}))
-    z_new = np.array(rf(z, np.concatenate([p, u, [t]]))).reshape(-1)
-    res = np.array(cm.alg(np.zeros(0), z_new, u, p, t)).reshape(-1)
+    z_new = np.array(rf(z, np.concatenate([x, p, u, [t]]))).reshape(-1)
+    res = np.array(cm.alg(x, z_new, u, p, t)).reshape(-1)
     if not np.all(np.isfinite(z_new)) or np.max(np.abs(res), initial=0) > 1e-8:
         raise SimulationError(f"the algebraic equations have no solution near the previous "
                               f"point at t = {t:g}")

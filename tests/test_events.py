@@ -638,3 +638,48 @@ def test_crossings_found_in_the_c_loop_agree_with_the_search_in_python(case, mon
     for name in names:
         np.testing.assert_allclose(in_c[name], in_python[name], rtol=0, atol=1e-8,
                                    err_msg=name)
+
+
+def test_a_model_with_events_and_a_nonlinear_algebraic_loop_on_a_state():
+    """An exponential diode charging a capacitor through a resistor (a nonlinear block for
+    the resistor's node voltage, which depends on the capacitor's state), beside an ideal
+    diode's branch that gives the model events: the run crashed at t = 0 with casadi's
+    "variables are free" (the algebraic solve at events left the states out). The
+    capacitor must charge exactly as in the same circuit without the ideal diode's branch
+    (no events: the plain simulator)."""
+    from mbmodel.libraries import electrical as el
+
+    def circuit(with_ideal_diode):
+        class DiodeRC(mb.Model):
+            src = el.ConstantVoltage(V=1.0)
+            R = el.Resistor(R=100.0)
+            D = el.Diode()
+            C = el.Capacitor(C=1e-3, v=mb.Fixed(0.0))
+            g = el.Ground()
+
+            def __init__(self, **modifiers):
+                super().__init__(**modifiers)
+                if with_ideal_diode:
+                    self.D2 = el.IdealDiode()
+                    self.R2 = el.Resistor(R=1e3)
+
+            def equations(self):
+                yield mb.connect(self.src.p, self.R.p)
+                yield mb.connect(self.R.n, self.D.p)
+                yield mb.connect(self.D.n, self.C.p)
+                yield mb.connect(self.C.n, self.src.n, self.g.p)
+                if with_ideal_diode:
+                    yield mb.connect(self.src.p, self.D2.p)
+                    yield mb.connect(self.D2.n, self.R2.p)
+                    yield mb.connect(self.R2.n, self.g.p)
+        return mb.compile(DiodeRC())
+
+    with_events, plain = circuit(True), circuit(False)
+    assert with_events.events is not None and plain.events is None
+    assert with_events.algebraic == ["R.n.v"] == plain.algebraic
+    a = with_events.simulate(0.5, n_points=11, rtol=1e-10, atol=1e-12)
+    b = plain.simulate(0.5, n_points=11, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a["C.v"], b["C.v"], atol=1e-8)
+    np.testing.assert_allclose(a["R.n.v"], b["R.n.v"], atol=1e-8)
+    assert 0.3 < a["C.v"][-1] < 0.9  # charging, a diode drop below the source
+    np.testing.assert_allclose(a["R2.i"], 1e-3, rtol=1e-4)  # the other branch conducts (Ron)
