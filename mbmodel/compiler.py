@@ -461,7 +461,10 @@ class CompiledModel:
         generation and for linearization. Models without algebraic variables need no solver.
         With ``guess=True`` the function takes a fifth argument, the Newton start (the
         simulator passes the previous solution, so a loop with several roots stays on the
-        branch it is on).
+        branch it is on). ``u`` is as for ``ode``: the external inputs (``inputs``), then
+        in a model with events the discrete values (``discrete``: relations, pre values,
+        when-clause variables), which hold between events; set them for a point with
+        :func:`mbmodel.events.relations_at` (:meth:`evaluator` does that itself).
 
         Example: ``xdot, z = cm.explicit_ode()(x, u, p, 0.0)``
         """

@@ -225,7 +225,11 @@ class Evaluator:
     ``analysis="inverse"``, whose inputs are the prescribed motion). The arguments are
     copied into buffers the C code reads directly; the result is a numpy array that the next
     call overwrites (copy it to keep it). Not for models with algebraic variables (their
-    torn nonlinear blocks need the integrator's Newton iteration).
+    torn nonlinear blocks need the integrator's Newton iteration). In a model with events,
+    ``u`` is the external inputs (``cm.inputs``); the relations are evaluated at each call's
+    point (a contact where the state is inside it, as :meth:`CompiledModel.linearize` takes
+    them), and discrete variables that when clauses set keep their start values, unless
+    ``u`` is given whole (the inputs, then ``cm.discrete``).
 
     Example::
 
@@ -251,17 +255,26 @@ class Evaluator:
             self._buffer.set_arg(k, memoryview(arr))
         self._buffer.set_res(0, memoryview(self._out))
 
+    #: For a model with events: ``(u, x, p, t) -> u`` with the relations (and the variables
+    #: defined by them) set to their values at the point (None: no events).
+    relations = None
+
     def __call__(self, x=None, u=None, p=None, t: float = 0.0) -> np.ndarray:
         if x is not None:
             self._x[:] = x
+        whole = False
         if u is not None:
-            # the external inputs; a model with events keeps its discrete values (at their
-            # start values unless the whole vector is given)
+            # the external inputs, or with the discrete values after them the whole vector
             u = np.ravel(u)
             self._u[:len(u)] = u
+            whole = len(u) == len(self._u)
         if p is not None:
             self._p[:] = p
         self._t[0] = t
+        if self.relations is not None and not whole:
+            # the branches in force at this point (a contact where the state is inside it),
+            # as linearize() takes them; when-clause variables keep their values
+            self._u[:] = self.relations(self._u, self._x, self._p, t)
         self._eval()
         return self._out
 
@@ -307,8 +320,13 @@ def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Eval
 
 
 def _with_discrete_start(cm, ev: Evaluator) -> Evaluator:
-    """The evaluator's discrete values (after the external inputs) at their start values."""
+    """The evaluator's discrete values (after the external inputs) at their start values;
+    for a model with events, the relations evaluated at each call's point."""
     start = getattr(cm, "discrete_start", np.zeros(0))
     if len(start):
         ev._u[len(ev._u) - len(start):] = start
+    if getattr(cm, "events", None) is not None:
+        from .events import relations_at
+        no_z = np.zeros(0)
+        ev.relations = lambda u, x, p, t: relations_at(cm, x, no_z, u, p, t)
     return ev

@@ -383,3 +383,39 @@ def test_solver_caches_are_bounded_in_count_and_in_memory(monkeypatch):
 
     value = ws.built(cache, "big", touched_mapping)
     assert len(value) == 64 << 20 and cache.sizes["big"] >= 32 << 20
+
+
+def test_the_evaluator_of_a_model_with_events_takes_the_branches_at_its_point():
+    """A mass 1 cm into an elastic stop (c = 1e4 N/m) under gravity: the stop pushes with
+    100 N, so der(v) = -9.81 + 100. The evaluator used to hold every relation at its start
+    value (the mass free: -9.81), unlike linearize() at the same point; its slope must be
+    linearize()'s."""
+    from mbmodel.libraries import translational as tr
+
+    class Drop(mb.Model):
+        fixed = tr.Fixed(s0=0.0)
+        gap = tr.ElastoGap(c=1e4, d=0.0, s_rel0=0.0)
+        mass = tr.Mass(m=1.0, s=mb.Fixed(0.5), v=mb.Fixed(0.0))
+        g = tr.ConstantForce(f_constant=-9.81)
+
+        def equations(self):
+            yield mb.connect(self.fixed.flange, self.gap.flange_a)
+            yield mb.connect(self.gap.flange_b, self.mass.flange_a)
+            yield mb.connect(self.g.flange, self.mass.flange_b)
+
+    cm = mb.compile(Drop())
+    assert cm.events is not None
+    s, v = cm.states.index("mass.s"), cm.states.index("mass.v")
+    inside = cm.state_vector({"mass.s": -0.01, "mass.v": 0.0})
+    above = cm.state_vector({"mass.s": 0.2, "mass.v": 0.0})
+    for native in (True, False):
+        fd = cm.evaluator(native=native)
+        assert fd(inside)[v] == pytest.approx(90.19, abs=1e-9)
+        assert fd(above)[v] == pytest.approx(-9.81, abs=1e-12)  # and back in free flight
+        h = 1e-6
+        step = np.zeros(2)
+        step[s] = h
+        slope = (fd(inside + step).copy() - fd(inside - step).copy()) / (2 * h)
+        lin = cm.linearize(x=inside)
+        np.testing.assert_allclose(slope, lin.A[:, s], rtol=1e-6)
+        assert lin.A[v, s] == pytest.approx(-1e4)
