@@ -13,8 +13,11 @@ __all__ = ["input_function"]
 def input_function(cm, inputs):
     """``t -> u(t)`` for the compiled model's external inputs.
 
-    ``inputs`` maps input names to a number (constant) or to ``(times, values)``, held
-    constant from each time to the next (zero-order hold; every time is an event)."""
+    ``inputs`` maps input names to a number (constant), to a tuple ``(times, values)``, or
+    to rows ``[[time, value], ...]`` (an array of shape (n, 2), as ``blocks.TimeTable`` and
+    Modelica's tables take them), held constant from each time to the next (zero-order
+    hold; every time is an event). Two rows of two read either way, so a list of two
+    lists of two is refused: give the tuple, or the rows as a numpy array."""
     inputs = dict(inputs or {})
     unknown = [k for k in inputs if k not in cm.inputs]
     if unknown:
@@ -28,13 +31,15 @@ def input_function(cm, inputs):
     for name in cm.inputs:
         spec = inputs[name]
         try:
+            if isinstance(spec, str):
+                raise TypeError
             if np.isscalar(spec):
                 ts, vs = np.array([-np.inf]), np.array([float(spec)])
             else:
-                ts, vs = (np.asarray(a, dtype=float) for a in spec)
+                ts, vs = _table(name, spec)
         except (TypeError, ValueError):
-            raise SimulationError(f"input '{name}': give a number or a (times, values) table of "
-                                  f"numbers, not {spec!r}") from None
+            raise SimulationError(f"input '{name}': give a number, a (times, values) table or "
+                                  f"rows [[time, value], ...] of numbers, not {spec!r}") from None
         if ts.ndim != 1 or ts.shape != vs.shape or np.any(np.diff(ts) < 0) or not ts.size:
             raise SimulationError(f"input '{name}': give (times, values) with increasing "
                                   f"times of the same length as values")
@@ -57,3 +62,23 @@ def input_function(cm, inputs):
 
     u_at.breakpoints = sorted({float(t) for ts, _ in tables for t in ts if np.isfinite(t)})
     return u_at
+
+
+def _table(name, spec):
+    """``(times, values)`` of an input's table: a tuple of the two, or rows of two."""
+    if isinstance(spec, tuple):
+        if len(spec) != 2:
+            raise SimulationError(f"input '{name}': a table is (times, values), two sequences, "
+                                  f"not a tuple of {len(spec)}")
+        return tuple(np.asarray(a, dtype=float) for a in spec)
+    table = np.asarray(spec, dtype=float)
+    if table.ndim == 2 and table.shape == (2, 2) and not isinstance(spec, np.ndarray):
+        raise SimulationError(
+            f"input '{name}': {spec!r} reads as rows [time, value] and as (times, values) "
+            f"alike; give the tuple (times, values), or the rows as a numpy array")
+    if table.ndim == 2 and table.shape[1] == 2:
+        return table[:, 0].copy(), table[:, 1].copy()  # rows [time, value]
+    if table.ndim == 2 and table.shape[0] == 2:
+        return table[0].copy(), table[1].copy()  # (times, values) as a list of two
+    raise SimulationError(f"input '{name}': give (times, values) or rows [[time, value], ...], "
+                          f"not an array of shape {table.shape}")
