@@ -109,8 +109,8 @@ def main(plot=True, out_dir="."):
         ("line pressure pressing [bar]", f"{np.mean(line_p[pressing]) / 1e5:.1f}",
          f"{P_RELIEF / 1e5:.0f}..{(P_RELIEF + 10e5) / 1e5:.0f}", "relief valve setting"),
         ("press force [kN]", f"{-press_force / 1e3:.1f}",
-         f"{(np.mean(cyl_p[pressing]) * A_PISTON - 1.01325e5 * A_ANNULUS) / 1e3:.1f}",
-         "p_a*A_a - p_b*A_b"),
+         f"{(np.mean(cyl_p[pressing]) - 1.01325e5) * A_PISTON / 1e3:.1f}",
+         "(p_a - p_amb)*A_a: chamber b and the rod end at ambient"),
         ("relief flow pressing [L/min]",
          f"{np.mean(res['relief.q'][pressing]) * 6e4:.2f}",
          f"{np.mean(res['pump.q'][pressing]) * 6e4:.2f}",
@@ -135,7 +135,8 @@ def main(plot=True, out_dir="."):
             "retract_speed": float(np.mean(v[retract])),
             "line_pressure": float(np.mean(line_p[pressing])),
             "cylinder_force": float(np.mean(cyl_p[pressing]) * A_PISTON
-                                    - np.mean(res["cylinder.p_b"][pressing]) * A_ANNULUS)}
+                                    - np.mean(res["cylinder.p_b"][pressing]) * A_ANNULUS
+                                    - 1.01325e5 * (A_PISTON - A_ANNULUS))}
 
 
 if __name__ == "__main__":

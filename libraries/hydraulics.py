@@ -569,13 +569,16 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
     multibody ``LineForceWithFlanges``), ``0 <= x <= stroke`` with
     elastic end stops. Double-acting: chamber a (piston side, area ``A_a``) pushes the rod
     out, chamber b (rod side, area ``A_b``) pulls it in; ``single_acting=True`` leaves
-    chamber b vented (no port_b).
+    chamber b vented to the ambient pressure ``p_ambient`` (no port_b). Pressures are
+    absolute: the ambient pressure also acts on the rod's outer end (area ``A_a - A_b``),
+    so a cylinder with both chambers at ambient pressure exerts no force.
 
     Equations (chamber volumes ``V_a = V_dead_a + A_a*x``, ``V_b = V_dead_b + A_b*(stroke - x)``)::
 
         V_a*drho/dp(p_a)*der(p_a) + rho(p_a)*A_a*v = port_a.m_flow
         V_b*drho/dp(p_b)*der(p_b) - rho(p_b)*A_b*v = port_b.m_flow
-        flange.f = -(p_a*A_a - p_b*A_b + f_stop - d*v)
+        f_fluid = p_a*A_a - p_b*A_b - p_ambient*(A_a - A_b)
+        flange.f = -(f_fluid + f_stop - d*v)
         f_stop = c_stop*(-x) - d_stop*v  below 0 (never pulling), mirrored above stroke
 
     The end stops switch at events (``x < 0``, ``x > stroke``).
@@ -595,6 +598,8 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
     c_stop = Parameter(1e8, unit="N/m", min=0.0, doc="stiffness of the end stops")
     d_stop = Parameter(1e5, unit="N.s/m", min=0.0, doc="damping of the end stops")
     x_offset = Parameter(0.0, unit="m", doc="flange.s at full retraction (x = flange.s - x_offset)")
+    p_ambient = Parameter(1.01325e5, unit="Pa", doc="ambient pressure on the rod's outer end "
+                                                    "(and in a vented chamber b)")
     x = Variable(0.0, unit="m", state_select="prefer", doc="extension of the rod")
     v = Variable(0.0, unit="m/s", state_select="prefer", doc="rod speed")
     p_a = Variable(1e5, unit="Pa", state_select="prefer", doc="pressure in chamber a")
@@ -620,16 +625,20 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
         yield self.port_a.p == self.p_a
         yield (V_a * self.drho_dp(self.p_a) * der(self.p_a) + rho_a * self.A_a * v
                == self.port_a.m_flow)
+        yield mb.Assert(self.A_b <= self.A_a, "Cylinder: the annulus area A_b cannot exceed "
+                                              "the piston area A_a (the rod's section is "
+                                              "A_a - A_b)")
         if self.single_acting:
-            yield self.p_b == 0
-            yield self.f_fluid == self.p_a * self.A_a
+            yield self.p_b == self.p_ambient
+            yield self.f_fluid == (self.p_a - self.p_ambient) * self.A_a
         else:
             rho_b = self.rho(self.p_b)
             V_b = self.V_dead_b + self.A_b * (self.stroke - x)
             yield self.port_b.p == self.p_b
             yield (V_b * self.drho_dp(self.p_b) * der(self.p_b) - rho_b * self.A_b * v
                    == self.port_b.m_flow)
-            yield self.f_fluid == self.p_a * self.A_a - self.p_b * self.A_b
+            yield self.f_fluid == (self.p_a * self.A_a - self.p_b * self.A_b
+                                   - self.p_ambient * (self.A_a - self.A_b))
         below, above = x < 0, x > self.stroke
         pushing = mb.noEvent(if_else(-self.c_stop * x - self.d_stop * v > 0,
                                      -self.c_stop * x - self.d_stop * v, 0))

@@ -171,7 +171,7 @@ def _press_reference(t_end, times):
         V_a, V_b = V0 + A_a * x, V0 + A_b * (stroke - x)
         dp_a = (q_a - rho(p_a) * A_a * v) * BETA / (V_a * rho(p_a))
         dp_b = (q_b + rho(p_b) * A_b * v) * BETA / (V_b * rho(p_b))
-        force = p_a * A_a - p_b * A_b - 2e4 * x
+        force = p_a * A_a - p_b * A_b - P0 * (A_a - A_b) - 2e4 * x  # ambient on the rod
         return [dp_a, dp_b, v, force / 50.0]
     sol = solve_ivp(rhs, (0, t_end), [1e5, 1e5, 0.1, 0.0], method="Radau", rtol=1e-11,
                     atol=[1e-3, 1e-3, 1e-12, 1e-12], t_eval=times)
@@ -203,8 +203,9 @@ def test_cylinder_stops_at_the_end_of_its_stroke():
     res = mb.simulate(Extend(), 1.0, n_points=101)
     hits = [ev.time for ev in res.events if "cylinder.x >" in " ".join(ev.causes)]
     assert len(hits) >= 1
-    # at rest on the stop: the stop holds the fluid force, 50e5*2e-3 - p0*1e-3
-    force = 50e5 * 2e-3 - P0 * 1e-3
+    # at rest on the stop: the stop holds the fluid force, 50e5*2e-3 - p0*1e-3, less the
+    # ambient pressure on the rod's end (its section: 2e-3 - 1e-3)
+    force = 50e5 * 2e-3 - P0 * 1e-3 - P0 * 1e-3
     assert res["cylinder.x"][-1] == pytest.approx(0.2 + force / 1e8, rel=1e-9)
     assert abs(res["load.v"][-1]) < 1e-6
 
@@ -549,7 +550,9 @@ def test_single_acting_cylinder_balances_a_spring():
 
     assert not hasattr(Balance().cylinder, "port_b")
     res = mb.simulate(Balance(), 20.0, n_points=3, rtol=1e-10, atol=1e-10)
-    assert res["cylinder.x"][-1] == pytest.approx(p_set * A / c, rel=1e-6)
+    # the ambient pressure on the rod's side (vented chamber and rod end) pushes back
+    assert res["cylinder.x"][-1] == pytest.approx((p_set - P0) * A / c, rel=1e-6)
+    assert res["cylinder.p_b"][-1] == P0
 
 
 def test_relief_valve_closes_only_below_its_hysteresis():
@@ -597,3 +600,36 @@ def test_a_cylinder_whose_pressure_contradicts_its_open_rod_fails_initialization
         mb.simulate(Press(), 0.1)
     assert "Not connected: 'cylinder.flange', so its flow is 0; connect it" in str(info.value)
     assert "NaN detected" not in capfd.readouterr().err
+
+
+def test_a_cylinder_at_ambient_pressure_exerts_no_force():
+    """Pressures are absolute: the atmosphere presses on the rod's outer end too. A
+    double-acting cylinder with both chambers open to a tank at ambient pressure, and a
+    single-acting one whose only chamber is, used to push their loads out (101 N and 203 N
+    here: chamber b was at 0 Pa, 'vented' to vacuum, and the rod end carried nothing)."""
+
+    def vented(single_acting):
+        class Vented(mb.Model):
+            tank = hy.Tank()
+            cylinder = hy.Cylinder(A_a=2e-3, A_b=1e-3, stroke=0.5, single_acting=single_acting,
+                                   x=mb.Fixed(0.1))
+            load = tr.Mass(m=10.0, v=mb.Fixed(0.0))
+
+            def __init__(self, **modifiers):
+                super().__init__(**modifiers)
+                if not single_acting:
+                    self.tank_b = hy.Tank()
+
+            def equations(self):
+                yield mb.connect(self.tank.port, self.cylinder.port_a)
+                if not single_acting:
+                    yield mb.connect(self.tank_b.port, self.cylinder.port_b)
+                yield mb.connect(self.cylinder.flange, self.load.flange_a)
+        return Vented()
+
+    for single_acting in (False, True):
+        res = mb.simulate(vented(single_acting), 0.1, n_points=11)
+        np.testing.assert_allclose(res["cylinder.f_fluid"], 0.0, atol=1e-9)
+        np.testing.assert_allclose(res["cylinder.x"], 0.1, atol=1e-12)
+    with pytest.raises(mb.ParameterError, match="A_b cannot exceed"):
+        mb.simulate(vented(False), 0.1, params={"cylinder.A_b": 3e-3})
