@@ -43,6 +43,7 @@ from mbmodel import Connector, Flow, Input, Model, Output, Parameter, Potential,
 from mbmodel.functions import exp, if_else, sqrt
 
 from . import rotational, translational
+from .blocks import SMALL
 from .drive_trains import ForceElementFlanges
 
 __all__ = [
@@ -78,9 +79,9 @@ class Fluid(Model):
         oil = Fluid(rho_0=870.0, beta=1.5e9, nu=46e-6)
     """
 
-    rho_0 = Parameter(870.0, unit="kg/m3", min=0.0, doc="density at p_0")
+    rho_0 = Parameter(870.0, unit="kg/m3", min=SMALL, doc="density at p_0")
     p_0 = Parameter(1.01325e5, unit="Pa", doc="reference pressure")
-    beta = Parameter(1.5e9, unit="Pa", min=0.0, doc="bulk modulus")
+    beta = Parameter(1.5e9, unit="Pa", min=SMALL, doc="bulk modulus")
     nu = Parameter(46e-6, unit="m2/s", min=0.0, doc="kinematic viscosity")
     air = Parameter(0.0, min=0.0, max=0.5,
                     doc="volume fraction of undissolved air at p_0 (0: pure liquid)")
@@ -217,7 +218,7 @@ class FixedVolume(_Hydraulic):
     ``p`` is the state; give its start, e.g. ``FixedVolume(V=1e-3, p=mb.Fixed(1e5))``.
     """
 
-    V = Parameter(1e-3, unit="m3", min=0.0, doc="volume")
+    V = Parameter(1e-3, unit="m3", min=SMALL, doc="volume")
     p = Variable(1e5, unit="Pa", state_select="prefer", doc="pressure")
     port = Port()
 
@@ -430,6 +431,9 @@ class CheckValve(_TwoPorts):
 
     def equations(self):
         yield from self.two_port_equations()
+        yield mb.Assert(self.p_close <= self.p_crack,
+                        "CheckValve: p_close must not exceed p_crack (closed between them, it "
+                        "would open and close at once)")
         yield self.open == if_else(mb.pre(self.open), self.dp > self.p_close,
                                    self.dp > self.p_crack)
         rho = self.rho(0.5 * (self.port_a.p + self.port_b.p))
@@ -442,20 +446,23 @@ class ReliefValve(_TwoPorts):
     """Limits the pressure at port_a (relative to port_b, the tank line): closed below the
     cracking pressure ``p_crack``, it opens in proportion to the overpressure up to the full
     area ``A`` at ``p_crack + p_range`` (a spring-loaded poppet), and closes again only below
-    ``p_crack - p_hyst`` (hysteresis). Opening and closing are events.
+    ``p_crack - p_hyst`` (hysteresis). Open, its opening follows the closing characteristic,
+    the opening one shifted down by ``p_hyst``: it pops open to ``p_hyst/p_range`` at the
+    cracking pressure, relieves down to ``p_crack - p_hyst`` and closes there with no
+    flow left (``p_hyst = 0``, the default: one characteristic). Opening and closing are
+    events.
 
     Equations::
 
         open = dp > p_crack - p_hyst if pre(open) else dp > p_crack
-        x = clip((dp - p_crack)/p_range, 0, 1)    (relative opening, its corners are events)
-        m_flow = Cd*A*x*sqrt(2*rho)*regularized_root(dp, dp_small) + rho*G_leak*dp   if open
-                 rho*G_leak*dp                                                        else
+        x = clip((dp - p_crack + p_hyst)/p_range, 0, 1)  if open, else 0  (corners: events)
+        m_flow = Cd*A*x*sqrt(2*rho)*regularized_root(dp, dp_small) + rho*G_leak*dp
     """
 
     Cd = Parameter(0.7, min=0.0, doc="discharge coefficient")
     A = Parameter(1e-5, unit="m2", min=0.0, doc="full area")
     p_crack = Parameter(100e5, unit="Pa", doc="cracking pressure (pressure drop)")
-    p_range = Parameter(10e5, unit="Pa", min=0.0, doc="overpressure to open fully")
+    p_range = Parameter(10e5, unit="Pa", min=SMALL, doc="overpressure to open fully")
     p_hyst = Parameter(0.0, unit="Pa", min=0.0, doc="hysteresis of closing")
     G_leak = Parameter(1e-14, unit="m3/(s.Pa)", min=0.0, doc="leakage conductance")
     dp_small = Parameter(100.0, unit="Pa", min=0.0, doc="regularisation of the open law")
@@ -466,7 +473,7 @@ class ReliefValve(_TwoPorts):
         yield from self.two_port_equations()
         yield self.open == if_else(mb.pre(self.open), self.dp > self.p_crack - self.p_hyst,
                                    self.dp > self.p_crack)
-        lift = (self.dp - self.p_crack) / self.p_range
+        lift = (self.dp - self.p_crack + self.p_hyst) / self.p_range
         yield self.x == if_else(self.open, if_else(lift < 0, 0, if_else(lift > 1, 1, lift)), 0)
         rho = self.rho(0.5 * (self.port_a.p + self.port_b.p))
         yield self.m_flow == (self.Cd * self.A * self.x * sqrt(2 * rho)

@@ -421,7 +421,8 @@ def test_hydraulic_press_phases(results):
     assert out["retract_speed"] == pytest.approx(-pump_flow / mod.A_ANNULUS, rel=0.02)
     # pressing: the relief valve holds the line within its band, the workpiece takes the
     # cylinder's force
-    assert mod.P_RELIEF < out["line_pressure"] < mod.P_RELIEF + 10e5
+    # (open, the relief valve follows its closing characteristic, p_hyst below cracking)
+    assert mod.P_RELIEF - mod.P_HYST < out["line_pressure"] < mod.P_RELIEF - mod.P_HYST + 10e5
     assert out["press_force"] == pytest.approx(out["cylinder_force"], rel=1e-3)
     res = out["result"]
     assert res["cylinder.p_a"].min() > 0 and res["cylinder.p_b"].min() > 0  # the air holds

@@ -573,11 +573,79 @@ def test_relief_valve_closes_only_below_its_hysteresis():
     t_open, t_close = 0.5, 1 + 15e5 / 20e5  # up through 100 bar, down through 95 bar
     away = (np.abs(res.t - t_open) > 1e-6) & (np.abs(res.t - t_close) > 1e-6)
     np.testing.assert_array_equal(is_open[away], ((res.t > t_open) & (res.t < t_close))[away])
-    lift = np.clip((res["relief.dp"] - 100e5) / 10e5, 0, 1)
+    # open, the closing characteristic: the opening one shifted down by the hysteresis
+    lift = np.clip((res["relief.dp"] - 95e5) / 10e5, 0, 1)
     np.testing.assert_allclose(res["relief.x"], np.where(is_open, lift, 0), atol=1e-12)
-    # open below the cracking pressure on the way down, with the spring's lift zero
+    # below the cracking pressure on the way down it still relieves (p_hyst used to change
+    # only the flag: the opening was 0 there)
     between = is_open & (res["relief.dp"] < 100e5)
-    assert between.any() and np.all(res["relief.x"][between] == 0)
+    assert between.any() and np.all(res["relief.x"][between] > 0)
+    assert np.all(res["relief.m_flow"][between] > 1e-3)
+
+
+def test_a_relief_valve_relieves_a_line_down_to_its_reseat_pressure():
+    """A pump charges a closed line relieved by nothing but a relief valve, then stops.
+    Open, the valve regulates on its closing characteristic, p_hyst below the opening one
+    (the same flow at 20 bar less); after the stop the line drains through it until it
+    reseats at p_crack - p_hyst = 80 bar, then only leaks. p_hyst used to change only the
+    flag: the pressures were those without hysteresis."""
+    from mbmodel.libraries import rotational as rot
+
+    def circuit(p_hyst):
+        class Charge(mb.Model):
+            motor = rot.Speed()
+            speed = bl.Step(height=-150.0, offset=150.0, startTime=0.2)  # stops at 0.2 s
+            pump = hy.Pump(D=1e-6)
+            suction = hy.Tank()
+            line = hy.FixedVolume(V=0.2e-3, p=mb.Fixed(P0))
+            relief = hy.ReliefValve(A=1e-5, p_crack=100e5, p_range=10e5, p_hyst=p_hyst)
+            tank = hy.Tank()
+
+            def equations(self):
+                yield mb.connect(self.speed.y, self.motor.w_ref)
+                yield mb.connect(self.motor.flange, self.pump.flange)
+                yield mb.connect(self.suction.port, self.pump.port_a)
+                yield mb.connect(self.pump.port_b, self.line.port, self.relief.port_a)
+                yield mb.connect(self.relief.port_b, self.tank.port)
+        return mb.simulate(Charge(), 1.0, n_points=11)
+
+    held, relieved = circuit(0.0), circuit(20e5)
+    pumping = 1  # t = 0.1 s
+    assert held["relief.open"][pumping] == 1 == relieved["relief.open"][pumping]
+    assert 100e5 < held["relief.dp"][pumping] < 102e5
+    # (at 20 bar less the orifice needs a little more opening for the pump's flow)
+    assert relieved["relief.dp"][pumping] == pytest.approx(held["relief.dp"][pumping] - 20e5,
+                                                          abs=0.3e5)
+    for res, reseat in ((held, 100e5), (relieved, 80e5)):
+        closed = [ev.time for ev in res.events if ev.time > 0.2]
+        assert len(closed) == 1 and closed[0] < 0.21  # drained at once, then closed
+        assert res["relief.open"][-1] == 0
+        # afterwards only the leakage: below the reseat pressure, by less than 8 bar
+        assert reseat - 8e5 < res["relief.dp"][-1] < reseat
+
+
+def test_valve_parameters_that_cannot_work_are_refused():
+    """A check valve that closes above its cracking pressure, a relief valve that opens
+    fully at once (p_range = 0: 0/0 at cracking), a liquid of no stiffness or density and a
+    volume of none: refused by their bounds, not left to fail in the run."""
+    class Line(mb.Model):
+        supply = hy.FixedPressure(p=50e5)
+        check = hy.CheckValve(p_crack=1e4, p_close=0.0)
+        relief = hy.ReliefValve()
+        volume = hy.FixedVolume(V=1e-3, p=mb.Fixed(P0))
+        tank = hy.Tank()
+
+        def equations(self):
+            yield mb.connect(self.supply.port, self.check.port_a)
+            yield mb.connect(self.check.port_b, self.volume.port, self.relief.port_a)
+            yield mb.connect(self.relief.port_b, self.tank.port)
+
+    cm = mb.compile(Line())
+    with pytest.raises(mb.ParameterError, match="p_close must not exceed p_crack"):
+        cm.simulate(0.1, params={"check.p_close": 2e4})
+    for name in ("relief.p_range", "volume.V"):
+        with pytest.raises(mb.ParameterError, match=name.replace(".", r"\.")):
+            cm.simulate(0.1, params={name: 0.0})
 
 
 def test_a_cylinder_whose_pressure_contradicts_its_open_rod_fails_initialization_quietly(capfd):
