@@ -31,10 +31,14 @@ from .errors import LostImpulseWarning
 from .workspace import built, workspace
 
 #: A watched variable "jumps" where its values on either side of the instant differ by more
-#: than this, relative to the larger of 1 and their magnitudes.
+#: than this relative to their magnitudes ...
 JUMP_TOLERANCE = 1e-6
+#: ... and by more than this relative to the largest of the watched variables there (round-
+#: off in values computed from larger ones), not relative to 1: a step of 0.1 µV in volts
+#: is a jump.
+ROUNDOFF_FLOOR = 1e-12
 
-__all__ = ["ImpulseWatch", "JUMP_TOLERANCE"]
+__all__ = ["ImpulseWatch", "JUMP_TOLERANCE", "ROUNDOFF_FLOOR"]
 
 
 class ImpulseWatch:
@@ -89,11 +93,18 @@ class ImpulseWatch:
     def compare(self, t, before, after, with_algebraic=True):
         """Warn of the watched variables whose values ``before`` and ``after`` the instant
         ``t`` (all outputs) differ."""
-        for index, name, derivative, on_algebraic in watched_derivatives(self.cm):
+        watched = watched_derivatives(self.cm)
+        if not watched:
+            return
+        rows = [index for index, *_ in watched]
+        values = np.abs(np.concatenate([before[rows], after[rows]]))
+        floor = ROUNDOFF_FLOOR * max(1.0, float(np.max(values[np.isfinite(values)],
+                                                       initial=0.0)))
+        for index, name, derivative, on_algebraic in watched:
             if name in self.warned or (on_algebraic and not with_algebraic):
                 continue
             a, b = float(before[index]) + 0.0, float(after[index]) + 0.0  # (no -0)
-            if abs(b - a) <= JUMP_TOLERANCE * max(1.0, abs(a), abs(b)):
+            if not abs(b - a) > JUMP_TOLERANCE * max(abs(a), abs(b)) + floor:
                 continue
             self.warned.add(name)
             warnings.warn(LostImpulseWarning(

@@ -72,15 +72,22 @@ def runs_of(params=None, inputs=None) -> list[tuple[dict, dict, int | None]]:
             except (TypeError, ValueError):
                 raise SimulationError(f"sweep: parameter '{name}': give a sequence of numbers, "
                                       f"not {values!r}") from None
+            if not columns[-1]:
+                raise SimulationError(f"sweep: parameter '{name}' has no values: the grid "
+                                      f"would have no runs")
         param_sets = [dict(zip(names, combo)) for combo in itertools.product(*columns)]
     else:
         param_sets = [dict(p) for p in params]
+        if not param_sets:
+            raise SimulationError("sweep: params is an empty list: no runs to make")
         for k, p in enumerate(param_sets):
             if not isinstance(p, dict):
                 raise SimulationError(f"sweep: run {k}: params must be dicts name -> value")
     if inputs is None or isinstance(inputs, dict):
         return [(p, dict(inputs or {}), None) for p in param_sets]
     input_sets = [dict(u) for u in inputs]
+    if not input_sets:
+        raise SimulationError("sweep: inputs is an empty list: no runs to make")
     return [(p, u, j) for p in param_sets for j, u in enumerate(input_sets)]
 
 

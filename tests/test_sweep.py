@@ -145,6 +145,13 @@ def test_bad_requests_are_refused_before_any_run(rc):
         mb.sweep(rc, 1e-3, n_point=3, progress=False)
     with pytest.raises(mb.SimulationError, match="resistor.R.*sequence of numbers"):
         mb.sweep(rc, 1e-3, {"resistor.R": ["a"]}, progress=False)
+    # no runs at all (a filter that kept nothing): pandas' "No objects to concatenate" came
+    for bad, what in (({"resistor.R": []}, "'resistor.R' has no values"),
+                      ([], "params is an empty list")):
+        with pytest.raises(mb.SimulationError, match=what):
+            mb.sweep(rc, 1e-3, bad, processes=0, progress=False)
+    with pytest.raises(mb.SimulationError, match="inputs is an empty list"):
+        mb.sweep(rc, 1e-3, inputs=[], processes=0, progress=False)
 
 
 def test_progress_bar_counts_the_runs(rc, capsys):
