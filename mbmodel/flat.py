@@ -231,8 +231,10 @@ class FlatModel:
 
     def _persist_state(self) -> dict:
         # The connection graph's nodes are the user's connector instances, which a saved
-        # model does not hold; nothing after flattening reads it, nor the templates.
-        return {**self.__dict__, "connection_graph": None, "templates": []}
+        # model does not hold; nothing after flattening reads it, nor the templates. The
+        # explaining components are the user's too: a loaded model's diagnosis goes
+        # without their words.
+        return {**self.__dict__, "connection_graph": None, "templates": [], "explainers": {}}
 
 
 def stacked(expressions) -> ca.SX:
