@@ -281,14 +281,25 @@ class _Run:
         X = np.zeros((self.n_x, len(grid)))
         Z = np.zeros((self.n_z, len(grid)))
         U = np.zeros((n_u, len(grid)))
+        time_events = self.time_events()
+        ticks = self.sample_ticks()
+        self.cond_left = self.conditions(x, z, u, t)
+        ticked = [i for i, (tk, _) in enumerate(ticks) if _due(tk, t)]
+        if ticked:
+            # samples at the start time fire right after initialization, and the rows at
+            # that time show their results (as Dymola's last row at an event time does)
+            x, z, D = self.event_iteration(t, x, z, u, [lay.sample_texts[ticks[i][1]]
+                                                        for i in ticked],
+                                           samples=[ticks[i][1] for i in ticked])
+            for i in ticked:
+                tk, s = ticks[i]
+                ticks[i] = (self.next_tick(s, tk), s)
+            u = self.u_out(t, D)
         k = 0
         while k < len(grid) and grid[k] <= t:
             X[:, k], Z[:, k], U[:, k] = x, z, u
             k += 1
         self.reached = (grid, X, Z, U)
-        time_events = self.time_events()
-        ticks = self.sample_ticks()
-        self.cond_left = self.conditions(x, z, u, t)
         n_intervals = 1  # output intervals per integrator call: doubles while no event comes
         probe = True  # the first stretch after an event (or the start) is probed
         while t < self.t_end:
@@ -353,10 +364,16 @@ class _Run:
             if crossed is not None:
                 causes = [lay.relation_text(i) for i in crossed]
             elif t >= next_time_event:
-                while time_events and time_events[0] <= t:
-                    time_events.pop(0)
+                # (events that are one instant in exact arithmetic, a sample's tick and a
+                # step's time computed apart, are one event: its rows show both done)
+                instant = t
+                while time_events and _due(time_events[0], instant):
+                    t = max(t, time_events.pop(0))
                     causes.append("time event")
-                ticked = [i for i, (tk, _) in enumerate(ticks) if tk <= t]
+                ticked = [i for i, (tk, _) in enumerate(ticks) if _due(tk, instant)]
+                # at the latest of them (1e-12 on at most, the states held): a step's time
+                # has come for the sample that reads it
+                t = max([t] + [ticks[i][0] for i in ticked])
                 for i in ticked:
                     causes.append(lay.sample_texts[ticks[i][1]])
             if causes:
@@ -957,6 +974,13 @@ class _Run:
             scaled = math.floor(q / 10 ** (e - 1)) * 10 ** (e - 1)
         return _stepper(self.cm, method, m, self.rtol, self.atol, scaled, self.native,
                         geometric)
+
+
+def _due(event_time, t) -> bool:
+    """Whether a time event or sample tick at ``event_time`` happens at ``t`` (or before):
+    within the width events are located to, so that instants computed apart in floating
+    point (``0.1*3`` and ``0.3``) are one."""
+    return event_time <= t + EVENT_TIME_TOLERANCE * max(1.0, abs(t))
 
 
 def _check_points(length, spacing) -> int:

@@ -683,3 +683,37 @@ def test_a_model_with_events_and_a_nonlinear_algebraic_loop_on_a_state():
     np.testing.assert_allclose(a["R.n.v"], b["R.n.v"], atol=1e-8)
     assert 0.3 < a["C.v"][-1] < 0.9  # charging, a diode drop below the source
     np.testing.assert_allclose(a["R2.i"], 1e-3, rtol=1e-4)  # the other branch conducts (Ron)
+
+
+def test_rows_at_sample_ticks_hold_the_values_after_the_sample():
+    """A sample at the start time fires right after initialization, and a sample due at
+    the instant of a step (0.1*3 against 0.3 in floating point) is one event with it: the
+    result's rows at those times hold the values after the event, as for any other event
+    (they held the sample's pre-values: sh.y = 0 at t = 0, and at t = 0.3 the step already
+    up but the hold not)."""
+
+    class AtStart(mb.Model):
+        c = bl.Constant(k=5.0)
+        sh = bl.SampleAndHold(samplePeriod=0.1)
+        pu = bl.Pulse(period=0.2, width=50)
+
+        def equations(self):
+            yield mb.connect(self.c.y, self.sh.u)
+
+    res = mb.simulate(AtStart(), 0.5, n_points=6)
+    assert res["sh.y"].tolist() == [5.0] * 6
+    assert res["pu.y"].tolist() == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    assert [ev.time for ev in res.events][:2] == [0.0, 0.0]  # initialization, then sample
+
+    class Together(mb.Model):
+        st = bl.Step(height=1.0, startTime=0.3)
+        sh = bl.SampleAndHold(samplePeriod=0.1)
+
+        def equations(self):
+            yield mb.connect(self.st.y, self.sh.u)
+
+    res = mb.simulate(Together(), 0.5, times=[0.25, 0.3, 0.35])
+    assert res["st.y"].tolist() == [0.0, 1.0, 1.0]
+    assert res["sh.y"].tolist() == [0.0, 1.0, 1.0]
+    at = [ev for ev in res.events if abs(ev.time - 0.3) < 1e-9]
+    assert len(at) == 1 and "time event" in at[0].causes
