@@ -941,6 +941,7 @@ class LimPID(_WithInit, Model):
             yield der(self.x_d) == (u_d - self.x_d) / tf
             derivative = self.Td / tf * (u_d - self.x_d)
         yield self.v == self.k * (self.wp * self.u_s - self.u_m + integral + derivative)
+        yield mb.Assert(self.yMax >= self.yMin, "LimPID: yMax must not be below yMin")
         yield self.y == mb.noEvent(fmin(self.yMax, fmax(self.yMin, self.v)))
 
 
@@ -963,6 +964,7 @@ class Limiter(SISO):
 
     def equations(self):
         # continuous across the limits: no events (MSL's smooth(0, ...))
+        yield mb.Assert(self.uMax >= self.uMin, "Limiter: uMax must not be below uMin")
         yield self.y == mb.noEvent(fmin(self.uMax, fmax(self.uMin, self.u)))
 
 
@@ -993,6 +995,7 @@ class DeadZone(SISO):
 
     def equations(self):
         # continuous across the limits: no events (MSL's smooth(0, ...))
+        yield mb.Assert(self.uMax >= self.uMin, "DeadZone: uMax must not be below uMin")
         yield self.y == mb.noEvent(fmax(0, self.u - self.uMax) + fmin(0, self.u - self.uMin))
 
 
@@ -1071,7 +1074,8 @@ class Switch(Model):
 
 class SampleAndHold(SISO):
     """Zero-order hold of the input every ``samplePeriod`` from ``startTime`` on (MSL
-    ``Discrete.Sampler`` + ``ZeroOrderHold``); ``y`` is ``y_start`` before the first sample.
+    ``Discrete.Sampler`` + ``ZeroOrderHold``); before the first sample ``y`` is the start
+    value of ``held`` (0 unless given: ``SampleAndHold(held=mb.Fixed(2.0))``).
 
     Equation: ``when sample(startTime, samplePeriod): y = u``.
     """

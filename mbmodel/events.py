@@ -901,6 +901,7 @@ class _Run:
                 zs[:, j] = z
             return xs, zs
         method = self.choose_method(x, z, u, t0)
+        self.used(method)
         if method in ("dop853", "abm"):
             ts = t0 + (t1 - t0) * _fractions(m, geometric)
             ts[-1] = t1
@@ -913,7 +914,7 @@ class _Run:
             method = "bdf"   # the model turned stiff, or the solution is not finite
             if self.method in (None, "auto"):
                 self.chosen = method
-            self.methods.append(method)
+            self.used(method)
         while True:
             F = self.stepper(method, m, t1 - t0, geometric)
             try:
@@ -924,7 +925,7 @@ class _Run:
                     method = "bdf"
                     if self.method in (None, "auto"):
                         self.chosen = method
-                    self.methods.append(method)
+                    self.used(method)
                     continue
                 lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
                 raise self.failure(t0, f"the integrator ({method}) failed between t = "
@@ -955,8 +956,12 @@ class _Run:
                                              t0, self.t_end)
                 if self.chosen == "adams" and self.c_loop() is not None:
                     self.chosen = "dop853"
-            self.methods.append(self.chosen)
         return self.chosen
+
+    def used(self, method):
+        """Record the method of a stretch: ``methods`` lists each change, in order."""
+        if not self.methods or self.methods[-1] != method:
+            self.methods.append(method)
 
     def c_loop(self):
         """DOP853 in C over the model's generated dynamics, or None (see

@@ -42,8 +42,10 @@ class Result:
         # ``check(result, name, trajectory)``: the error to raise when a trajectory read is
         # not finite (a simulation's result never hands out NaN or inf silently).
         self._check = check
-        #: The integration method of each interval between events ("abm", "dop853",
-        #: "adams", "bdf", "idas" or "cvodes"), as chosen by ``simulate(method=...)``.
+        #: The integration method of each integrator call between time events ("abm",
+        #: "dop853", "adams", "bdf", "idas" or "cvodes"), as chosen by
+        #: ``simulate(method=...)``; in a model with events, each change of method in order
+        #: (a DOP853 run that met stiffness: ``["dop853", "bdf"]``).
         self.methods: list[str] = []
         #: The events of the run (:class:`mbmodel.events.Event`: time and causes), in order;
         #: empty for a model without events.

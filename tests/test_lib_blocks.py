@@ -133,6 +133,32 @@ def test_default_lower_limits_are_bound_to_upper():
     assert str(pid.declaration("yMin").value) == str(-pid.yMax)
 
 
+@pytest.mark.parametrize("make, params, what", [
+    (lambda: bl.Limiter(uMax=1.0), {"block.uMax": -0.5}, "Limiter: uMax must not be below"),
+    (lambda: bl.Limiter(uMax=1.0, uMin=0.0), {"block.uMin": 2.0}, "Limiter: uMax must not"),
+    (lambda: bl.DeadZone(uMax=1.0), {"block.uMax": -0.5}, "DeadZone: uMax must not be below"),
+    (lambda: bl.LimPID(yMax=1.0), {"block.yMax": -2.0}, "LimPID: yMax must not be below"),
+], ids=["limiter_bound_lower", "limiter", "dead_zone", "limpid"])
+def test_an_inverted_band_given_at_run_time_is_refused(make, params, what):
+    """The bands were checked only for numbers given to the constructor: at run time an
+    upper limit below the lower one (or below the bound default -uMax) gave a constant or
+    a shifted output with no error."""
+    class Band(mb.Model):
+        src = bl.Sine(amplitude=2.0, f=1.0)
+        block = make()
+
+        def equations(self):
+            yield connect(self.src.y, self.block.u_s if hasattr(self.block, "u_s")
+                          else self.block.u)
+            if hasattr(self.block, "u_m"):
+                yield connect(self.src.y, self.block.u_m)
+
+    cm = mb.compile(Band())
+    cm.simulate(0.1)  # the declared values hold
+    with pytest.raises(mb.ParameterError, match=what):
+        cm.simulate(0.1, params=params)
+
+
 # --------------------------------------------------------------------------------------
 # Sources
 # --------------------------------------------------------------------------------------

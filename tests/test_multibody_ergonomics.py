@@ -124,8 +124,8 @@ def test_tube_matches_the_textbook_formulas():
     _close(tube.center_of_mass, r / 2, 1e-15)
     _close(tube.inertia, axial * np.outer(e, e) + transverse * (np.eye(3) - np.outer(e, e)),
            1e-14)
-    # default diameter: length/5
-    assert mbl.BodyCylinder(r=[2.0, 0, 0]).mass == pytest.approx(7700.0 * np.pi * 2 * 0.4 ** 2
+    # default diameter: length/20, MSL's length/world.defaultWidthFraction (it was length/5)
+    assert mbl.BodyCylinder(r=[2.0, 0, 0]).mass == pytest.approx(7700.0 * np.pi * 2 * 0.1 ** 2
                                                                   / 4, rel=1e-14)
 
 

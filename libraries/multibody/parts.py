@@ -846,13 +846,14 @@ class BodyBox(_AlongR, _RigidBody):
 class BodyCylinder(_AlongR, _RigidBody):
     """A cylinder of ``length = |r|`` along ``r`` with ``diameter`` and optional
     ``inner_diameter`` (a tube); mass and inertia from geometry and ``density`` (MSL
-    ``Parts.BodyCylinder``; default diameter |r|/5, steel).
+    ``Parts.BodyCylinder``; default diameter |r|/20, MSL's ``length/world.defaultWidthFraction``,
+    steel).
 
     Inertia about the centre: axial ``m (d² + d_i²)/8``, transverse
     ``m (l² + 3 (d² + d_i²)/4)/12``.
     """
 
-    diameter = Parameter(-1.0, unit="m", doc="Outer diameter (default: length/5)")
+    diameter = Parameter(-1.0, unit="m", doc="Outer diameter (default: length/20)")
     inner_diameter = Parameter(0.0, unit="m", min=0.0, doc="Inner diameter")
     density = Parameter(7700.0, unit="kg/m3", min=0.0, doc="Density (steel)")
 
@@ -862,7 +863,7 @@ class BodyCylinder(_AlongR, _RigidBody):
     def mass_properties(self):
         r = sp.vec(self.r)
         length = ca.sqrt(r.T @ r)
-        d = ca.if_else(self.diameter < 0, length / 5, self.diameter)
+        d = ca.if_else(self.diameter < 0, length / 20, self.diameter)
         di = self.inner_diameter
         m = self.density * np.pi * length * (d ** 2 - di ** 2) / 4
         axial = m * (d ** 2 + di ** 2) / 8
