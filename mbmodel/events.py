@@ -327,6 +327,11 @@ class _Run:
                 m = _check_points(target - t, self.check_spacing)
                 per = m
                 n_out = 1 if k < len(grid) and grid[k] <= target else 0
+            if target < next_time_event and _due(next_time_event, target):
+                # an output time one round-off before an event (0.3 and a sample tick at
+                # 0.1*3): the stretch ends at the event (DOP853 cannot step across 5e-17 s),
+                # and the row shows the values after it
+                target = next_time_event
             u = self.u_out(0.5 * (t + target), D)
             if probe and len(lay.relation_slots):
                 # Right after an event a relation may switch back within a tiny time (a ball
@@ -350,9 +355,10 @@ class _Run:
             before = t_new
             if crossed is not None:
                 before -= EVENT_TIME_TOLERANCE * max(1.0, abs(t_new))
+            at_event = crossed is None and t_new >= real_event
             for j in range(n_out):
                 col = (j + 1) * per - 1
-                if col >= valid or grid[k] >= before:
+                if col >= valid or grid[k] >= before or (at_event and _due(t_new, grid[k])):
                     break  # the last point is written after a possible event there
                 X[:, k], Z[:, k], U[:, k] = xs[:, col], zs[:, col], self.u_out(grid[k], D)
                 k += 1
