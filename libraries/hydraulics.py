@@ -632,13 +632,13 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
         yield self.port_a.p == self.p_a
         yield (V_a * self.drho_dp(self.p_a) * der(self.p_a) + rho_a * self.A_a * v
                == self.port_a.m_flow)
-        yield mb.Assert(self.A_b <= self.A_a, "Cylinder: the annulus area A_b cannot exceed "
-                                              "the piston area A_a (the rod's section is "
-                                              "A_a - A_b)")
         if self.single_acting:
             yield self.p_b == self.p_ambient
             yield self.f_fluid == (self.p_a - self.p_ambient) * self.A_a
         else:
+            yield mb.Assert(self.A_b <= self.A_a, "Cylinder: the annulus area A_b cannot "
+                                                  "exceed the piston area A_a (the rod's "
+                                                  "section is A_a - A_b)")
             rho_b = self.rho(self.p_b)
             V_b = self.V_dead_b + self.A_b * (self.stroke - x)
             yield self.port_b.p == self.p_b

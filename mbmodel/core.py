@@ -71,25 +71,40 @@ def compiling_scope(model):
     with one dict for all its components until the context ends."""
     outer = getattr(_compiling, "scope", None)
     _compiling.scope = (model, {})
-    legacy_numpy = _numpy_functions_quiet()
+    _numpy_functions_quiet(True)
     try:
         yield
     finally:
         _compiling.scope = outer
-        if legacy_numpy:
-            ca.GlobalOptions.setNumpyMode(0)
+        _numpy_functions_quiet(False)
 
 
-def _numpy_functions_quiet() -> bool:
+#: Flattenings under way (all threads) that hold casadi's numpy mode quiet, and its lock.
+_quiet_numpy = {"holders": 0, "set": False}
+_quiet_numpy_lock = threading.Lock()
+
+
+def _numpy_functions_quiet(enter: bool):
     """``np.sin(self.x)`` in ``equations()`` gives a casadi expression, as mbmodel's
     functions do; casadi 3.8 adds a 20-line FutureWarning to it unless its numpy mode was
-    chosen. Unless the user chose one, the legacy mode is kept without the warning while a
-    model is flattened (True: restore the unchosen mode afterwards)."""
+    chosen. Unless the user chose one, the legacy mode is set without the warning while
+    any model is flattened (a global option: counted across threads), and unset after the
+    last, unless the user chose a mode meanwhile."""
     options = ca.GlobalOptions
-    if not hasattr(options, "getNumpyMode") or options.getNumpyMode() != 0:
-        return False
-    options.setNumpyMode(-1)
-    return True
+    if not hasattr(options, "getNumpyMode"):
+        return
+    with _quiet_numpy_lock:
+        if enter:
+            _quiet_numpy["holders"] += 1
+            if _quiet_numpy["holders"] == 1 and options.getNumpyMode() == 0:
+                options.setNumpyMode(-1)
+                _quiet_numpy["set"] = True
+            return
+        _quiet_numpy["holders"] -= 1
+        if _quiet_numpy["holders"] == 0 and _quiet_numpy["set"]:
+            _quiet_numpy["set"] = False
+            if options.getNumpyMode() == -1:
+                options.setNumpyMode(0)
 
 
 #: The independent variable (simulation time) as a casadi symbol.

@@ -137,15 +137,19 @@ def _components_say(cm, system, block, variable) -> str:
     """What the components the block's equations come from say about ``variable``
     (:meth:`mbmodel.Model.explain_non_finite`), one line each; "" if none says anything."""
     flat = getattr(cm, "flat", None)
-    if flat is None or not flat.explainers:
+    explainers = getattr(flat, "explainers", None)  # (a model saved before they existed)
+    if not explainers:
         return ""
     said = []
     for origin in dict.fromkeys(system.equation_origins[e] for e in block.equations):
-        comp = flat.explainers.get(origin)
+        comp = explainers.get(origin)
         if comp is None:
             continue
         local = variable[len(origin) + 1:] if variable.startswith(origin + ".") else variable
-        text = comp.explain_non_finite(local, flat.analysis)
+        try:
+            text = comp.explain_non_finite(local, flat.analysis)
+        except Exception:  # noqa: BLE001 - a diagnosis must never mask the original failure
+            continue
         if text:
             said.append(f"\n{origin or 'the model'}: {text}")
     return "".join(said)

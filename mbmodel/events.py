@@ -184,14 +184,17 @@ class EventLayout:
 # ---------------------------------------------------------------------------------------
 
 
-def relations_at(cm, x, z, u, p, t):
+def relations_at(cm, x, z, u, p, t, evaluate=None):
     """``u`` with the relations and the discretely defined variables (``d == expr``)
     set to their values at the point ``(x, z, t)``, by fixed-point passes (linearization
-    of a model with events uses the branches in force there)."""
+    of a model with events uses the branches in force there). ``evaluate``: the event
+    values' function to call (default ``cm.event_values``; the evaluator passes it through
+    buffers)."""
     lay = cm.events
     u = np.array(u, dtype=float)
+    evaluate = evaluate or cm.event_values
     for _ in range(MAX_EVENT_ITERATIONS):
-        values = np.array(cm.event_values(x, z, u, p, t)).reshape(-1)
+        values = np.array(evaluate(x, z, u, p, t)).reshape(-1)
         new = u.copy()
         new[lay.relation_slots] = lay.literal(values[lay.ranges["crossings"]])
         new[lay.equation_slots] = values[lay.ranges["equations"]]
@@ -285,18 +288,23 @@ class _Run:
         ticks = self.sample_ticks()
         self.cond_left = self.conditions(x, z, u, t)
         ticked = [i for i, (tk, _) in enumerate(ticks) if _due(tk, t)]
-        if ticked:
-            # samples at the start time fire right after initialization, and the rows at
-            # that time show their results (as Dymola's last row at an event time does)
-            x, z, D = self.event_iteration(t, x, z, u, [lay.sample_texts[ticks[i][1]]
-                                                        for i in ticked],
-                                           samples=[ticks[i][1] for i in ticked])
+        starting = [te for te in time_events if _due(te, t)]  # (sorted: they lead)
+        if ticked or starting:
+            # samples at the start time (and time events a round-off after it) fire right
+            # after initialization, and the rows at that time show their results (as
+            # Dymola's last row at an event time does)
+            time_events = time_events[len(starting):]
+            t = max([t] + starting + [ticks[i][0] for i in ticked])
+            u = self.u_out(t, D)
+            x, z, D = self.event_iteration(t, x, z, u, ["time event"] * len(starting) + [
+                lay.sample_texts[ticks[i][1]] for i in ticked],
+                samples=[ticks[i][1] for i in ticked])
             for i in ticked:
                 tk, s = ticks[i]
                 ticks[i] = (self.next_tick(s, tk), s)
             u = self.u_out(t, D)
         k = 0
-        while k < len(grid) and grid[k] <= t:
+        while k < len(grid) and _due(grid[k], t):
             X[:, k], Z[:, k], U[:, k] = x, z, u
             k += 1
         self.reached = (grid, X, Z, U)
@@ -398,7 +406,8 @@ class _Run:
                     ticks[i] = (self.next_tick(s, tk), s)
                 n_intervals = 1
                 probe = True
-            while k < len(grid) and grid[k] <= t:
+            # (an output time a round-off after the event is at it: its row too)
+            while k < len(grid) and _due(grid[k], t):
                 X[:, k], Z[:, k], U[:, k] = x, z, self.u_out(grid[k], D)
                 k += 1
         return X, Z, U, self.events, self.methods
@@ -426,8 +435,10 @@ class _Run:
                 raise SimulationError(f"{lay.sample_texts[s]}: sample(start, interval) needs "
                                       f"a finite start and a positive interval, not "
                                       f"({start}, {interval})")
+            # (a tick a round-off before the start is at it: 0.3 from t_start = 0.1*3)
+            ahead = (self.t_start - start) / interval
             first = start if start >= self.t_start else start + interval * math.ceil(
-                (self.t_start - start) / interval)
+                ahead - EVENT_TIME_TOLERANCE * max(1.0, ahead))
             ticks.append((first, s))
         self.sample_spec = values
         return ticks

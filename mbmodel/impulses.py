@@ -16,9 +16,12 @@ it:
   would need a solve).
 
 Watched are the differentiated variables that are neither states nor aliases of states.
-A jump that an element makes at the event (friction that sticks as the motion comes to
-rest; ``noEvent(sign(w))`` friction whose speed reaches 0 there) cannot be told from a
-reference's, so the message names both causes.
+A jump counts where it is large against the variable's values there and at the events
+before, and where it measures the same from two probe distances (curvature and round-off
+do not). A jump that an element makes at the event (friction that sticks as the motion
+comes to rest; ``noEvent(sign(w))`` friction whose speed reaches 0 there) cannot be told
+from a reference's, so the message names both causes; where such an element's switch is
+blurred by round-off (a speed reaching 0 like ``(T - t)^5``), it may go unmeasured.
 """
 
 from __future__ import annotations
@@ -31,14 +34,16 @@ from .errors import LostImpulseWarning
 from .workspace import built, workspace
 
 #: A watched variable "jumps" where its values on either side of the instant differ by more
-#: than this relative to their magnitudes ...
+#: than this relative to their magnitudes and to the largest magnitude it had at the events
+#: checked before (a motor speed of 4e-8 rad/s moving by 1e-9 as a motion settles is no
+#: jump), ...
 JUMP_TOLERANCE = 1e-6
-#: ... and by more than this relative to the largest of the watched variables there (round-
-#: off in values computed from larger ones), not relative to 1: a step of 0.1 µV in volts
-#: is a jump.
-ROUNDOFF_FLOOR = 1e-12
+#: ... and where the jumps measured from two probe distances, h and h/4, agree to within
+#: this fraction: a jump does not depend on the distance, the rest of a curvature (a fast
+#: sine at a large time) falls with its square, round-off changes at random.
+AGREEMENT = 0.25
 
-__all__ = ["ImpulseWatch", "JUMP_TOLERANCE", "ROUNDOFF_FLOOR"]
+__all__ = ["ImpulseWatch", "JUMP_TOLERANCE", "AGREEMENT"]
 
 
 class ImpulseWatch:
@@ -54,6 +59,7 @@ class ImpulseWatch:
     def __init__(self, cm):
         self.cm = cm
         self.warned: set[str] = set()
+        self.scale: dict[int, float] = {}  # output index -> largest magnitude seen
 
     @property
     def active(self) -> bool:
@@ -76,36 +82,49 @@ class ImpulseWatch:
         """Warn of the watched variables that jump at the instant ``t``: ``left`` and
         ``right`` are ``(x, z, inputs_at)`` before and after it (``inputs_at(s)`` the input
         vector, discrete values included, at a time ``s``). The outputs are taken at two
-        points on either side, at ``t -+ 1e-9 |t|`` and twice that, less what their slopes
-        on either side account for over the points' distance (a current changing at 1e4
-        A/s moves by 2e-5 between them): what is left is a jump, made by time (a reference's
-        ``if`` on it) or by the event (a discrete value)."""
+        points on either side, at ``t -+ h`` and ``t -+ 2h`` (``h = 1e-9 max(1, |t|)``),
+        less what their slopes on either side account for over the points' distance (a
+        current changing at 1e4 A/s moves by 2e-5 between them): what is left is a jump,
+        made by time (a reference's ``if`` on it) or by the event (a discrete value). It is
+        measured at ``h/4`` as well, and must agree (:data:`AGREEMENT`)."""
         step = 1e-9 * max(1.0, abs(t))
 
         def at(point, s):
             x, z, inputs_at = point
             return self.outputs(x, z, inputs_at(s), p, s)
-        far_left, before = at(left, t - 2 * step), at(left, t - step)
-        after, far_right = at(right, t + step), at(right, t + 2 * step)
-        drift = 0.5 * ((before - far_left) + (far_right - after))  # per step, either side
-        self.compare(t, before + drift, after - drift, with_algebraic)
 
-    def compare(self, t, before, after, with_algebraic=True):
+        def measured(h):
+            far_left, before = at(left, t - 2 * h), at(left, t - h)
+            after, far_right = at(right, t + h), at(right, t + 2 * h)
+            drift = 0.5 * ((before - far_left) + (far_right - after))  # per h, either side
+            return before + drift, after - drift
+        before, after = measured(step)
+        self.compare(t, before, after, with_algebraic, closer=lambda: measured(step / 4))
+
+    def compare(self, t, before, after, with_algebraic=True, closer=None):
         """Warn of the watched variables whose values ``before`` and ``after`` the instant
-        ``t`` (all outputs) differ."""
+        ``t`` (all outputs) differ; ``closer()`` gives them measured at a shorter distance,
+        whose jump must agree."""
         watched = watched_derivatives(self.cm)
         if not watched:
             return
-        rows = [index for index, *_ in watched]
-        values = np.abs(np.concatenate([before[rows], after[rows]]))
-        floor = ROUNDOFF_FLOOR * max(1.0, float(np.max(values[np.isfinite(values)],
-                                                       initial=0.0)))
+        near = None
         for index, name, derivative, on_algebraic in watched:
+            a, b = float(before[index]) + 0.0, float(after[index]) + 0.0  # (no -0)
+            seen = self.scale.get(index, 0.0)
+            if np.isfinite(a) and np.isfinite(b):
+                self.scale[index] = max(seen, abs(a), abs(b))
             if name in self.warned or (on_algebraic and not with_algebraic):
                 continue
-            a, b = float(before[index]) + 0.0, float(after[index]) + 0.0  # (no -0)
-            if not abs(b - a) > JUMP_TOLERANCE * max(abs(a), abs(b)) + floor:
+            jump = b - a
+            if not abs(jump) > JUMP_TOLERANCE * max(abs(a), abs(b), seen):
                 continue
+            if closer is not None:
+                if near is None:
+                    near = closer()
+                other = float(near[1][index]) - float(near[0][index])
+                if not abs(other - jump) <= AGREEMENT * max(abs(jump), abs(other)):
+                    continue
             self.warned.add(name)
             warnings.warn(LostImpulseWarning(
                 f"'{name}' jumps at t = {t:.12g} (from {a:.6g} to {b:.6g}), and the model "

@@ -11,6 +11,7 @@ with ``fixed=False``) are the Newton iterates' starting point.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import casadi as ca
@@ -108,10 +109,11 @@ def _unconnected_in(cm, text) -> str:
     """A sentence naming the unconnected connectors whose variables ``text`` (the worst
     residuals) shows: their flows are 0, which a force balance may not allow (a cylinder's
     rod with nothing on it carries no force, so its chamber pressure cannot be fixed)."""
-    flat = getattr(cm, "flat", None)
-    if flat is None:
+    loose = getattr(getattr(cm, "flat", None), "unconnected_flows", None)
+    if not loose:  # (none, or a model saved before they were kept)
         return ""
-    shown = sorted(c for c in set(flat.unconnected_flows.values()) if f"{c}." in text)
+    shown = sorted(c for c in set(loose.values())
+                   if re.search(rf"(?<![\w.]){re.escape(c)}\.", text))
     if not shown:
         return ""
     return (f" Not connected: {', '.join(repr(c) for c in shown[:5])}, so "
@@ -133,13 +135,19 @@ def _dependent_equations(cm, x, u, p, t) -> str:
     J = np.array(slopes(x, cm.z_start, u, p, t))
     if not np.all(np.isfinite(J)):
         return ""
+    # rows and columns scaled to unit size: an equation written in small units (a leakage
+    # of 1e-14) is not a dependent one
+    rows = np.abs(J).max(axis=1)
+    J = J / np.where(rows > 0, rows, 1.0)[:, None]
+    columns = np.abs(J).max(axis=0)
+    J = J / np.where(columns > 0, columns, 1.0)[None, :]
     left, sigma, _ = np.linalg.svd(J)
     rank = int(np.sum(sigma > 1e-9 * max(sigma[0], 1e-300))) if len(sigma) else 0
     if rank == n_z:
         return ""
     nulls = left[:, rank:]
-    rows = np.flatnonzero(np.abs(nulls).max(axis=1) > 1e-6)
-    quoted = "\n".join(f"  {cm.residual_descriptions[k]}" for k in rows[:8])
+    dependent = np.flatnonzero(np.abs(nulls).max(axis=1) > 1e-6)
+    quoted = "\n".join(f"  {cm.residual_descriptions[k]}" for k in dependent[:8])
     return (f" The model's equations are dependent at the start point, though: those solved "
             f"for its algebraic variables ({', '.join(cm.algebraic[:8])}"
             f"{', ...' if n_z > 8 else ''}) have rank {rank}, not {n_z}: {n_z - rank} of "

@@ -16,8 +16,8 @@ def input_function(cm, inputs):
     ``inputs`` maps input names to a number (constant), to a tuple ``(times, values)``, or
     to rows ``[[time, value], ...]`` (an array of shape (n, 2), as ``blocks.TimeTable`` and
     Modelica's tables take them), held constant from each time to the next (zero-order
-    hold; every time is an event). Two rows of two read either way, so a list of two
-    lists of two is refused: give the tuple, or the rows as a numpy array."""
+    hold; every time is an event). Two rows of two read either way, so a 2 x 2 table
+    (list or array) is refused: give the tuple."""
     inputs = dict(inputs or {})
     unknown = [k for k in inputs if k not in cm.inputs]
     if unknown:
@@ -72,10 +72,10 @@ def _table(name, spec):
                                   f"not a tuple of {len(spec)}")
         return tuple(np.asarray(a, dtype=float) for a in spec)
     table = np.asarray(spec, dtype=float)
-    if table.ndim == 2 and table.shape == (2, 2) and not isinstance(spec, np.ndarray):
+    if table.ndim == 2 and table.shape == (2, 2):
         raise SimulationError(
             f"input '{name}': {spec!r} reads as rows [time, value] and as (times, values) "
-            f"alike; give the tuple (times, values), or the rows as a numpy array")
+            f"alike; give the tuple (times, values)")
     if table.ndim == 2 and table.shape[1] == 2:
         return table[:, 0].copy(), table[:, 1].copy()  # rows [time, value]
     if table.ndim == 2 and table.shape[0] == 2:

@@ -256,8 +256,10 @@ class Evaluator:
         self._buffer.set_res(0, memoryview(self._out))
 
     #: For a model with events: ``(u, x, p, t) -> u`` with the relations (and the variables
-    #: defined by them) set to their values at the point (None: no events).
+    #: defined by them) set to their values at the point (None: no events), and the
+    #: discrete values they start from.
     relations = None
+    discrete_start = np.zeros(0)
 
     def __call__(self, x=None, u=None, p=None, t: float = 0.0) -> np.ndarray:
         if x is not None:
@@ -273,7 +275,9 @@ class Evaluator:
         self._t[0] = t
         if self.relations is not None and not whole:
             # the branches in force at this point (a contact where the state is inside it),
-            # as linearize() takes them; when-clause variables keep their values
+            # as linearize() takes them, found from the discrete start values each call (not
+            # from the last call's: a hysteresis would keep its branch from call to call)
+            self._u[len(self._u) - len(self.discrete_start):] = self.discrete_start
             self._u[:] = self.relations(self._u, self._x, self._p, t)
         self._eval()
         return self._out
@@ -326,7 +330,9 @@ def _with_discrete_start(cm, ev: Evaluator) -> Evaluator:
     if len(start):
         ev._u[len(ev._u) - len(start):] = start
     if getattr(cm, "events", None) is not None:
-        from .events import relations_at
+        from .events import _Buffered, relations_at
         no_z = np.zeros(0)
-        ev.relations = lambda u, x, p, t: relations_at(cm, x, no_z, u, p, t)
+        values = _Buffered(event_function(cm, native=bool(ev.function is not ev.symbolic)))
+        ev.discrete_start = np.array(start, dtype=float)
+        ev.relations = lambda u, x, p, t: relations_at(cm, x, no_z, u, p, t, values)
     return ev

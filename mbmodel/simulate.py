@@ -222,10 +222,18 @@ def _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, m
 
 def time_events(cm, p, u_of, t_start, t_end) -> list[float]:
     """The declared time events and the inputs' breakpoints inside ``(t_start, t_end)``,
-    sorted, each once."""
+    sorted, each once; events a round-off apart (``0.1*3`` and ``0.3``) are one, at the
+    later time."""
     times = [float(e) for e in np.array(cm.event_function(p)).reshape(-1)]
     times += u_of.breakpoints
-    return sorted({e for e in times if t_start < e < t_end})
+    inside = sorted({e for e in times if t_start < e < t_end})
+    merged = []
+    for e in inside:
+        if merged and e - merged[-1] <= 1e-12 * max(1.0, abs(e)):
+            merged[-1] = e
+        else:
+            merged.append(e)
+    return merged
 
 
 #: Without an explicit ``max_step``, steps are kept to this fraction of the shortest period

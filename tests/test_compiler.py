@@ -174,7 +174,8 @@ def test_input_tables_as_rows_or_as_times_and_values():
     """Rows [[time, value], ...] (TimeTable's and Modelica's format) were read as
     (times, values) when there were two of them: u = 1 throughout instead of 5 then 7.
     Rows, a (times, values) tuple and a numpy array of rows all give the same hold; two
-    rows of two in a list read either way and are refused; a string is not a number."""
+    rows of two (list or array) read either way and are refused; a string is not a
+    number."""
     cm = mb.compile(OpenLoop())
     expected = None
     for table in ([[0.0, 5.0], [1.0, 7.0], [1.5, 9.0]], ([0.0, 1.0, 1.5], [5.0, 7.0, 9.0]),
@@ -184,10 +185,11 @@ def test_input_tables_as_rows_or_as_times_and_values():
         assert res["u"].tolist() == [5.0, 7.0, 9.0]
         expected = res["plant.y"] if expected is None else expected
         np.testing.assert_array_equal(res["plant.y"], expected)
-    two = cm.simulate(2.0, inputs={"u": np.array([[0.0, 5.0], [1.0, 7.0]])}, times=[0.5, 2.0])
+    two = cm.simulate(2.0, inputs={"u": ([0.0, 1.0], [5.0, 7.0])}, times=[0.5, 2.0])
     assert two["u"].tolist() == [5.0, 7.0]
-    with pytest.raises(mb.SimulationError, match="reads as rows"):
-        cm.simulate(2.0, inputs={"u": [[0.0, 5.0], [1.0, 7.0]]})
+    for ambiguous in ([[0.0, 5.0], [1.0, 7.0]], np.array([[0.0, 1.0], [5.0, 7.0]])):
+        with pytest.raises(mb.SimulationError, match="reads as rows"):
+            cm.simulate(2.0, inputs={"u": ambiguous})
     with pytest.raises(mb.SimulationError, match="give a number, a"):
         cm.simulate(2.0, inputs={"u": "3"})
 

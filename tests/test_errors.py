@@ -853,3 +853,23 @@ def test_a_leaf_connect_elsewhere_leaves_the_answers_of_connected_standing():
     assert model.probe.seen == ["held.flange_b"]
     assert abs(res["i2.phi"][-1] - 0.5) < 1e-9 and abs(res["i2.w"][-1] - 1.0) < 1e-9
     assert abs(res["held.phi"][-1]) < 1e-12
+
+
+def test_an_equation_in_small_units_is_not_called_dependent():
+    """Over-determined fixed starts beside an equation written in small units
+    (1e-12*(z^3 + z) = 1e-12*x): the rank check of the dependent-equations hint scales
+    rows and columns, so it does not call the equations dependent (it did, unscaled)."""
+
+    class Small(Model):
+        x = Variable(start=Fixed(1.0))
+        z = Variable(start=Fixed(0.5))
+        w = Variable(start=mb.Guess(0.5))
+
+        def equations(self):
+            yield der(self.x) == -self.x
+            yield 1e-12 * (self.z ** 3 + self.z) == 1e-12 * self.x
+            yield self.w ** 3 + self.w == self.x
+
+    with pytest.raises(mb.InitializationError, match="over-determine") as info:
+        mb.simulate(Small(), 1.0)
+    assert "equations are dependent" not in str(info.value)

@@ -740,3 +740,13 @@ def test_a_stretch_of_one_round_off_is_not_integrated():
     res = mb.simulate(Held(), 0.5, method="dop853")
     assert res.methods == ["dop853"]
     assert res.final("i.y") == pytest.approx(2.5, abs=1e-12)  # 5 from the sample at 0
+
+    # the other way round: an output time a round-off after an event (a step at 0.3)
+    class Stepped(Held):
+        st = bl.Step(height=1.0, startTime=0.3)
+
+    res = mb.simulate(Stepped(), 0.5, times=[0.0, 0.1 * 3, 0.5], method="dop853")
+    assert res.methods == ["dop853"] and res["st.y"].tolist() == [0.0, 1.0, 1.0]
+    # and a start a round-off after a tick (0.1*3 > 0.3): the sample there is taken
+    res = mb.simulate(Held(), 0.5, t_start=0.1 * 3, method="dop853", n_points=3)
+    assert res.final("i.y") == pytest.approx(5 * 0.2, abs=1e-12)  # (0.7 when skipped)

@@ -419,3 +419,25 @@ def test_the_evaluator_of_a_model_with_events_takes_the_branches_at_its_point():
         lin = cm.linearize(x=inside)
         np.testing.assert_allclose(slope, lin.A[:, s], rtol=1e-6)
         assert lin.A[v, s] == pytest.approx(-1e4)
+
+
+def test_the_evaluator_of_a_model_with_events_does_not_remember_its_last_call():
+    """A hysteresis (on = x > 0 if it was on, else x > 1): each call takes the branches from
+    the discrete start values at its own point. The relations used to be found from the
+    last call's, so x = 0.5 gave der(x) = 1 before a call at x = 2 and -1 after it."""
+    from mbmodel.functions import if_else
+
+    class Hysteresis(mb.Model):
+        x = mb.Variable(start=mb.Fixed(0.0))
+        on = mb.Discrete(start=0.0)
+
+        def equations(self):
+            yield self.on == if_else(mb.pre(self.on) > 0.5, self.x > 0.0, self.x > 1.0)
+            yield mb.der(self.x) == if_else(self.on > 0.5, -1.0, 1.0)
+
+    cm = mb.compile(Hysteresis())
+    for native in (False, True):
+        fd = cm.evaluator(native=native)
+        assert fd(np.array([0.5]))[0] == 1.0
+        assert fd(np.array([2.0]))[0] == -1.0
+        assert fd(np.array([0.5]))[0] == 1.0

@@ -153,7 +153,7 @@ def box(shape):
 def cylinder(shape):
     """A BodyCylinder's cylinder from frame_a along ``r``."""
     r = _value(shape, "r")
-    return [rod(shape.frame_a, r, _default(_value(shape, "diameter"), _norm(r) / 5),
+    return [rod(shape.frame_a, r, _default(_value(shape, "diameter"), _norm(r) / 20),
                 BODY_COLOR)]
 
 
