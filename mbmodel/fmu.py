@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+import warnings
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -85,6 +86,7 @@ def export_fmu(cm, path, *, outputs=None, inputs=None, model_identifier: str | N
     u0 = {name: 0.0 for name in cm.inputs}
     u0.update(inputs or {})
     x0, z0 = cm.initialize(inputs=u0)
+    _warn_of_limits(cm)
     layout = _Layout(cm, outputs)
     c_source = _c_source(cm, x0, z0, [float(u0[n]) for n in cm.inputs], layout)
     guid = "{" + str(uuid.UUID(hashlib.sha256(c_source.encode()).hexdigest()[:32])) + "}"
@@ -113,6 +115,32 @@ def _check_exportable(cm):
     if sys.platform != "linux":
         raise FMUExportError(f"export_fmu builds the FMU's binary for Linux only, not for "
                              f"{sys.platform}")
+
+
+def _warn_of_limits(cm):
+    """What the FMU does not do that ``simulate`` does, said at export (it would fail or
+    start wrong later, in another tool, without a word)."""
+    state_set = getattr(cm.system, "state_set", None) if cm.system is not None else None
+    if state_set is not None:
+        warnings.warn(
+            f"export_fmu: {cm.name}'s state choice depends on the solution (candidates "
+            f"{', '.join(state_set.candidates[:6])}): simulate() switches it at run time, the "
+            f"FMU keeps the compiled one ({', '.join(cm.states[:6])}) and fails where that "
+            f"becomes singular", UserWarning, stacklevel=3)
+    states = set(cm.states)
+
+    def on_a_state(name):
+        while name in cm.aliases:
+            name = cm.aliases[name][0]
+        return name in states
+    off_states = [name for name, _ in cm.fixed_starts if not on_a_state(name)]
+    if cm.initial_equation_descriptions or off_states:
+        warnings.warn(
+            f"export_fmu: {cm.name}'s start values come from solving its initial conditions "
+            f"(initial equations, or fixed starts on variables that are not states: "
+            f"{', '.join(off_states[:4]) or 'none'}); the FMU "
+            f"starts from the values solved with the default parameters and inputs, and "
+            f"parameters set in the FMU do not re-run that solve", UserWarning, stacklevel=3)
 
 
 def _identifier(name: str) -> str:

@@ -148,3 +148,38 @@ def test_what_cannot_be_exported_says_why(tmp_path):
     with pytest.raises(FMUExportError, match="needs a C compiler"):
         cm.export_fmu(tmp_path / "rc.fmu", compiler="/nonexistent/cc")
     assert not (tmp_path / "rc.fmu").exists()
+
+
+def test_export_warns_of_what_the_fmu_does_not_do(tmp_path):
+    """Two things simulate() does and the FMU does not, said at export (a new-user review
+    found both only when the FMU ran wrong or failed in another tool): switching a state
+    choice that becomes singular (the cartesian pendulum), and solving the initial
+    conditions again for parameters set in the FMU (a start in equilibrium, der = 0)."""
+    from cartesian_pendulum import CartesianPendulum
+    from mbmodel.libraries import blocks as bl
+
+    def messages(cm):
+        with pytest.warns(UserWarning) as caught:
+            cm.export_fmu(tmp_path / f"{cm.name}.fmu")
+        return [str(w.message) for w in caught]
+
+    pendulum = mb.compile(CartesianPendulum(x=mb.Fixed(0.5), y=mb.Guess(-0.8),
+                                            vx=mb.Fixed(0.0)))
+    assert any("state choice depends on the solution (candidates x, y)" in m
+               for m in messages(pendulum))
+
+    class Settled(mb.Model):
+        lag = bl.FirstOrder(k=2.0, T=0.5, init="steady")
+        src = bl.Constant(k=3.0)
+
+        def equations(self):
+            yield mb.connect(self.src.y, self.lag.u)
+
+    settled = mb.compile(Settled())
+    assert any("parameters set in the FMU do not re-run that solve" in m
+               for m in messages(settled))
+    # a model whose starts are fixed on its states: nothing to say
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mb.compile(RC()).export_fmu(tmp_path / "rc.fmu")
