@@ -153,11 +153,11 @@ class Excavator(BoomLinkage):
 T_RAISE, PHI_END = 4.0, 0.7
 
 
-def prescribed_angle(t):
-    """Boom angle raised from PHI_START to PHI_END in T_RAISE along a cycloid (starting and
-    ending at rest with zero acceleration; smooth, as the inverse run differentiates it
+def prescribed_angle(t, duration=T_RAISE):
+    """Boom angle raised from PHI_START to PHI_END in ``duration`` along a cycloid (starting
+    and ending at rest with zero acceleration; smooth, as the inverse run differentiates it
     three times through the compressible chamber)."""
-    s = t / T_RAISE
+    s = t / duration
     return PHI_START + (PHI_END - PHI_START) * (s - mb.functions.sin(2 * math.pi * s)
                                                 / (2 * math.pi))
 
@@ -169,6 +169,7 @@ class BoomInverse(BoomLinkage):
     and the flow the supply (the pump) must deliver."""
 
     vented_b = True
+    T_raise = mb.Parameter(T_RAISE, unit="s", doc="duration of the raise")
     joint1 = mbl.Revolute(n=[0.0, 0.0, 1.0])
     bend = mbl.FixedRotation(n=[0.0, 0.0, 1.0], angle=STICK_ANGLE)
     cylinder = boom_cylinder()
@@ -179,7 +180,7 @@ class BoomInverse(BoomLinkage):
         yield mb.connect(self.boom.frame_b, self.bend.frame_a)
         yield mb.connect(self.bend.frame_b, self.stick.frame_a)
         yield mb.connect(self.supply.port, self.cylinder.port_a)
-        yield self.joint1.phi == prescribed_angle(mb.time)
+        yield self.joint1.phi == prescribed_angle(mb.time, self.T_raise)
 
 
 def inverse_run():

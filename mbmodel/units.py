@@ -7,11 +7,13 @@ comparison, ``fmin``/``fmax``/``atan2`` must have the same unit, and the argumen
 ``sin``, ``exp``, ``log``, ... must be dimensionless. Units are compared exactly, scale
 included: ``kPa`` and ``Pa`` disagree, because the equations convert nothing.
 
-Numbers written in an equation have no unit of their own, as in Modelica: in a sum they take
-the unit of the other side; a product or quotient with a number is not checked further
-(``sin(2*pi*time/4)``: the 4 is a period in seconds). Nor is anything computed from a
-variable or parameter declared without a unit, or a power with a variable exponent
-(``c * d^n``: the unit of ``c`` depends on ``n``).
+Numbers written in an equation have no unit of their own: in a sum they take the unit of
+the other side, and in a product or quotient they are pure scales (``3*c*s^2`` has the
+unit of ``c*s^2``). Modelica tools infer a unit for such a number instead; here a number
+that stands for a quantity is a mismatch (``sin(2*pi*time/4)``, a period of 4 s: declare
+it, ``T = Parameter(4.0, unit="s")``, and write ``time/T``). Not checked is anything
+computed from a variable or parameter declared without a unit, or a power with a variable
+exponent (``c * d^n``: the unit of ``c`` depends on ``n``).
 
 Example::
 
@@ -150,8 +152,8 @@ def pint_unit(text: str, registry):
 
 
 class _Free:
-    """A written number: takes the unit of the other side of a sum; a product with it is
-    not checked (its unit is unknown)."""
+    """A written number: takes the unit of the other side of a sum; a pure scale in a
+    product or quotient."""
 
 
 _FREE = _Free()
@@ -277,8 +279,15 @@ class _Checker:
             a, b = args
             if a is _FREE and b is _FREE:
                 return _FREE
-            if a in (_UNKNOWN, _FREE) or b in (_UNKNOWN, _FREE):
+            if a is _UNKNOWN or b is _UNKNOWN:
                 return _UNKNOWN
+            # a number scales a quantity and keeps its unit (3*c*s^2 is checked as c*s^2;
+            # it used to make the whole product unknown, so a factor other than 2, which
+            # casadi keeps as its own operation, hid any unit error around it)
+            if b is _FREE:
+                return a
+            if a is _FREE:
+                return b if op == ca.OP_MUL else 1 / b
             return a * b if op == ca.OP_MUL else a / b
         if op in (ca.OP_SQ, ca.OP_TWICE, ca.OP_SQRT, ca.OP_INV):
             a = args[0]

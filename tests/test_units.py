@@ -90,10 +90,13 @@ def test_terms_of_a_sum_and_scales_are_checked():
 
         def equations(self):
             yield self.y == self.p_pa + self.p_kpa   # same dimension, scale differs
-            yield self.z == 1.0 + 2.0 * self.p_pa     # a number times Pa: not checked
+            # a number times Pa is Pa (the number is a pure scale; a factor other than 2
+            # used to leave the product unchecked) and a number added takes its unit
+            yield self.z == 1.0 + 3.0 * self.p_pa
 
-    with pytest.raises(mb.UnitError, match=r"the terms of .* have units Pa and kPa"):
+    with pytest.raises(mb.UnitError, match=r"the terms of .* have units Pa and kPa") as info:
         mb.compile(Mixed(), check_units=True)
+    assert "the two sides of (z-(1+(3*p_pa))) have units m and Pa" in str(info.value)
 
 
 def test_transcendental_functions_take_pure_numbers():
@@ -115,5 +118,6 @@ def test_example_models_and_the_robot_are_consistent():
     from double_pendulum import DoublePendulum
     from hydraulic_press import Press
     from mbmodel.libraries import robot_r3 as r3
-    for model in (DCMotorDrive(), DoublePendulum(), Press(), r3.FullRobot()):
+    from excavator_boom import BoomInverse
+    for model in (DCMotorDrive(), DoublePendulum(), Press(), r3.FullRobot(), BoomInverse()):
         mb.compile(model, check_units=True)
