@@ -535,6 +535,19 @@ class CompiledModel:
         return export_fmu(self, path, **options)
 
     # -- running ------------------------------------------------------------------------------
+    def alias_root(self, name: str) -> tuple[str | None, float, float]:
+        """``(root, sign, offset)`` with ``name = sign * root + offset``, down the chain of
+        eliminated aliases: ``root`` is ``name`` itself where it was kept, None where it is
+        a constant (then ``name = offset``).
+
+        Example: ``root, sign, offset = cm.alias_root("resistor.n.v")``
+        """
+        sign, offset = 1.0, 0.0
+        while name in self.aliases:
+            name, s, o = self.aliases[name]
+            sign, offset = sign * s, offset + sign * o
+        return name, sign, offset
+
     def evaluator(self, outputs: list[str] | None = None, native: bool = True):
         """A fast function ``(x, u, p, t) -> values`` for calls from Python: the state
         derivatives (forward dynamics) or the named ``outputs`` (e.g. joint torques of a

@@ -299,9 +299,7 @@ class _Run:
             x, z, D = self.event_iteration(t, x, z, u, ["time event"] * len(starting) + [
                 lay.sample_texts[ticks[i][1]] for i in ticked],
                 samples=[ticks[i][1] for i in ticked])
-            for i in ticked:
-                tk, s = ticks[i]
-                ticks[i] = (self.next_tick(s, tk), s)
+            self.advance_ticks(ticks, ticked)
             u = self.u_out(t, D)
         k = 0
         while k < len(grid) and _due(grid[k], t):
@@ -401,9 +399,7 @@ class _Run:
                     self.impulses.across(
                         t, (x_before, z_before, lambda s: self.u_out(s, D_before)),
                         (x, z, lambda s: self.u_out(s, D)), self.p)
-                for i in ticked:
-                    tk, s = ticks[i]
-                    ticks[i] = (self.next_tick(s, tk), s)
+                self.advance_ticks(ticks, ticked)
                 n_intervals = 1
                 probe = True
             # (an output time a round-off after the event is at it: its row too)
@@ -442,6 +438,12 @@ class _Run:
             ticks.append((first, s))
         self.sample_spec = values
         return ticks
+
+    def advance_ticks(self, ticks, ticked):
+        """The samples ``ticked`` (positions in ``ticks``) fired: their next ticks."""
+        for i in ticked:
+            tick, s = ticks[i]
+            ticks[i] = (self.next_tick(s, tick), s)
 
     def next_tick(self, s, tick):
         n = len(self.layout.sample_slots)

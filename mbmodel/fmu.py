@@ -128,12 +128,7 @@ def _warn_of_limits(cm):
             f"FMU keeps the compiled one ({', '.join(cm.states[:6])}) and fails where that "
             f"becomes singular", UserWarning, stacklevel=3)
     states = set(cm.states)
-
-    def on_a_state(name):
-        while name in cm.aliases:
-            name = cm.aliases[name][0]
-        return name in states
-    off_states = [name for name, _ in cm.fixed_starts if not on_a_state(name)]
+    off_states = [name for name, _ in cm.fixed_starts if cm.alias_root(name)[0] not in states]
     if cm.initial_equation_descriptions or off_states:
         warnings.warn(
             f"export_fmu: {cm.name}'s start values come from solving its initial conditions "

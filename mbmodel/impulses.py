@@ -158,9 +158,7 @@ def _watched(cm) -> list:
     for var in system.variables:
         if var.derivative is None or var.kind != "unknown":
             continue
-        root = var.name
-        while root in cm.aliases:
-            root = cm.aliases[root][0]
+        root = cm.alias_root(var.name)[0]
         index = cm.output_index.get(var.name)
         if root is None or root in states or index is None:
             continue

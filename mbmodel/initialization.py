@@ -168,12 +168,9 @@ def _fixed_states(cm) -> dict | None:
     state_index = {name: i for i, name in enumerate(cm.states)}
     values = {}
     for fixed_name, start in cm.fixed_starts:
-        name, sign, offset = fixed_name, 1.0, 0.0
-        while name in cm.aliases:  # fixed = sign * name + offset, down the alias chain
-            name, s, o = cm.aliases[name]
-            sign, offset = sign * s, offset + sign * o
-            if name is None:
-                return None
+        name, sign, offset = cm.alias_root(fixed_name)  # fixed = sign * name + offset
+        if name is None:
+            return None
         i = state_index.get(name)
         if i is None or i in values or sign == 0.0:
             return None  # a condition on a non-state, or two on one state: solve

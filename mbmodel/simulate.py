@@ -13,6 +13,7 @@ from .core import Model
 from .core import time as TIME
 from .diagnose import explain_point, locate_non_finite
 from .errors import SimulationError
+from .events import _due
 from .explicit import integrator as explicit_integrator
 from .impulses import ImpulseWatch
 from .inputs import input_function
@@ -226,10 +227,9 @@ def time_events(cm, p, u_of, t_start, t_end) -> list[float]:
     later time."""
     times = [float(e) for e in np.array(cm.event_function(p)).reshape(-1)]
     times += u_of.breakpoints
-    inside = sorted({e for e in times if t_start < e < t_end})
     merged = []
-    for e in inside:
-        if merged and e - merged[-1] <= 1e-12 * max(1.0, abs(e)):
+    for e in sorted({e for e in times if t_start < e < t_end}):
+        if merged and _due(e, merged[-1]):
             merged[-1] = e
         else:
             merged.append(e)

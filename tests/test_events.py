@@ -438,7 +438,6 @@ def test_ideal_closing_switch_starts_an_rc_charge_when_its_control_rises():
 
 
 def test_exponential_diode_operating_point():
-    from scipy.optimize import brentq
 
     class Forward(mb.Model):
         source = el.ConstantVoltage(V=1.0)
@@ -686,6 +685,21 @@ def test_a_model_with_events_and_a_nonlinear_algebraic_loop_on_a_state():
     np.testing.assert_allclose(a["R.n.v"], b["R.n.v"], atol=1e-8)
     assert 0.3 < a["C.v"][-1] < 0.9  # charging, a diode drop below the source
     np.testing.assert_allclose(a["R2.i"], 1e-3, rtol=1e-4)  # the other branch conducts (Ron)
+
+    # an independent reference: the capacitor's ODE with the node between R and the diode
+    # solved by brentq (the library's diode law: Ids (exp(v/Vt) - 1) + v/1e8)
+    def diode(v):
+        x = v / 0.04
+        e = math.exp(15.0) * (1 + x - 15.0) if x > 15.0 else math.exp(x)
+        return 1e-6 * (e - 1) + v / 1e8
+
+    def node(vc):
+        return brentq(lambda vn: (1.0 - vn) / 100.0 - diode(vn - vc), vc - 1.0, 1.0 + 1e-12,
+                      xtol=1e-15, rtol=1e-15)
+
+    ref = solve_ivp(lambda _t, vc: [(1.0 - node(vc[0])) / 100.0 / 1e-3], (0.0, 0.5), [0.0],
+                    t_eval=a.t, rtol=1e-11, atol=1e-13, method="LSODA")
+    np.testing.assert_allclose(a["C.v"], ref.y[0], atol=1e-7)
 
 
 def test_rows_at_sample_ticks_hold_the_values_after_the_sample():
