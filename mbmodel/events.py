@@ -249,7 +249,7 @@ class _Run:
         self._guard = False   # the same for the event function as DOP853's guard
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
         self.progress = None  # told the time reached (a progress bar)
-        self.impulses = ImpulseWatch(cm)  # variables that must not jump at time events
+        self.impulses = ImpulseWatch(cm)  # differentiated variables that must not jump
 
     # -- evaluation ----------------------------------------------------------------------
     def values(self, x, z, u, t):
