@@ -2,7 +2,8 @@
 
 Every variable and parameter may declare a unit (Modelica's syntax: ``"N.m"``, ``"m/s2"``,
 ``"m3/(s.Pa)"``; a derivative has its variable's unit per second, time is in seconds).
-Walking each equation's residual (``lhs - rhs``), the two sides of every sum, difference,
+Walking each equation's residual (``lhs - rhs``) and each parameter's binding
+(``Spring(c=self.m*self.g)`` must have the unit declared for ``c``), the two sides of every sum, difference,
 comparison, ``fmin``/``fmax``/``atan2`` must have the same unit, and the arguments of
 ``sin``, ``exp``, ``log``, ... must be dimensionless. Units are compared exactly, scale
 included: ``kPa`` and ``Pa`` disagree, because the equations convert nothing.
@@ -177,8 +178,8 @@ class _Mismatch(Exception):
 
 
 def check_units(flat) -> list:
-    """``(origin, equation, explanation)`` of every flat equation (and initial equation)
-    whose units disagree; raises :class:`UnitError` listing them if there are any. Needs
+    """``(origin, equation, explanation)`` of every flat equation (and initial equation,
+    and parameter binding) whose units disagree; raises :class:`UnitError` listing them if there are any. Needs
     pint (``pip install 'mbmodel[units]'``)."""
     try:
         import pint
@@ -218,6 +219,21 @@ def check_units(flat) -> list:
             checker.equation(eq.residual)
         except _Mismatch as mismatch:
             problems.append((eq.origin, eq.description, mismatch.text))
+    for par in flat.parameters:
+        # a binding (Spring(c=self.m*self.g)) is an equation too: par == binding
+        if par.binding is None or not par.unit:
+            continue
+        declared = units[par.symbol.element_hash()]
+        try:
+            bound = checker.unit(par.binding)
+            if bound in (_UNKNOWN, _FREE) or declared is _UNKNOWN or checker.same(declared,
+                                                                                 bound):
+                continue
+            why = (f"{par.name} is declared in {_show(declared)}, and its binding has "
+                   f"unit {_show(bound)}")
+        except _Mismatch as mismatch:
+            why = mismatch.text
+        problems.append((par.origin, f"{par.name} = {_text(par.binding)}", why))
     if problems or bad_units:
         lines = [f"  in {origin or 'the model itself'}: {text}\n      {why}"
                  for origin, text, why in problems[:SHOWN]]

@@ -113,6 +113,32 @@ def test_transcendental_functions_take_pure_numbers():
         mb.compile(Oscillator(), check_units=True)
 
 
+def test_parameter_bindings_are_checked():
+    from mbmodel.libraries import translational as tr
+
+    class Hanging(mb.Model):
+        m = mb.Parameter(2.0, unit="kg")
+        g = mb.Parameter(9.81, unit="m/s2")
+        L = mb.Parameter(0.5, unit="m")
+
+        def __init__(self, stiffness, **kwargs):
+            super().__init__(**kwargs)
+            self.spring = tr.Spring(c=stiffness(self))
+            self.wall = tr.Fixed()
+            self.mass = tr.Mass(m=self.m)
+
+        def equations(self):
+            yield mb.connect(self.wall.flange, self.spring.flange_a)
+            yield mb.connect(self.spring.flange_b, self.mass.flange_a)
+
+    mb.compile(Hanging(lambda h: 2 * h.m * h.g / h.L), check_units=True)   # N/m: fine
+    with pytest.raises(mb.UnitError) as info:
+        mb.compile(Hanging(lambda h: h.m * h.g), check_units=True)          # N, not N/m
+    assert "in spring: spring.c = (m*g)" in str(info.value)
+    assert "spring.c is declared in N / m, and its binding has unit kg * m / s ** 2" in \
+        str(info.value)
+
+
 def test_example_models_and_the_robot_are_consistent():
     from dc_motor_drive import DCMotorDrive
     from double_pendulum import DoublePendulum
