@@ -427,19 +427,10 @@ class CompiledModel:
         values = np.asarray(values, dtype=float)
         _check_bounds(self._free, values, self._lower, self._upper)
         asserts = self.system.asserts
-        guards = self.system.pivot_guards if self.parameter_mode == "symbolic" else []
+        guards = self._pivot_guards()
         if not (self._bound or asserts or guards):
             return
-        if self._param_check is None:
-            # One function for all three: bound parameters are resolved once.
-            exprs = ([q.binding for q in self._bound] + [a.condition for a in asserts]
-                     + [g for g, _ in guards])
-            if self._bound:
-                _, exprs = ca.substitute_inplace([q.symbol for q in self._bound],
-                                                 [q.binding for q in self._bound], exprs, False)
-            self._param_check = ca.Function("parameter_checks", [self.symbols.p],
-                                            [stacked(exprs)])
-        out = np.array(self._param_check(values)).reshape(-1)
+        out = np.array(self.parameter_checks()(values)).reshape(-1)
         n_b, n_a = len(self._bound), len(asserts)
         for a, held in zip(asserts, out[n_b:n_b + n_a]):
             if not held:  # the components' own conditions say most, so they come first
@@ -454,6 +445,26 @@ class CompiledModel:
                     f"({describe(expr)} = {v}); it depends on {', '.join(names[:6])}. Change "
                     f"those values, or compile the model with them so the equations are "
                     f"sorted for them")
+
+    def _pivot_guards(self) -> list:
+        return self.system.pivot_guards if self.parameter_mode == "symbolic" else []
+
+    def parameter_checks(self) -> ca.Function:
+        """``p -> [bound parameters' values; the components' conditions (mb.Assert, nonzero
+        where they hold); the parameter divisors the equations were sorted with]``: what
+        :meth:`simulate` checks of the parameter values beyond the free parameters' bounds
+        (FMU export generates it into the FMU's C)."""
+        if self._param_check is None:
+            # One function for all three: bound parameters are resolved once.
+            exprs = ([q.binding for q in self._bound]
+                     + [a.condition for a in self.system.asserts]
+                     + [g for g, _ in self._pivot_guards()])
+            if self._bound:
+                _, exprs = ca.substitute_inplace([q.symbol for q in self._bound],
+                                                 [q.binding for q in self._bound], exprs, False)
+            self._param_check = ca.Function("parameter_checks", [self.symbols.p],
+                                            [stacked(exprs)])
+        return self._param_check
 
     def explicit_ode(self, guess: bool = False) -> ca.Function:
         """``(x, u, p, t) -> (ẋ, z)`` with the algebraic variables solved inside by casadi's

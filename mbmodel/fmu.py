@@ -32,6 +32,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 import tempfile
@@ -179,6 +180,7 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         ca.Function("mbm_alg_jac", args, [ca.densify(ca.jacobian(alg, Z))]),
         ca.Function("mbm_out", args, [cm.output_function(X, Z, U, P, T)]),
         ca.Function("mbm_tev", [P], [cm.event_function(P)]),
+        ca.Function("mbm_pcheck", [P], [cm.parameter_checks()(P)]),
     ]
     generator = ca.CodeGenerator("mbmodel_fmu.c", {"with_header": False})
     for fn in functions:
@@ -190,6 +192,22 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         return ", ".join(repr(float(v)) for v in array) or "0"
 
     n_tev = cm.event_function.size1_out(0)
+    free = {q.name: q for q in cm.free_parameters}
+    bounds = [(free[name].min, free[name].max) if name in free else (-np.inf, np.inf)
+              for name in layout.parameters]
+
+    def c_numbers(array):
+        return ", ".join("-HUGE_VAL" if v == -np.inf else "HUGE_VAL" if v == np.inf
+                         else repr(float(v)) for v in array) or "0"
+
+    # What simulate() checks of the parameters beyond the free ones' bounds, in the order
+    # of cm.parameter_checks(): the bound parameters' values (kind 0, within [low, high]),
+    # the components' conditions (kind 1, nonzero) and the divisors (kind 2, nonzero).
+    checks = ([(0, f"parameter '{q.name}' (computed from others)", q.min, q.max)
+               for q in cm._bound]
+              + [(1, f"{a.origin or 'model'}: {a.message}", 0, 0) for a in cm.system.asserts]
+              + [(2, f"the equation {what} divides by zero", 0, 0)
+                 for _, what in cm._pivot_guards()])
     macros = {
         "NX": len(layout.states), "NZ": sym.z.numel(), "NU": sym.u.numel(),
         "NP": len(layout.parameters), "NP_ALL": sym.p.numel(), "NY": len(layout.others),
@@ -202,6 +220,15 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         "X_START_VALUES": values(x0), "Z_START_VALUES": values(z0),
         "U_START_VALUES": values(u0), "P_START_VALUES": values(p0),
         "Y_INDEX_VALUES": ", ".join(str(i) for i in layout.other_index) or "0",
+        # simulate() refuses a parameter outside [min, max]; so does fmi2SetReal
+        "P_MIN_VALUES": c_numbers([low for low, _ in bounds]),
+        "P_MAX_VALUES": c_numbers([high for _, high in bounds]),
+        "P_NAME_VALUES": ", ".join(json.dumps(name) for name in layout.parameters) or '""',
+        "N_PCHECK": len(checks),
+        "PCHECK_KIND_VALUES": ", ".join(str(kind) for kind, *_ in checks) or "0",
+        "PCHECK_TEXT_VALUES": ", ".join(json.dumps(text) for _, text, *_ in checks) or '""',
+        "PCHECK_MIN_VALUES": c_numbers([low for *_, low, _ in checks]),
+        "PCHECK_MAX_VALUES": c_numbers([high for *_, high in checks]),
         "MODEL_GUID": '"@GUID@"',
         "P_POSITION(k)": "(k)",
     }

@@ -1,6 +1,6 @@
 /* mbmodel FMI 2.0 runtime: Model Exchange and Co-Simulation around the model's generated
- * functions (mbm_ode, mbm_alg, mbm_alg_jac, mbm_out, mbm_tev, written by casadi above this
- * text). The sizes and start values come as macros from mbmodel/fmu.py.
+ * functions (mbm_ode, mbm_alg, mbm_alg_jac, mbm_out, mbm_tev, mbm_pcheck, written by casadi
+ * above this text). The sizes and start values come as macros from mbmodel/fmu.py.
  *
  * Value references: [0, NX) states, [NX, 2 NX) their derivatives, then NU inputs, NP
  * parameters and NY other variables. Torn nonlinear blocks (NZ algebraic variables) are
@@ -66,6 +66,17 @@ static const double X_START[SIZE(NX)] = {X_START_VALUES};
 static const double Z_START[SIZE(NZ)] = {Z_START_VALUES};
 static const double U_START[SIZE(NU)] = {U_START_VALUES};
 static const double P_START[SIZE(NP_ALL)] = {P_START_VALUES};
+/* Range of each settable parameter (its declared min and max). */
+static const double P_MIN[SIZE(NP)] = {P_MIN_VALUES};
+static const double P_MAX[SIZE(NP)] = {P_MAX_VALUES};
+static const char *const P_NAME[SIZE(NP)] = {P_NAME_VALUES};
+/* What mbm_pcheck's entries must satisfy: kind 0, within [PCHECK_MIN, PCHECK_MAX] (a
+ * parameter computed from others); 1, nonzero (a component's condition); 2, nonzero and
+ * finite (a divisor the equations were sorted with). */
+static const int PCHECK_KIND[SIZE(N_PCHECK)] = {PCHECK_KIND_VALUES};
+static const char *const PCHECK_TEXT[SIZE(N_PCHECK)] = {PCHECK_TEXT_VALUES};
+static const double PCHECK_MIN[SIZE(N_PCHECK)] = {PCHECK_MIN_VALUES};
+static const double PCHECK_MAX[SIZE(N_PCHECK)] = {PCHECK_MAX_VALUES};
 /* Position of each of the NY other variables in the outputs of mbm_out. */
 static const int Y_INDEX[SIZE(NY)] = {Y_INDEX_VALUES};
 
@@ -209,6 +220,35 @@ static void time_events(Instance *c) {
 #endif
 }
 
+/* The parameter values as simulate() checks them (the settable ones are checked as they
+ * are set): 0 if they hold, else -1 with the first that does not said. */
+static int check_parameters(Instance *c) {
+#if N_PCHECK > 0
+  double v[N_PCHECK];
+  int i;
+  c->arg[0] = c->p;
+  c->res[0] = v;
+  mbm_pcheck(c->arg, c->res, c->iw, c->w, 0);
+  for (i = 0; i < N_PCHECK; ++i) {
+    int kind = PCHECK_KIND[i];
+    if (kind == 0 && !(v[i] >= PCHECK_MIN[i] && v[i] <= PCHECK_MAX[i])) {
+      say(c, fmi2Error, "logStatusError", "%s = %g is outside its bounds [%g, %g]; choose "
+          "parameter values that keep it within them", PCHECK_TEXT[i], v[i], PCHECK_MIN[i],
+          PCHECK_MAX[i]);
+      return -1;
+    }
+    if ((kind == 1 && v[i] == 0.0) || (kind == 2 && (v[i] == 0.0 || !isfinite(v[i])))) {
+      say(c, fmi2Error, "logStatusError", "%s (does not hold for the parameter values "
+          "given)", PCHECK_TEXT[i]);
+      return -1;
+    }
+  }
+#else
+  (void)c;
+#endif
+  return 0;
+}
+
 /* Relative distance below which a time event and a communication point are the same. */
 #define EVENT_SNAP 1e-12
 
@@ -276,6 +316,7 @@ FMI_EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; re
 
 FMI_EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
   Instance *m = (Instance *)c;
+  if (check_parameters(m)) return fmi2Error;
   time_events(m);
   m->stale = STALE_ALL;
   return refresh(m, STALE_ALL) ? fmi2Error : fmi2OK;
@@ -313,7 +354,14 @@ FMI_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[]
     if (r < VR_DER) m->x[r] = value[i];
     else if (r >= VR_U && r < VR_P) m->u[r - VR_U] = value[i];
     else if (r >= VR_P && r < VR_Y) {
-      m->p[P_POSITION(r - VR_P)] = value[i];
+      unsigned k = r - VR_P;
+      if (!(value[i] >= P_MIN[k] && value[i] <= P_MAX[k])) {  /* also refuses NaN */
+        say(m, fmi2Error, "logStatusError", "parameter '%s' = %g is outside its bounds [%g, %g]; "
+            "choose a value within them (it keeps %g)", P_NAME[k], value[i], P_MIN[k], P_MAX[k],
+            m->p[P_POSITION(k)]);
+        return fmi2Error;
+      }
+      m->p[P_POSITION(k)] = value[i];
       time_events(m);
     } else {
       say(m, fmi2Error, "logStatusError", "the variable with value reference %u cannot be set", r);

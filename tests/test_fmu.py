@@ -56,6 +56,57 @@ def test_rc_circuit_follows_the_charging_curve_with_a_parameter_set_in_the_fmu(t
         assert np.max(np.abs(res["capacitor.v"] - exact)) < 1e-8, kind
 
 
+def test_a_parameter_outside_its_range_is_refused_as_simulate_refuses_it(tmp_path):
+    cm = mb.compile(RC())
+    with pytest.raises(mb.ParameterError, match="resistor.R"):
+        cm.simulate(1e-3, params={"resistor.R": -2e3})
+    path = exported(cm, tmp_path, outputs=["capacitor.v"])
+    messages = []
+    with pytest.raises(Exception, match="fmi2SetReal failed"):
+        fmpy.simulate_fmu(path, fmi_type="ModelExchange", stop_time=1e-3,
+                          start_values={"resistor.R": -2e3}, output=["capacitor.v"],
+                          logger=lambda *args: messages.append(args[-1].decode()))
+    assert any("parameter 'resistor.R' = -2000 is outside its bounds [0, inf]" in m
+               for m in messages), messages
+
+
+class Leaky(mb.Model):
+    """A tank draining through a pipe: the conductance is computed from two parameters,
+    and the component states a condition on them."""
+    d = mb.Parameter(0.01, unit="m", min=0.0)
+    k = mb.Parameter(1.0, min=0.0)
+    d_max = mb.Parameter(0.05, unit="m")
+    x = mb.Variable(start=1.0, fixed=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.G = mb.Parameter(self.k * (self.d - 0.005), min=0.0)   # a bound parameter
+
+    def equations(self):
+        yield mb.Assert(self.d <= self.d_max, "the pipe is wider than its limit d_max")
+        yield mb.der(self.x) == -self.G * self.x
+
+
+def test_computed_parameters_and_conditions_are_checked_by_the_fmu(tmp_path):
+    cm = mb.compile(Leaky())
+    path = exported(cm, tmp_path, outputs=["x"])
+    res = run(path, "ModelExchange", 1.0, ["x"], start_values={"d": 0.02})
+    assert res["x"][-1] == pytest.approx(np.exp(-0.015), rel=1e-6)
+    for values, message in (
+            ({"d": 0.004}, "parameter 'G' (computed from others) = -0.001 is outside its "
+                           "bounds [0, inf]"),
+            ({"d": 0.06}, "the pipe is wider than its limit d_max (does not hold")):
+        with pytest.raises(mb.ParameterError):
+            cm.simulate(1.0, params=values)
+        for kind in KINDS:
+            messages = []
+            with pytest.raises(Exception, match="fmi2ExitInitializationMode failed"):
+                fmpy.simulate_fmu(path, fmi_type=kind, stop_time=1.0, start_values=values,
+                                  output=["x"],
+                                  logger=lambda *args: messages.append(args[-1].decode()))
+            assert any(message in m for m in messages), (kind, messages)
+
+
 def test_dc_motor_drive_with_time_events_agrees_with_simulate(tmp_path):
     from dc_motor_drive import DCMotorDrive
     cm = mb.compile(DCMotorDrive())
