@@ -41,6 +41,7 @@ from .explicit import guard as explicit_guard
 from .explicit import integrator as explicit_integrator
 from .impulses import ImpulseWatch
 from .native import dynamics, event_function
+from .quiet import casadi_lines_dropped
 from .workspace import built, workspace
 
 #: Relative width to which an event time is located.
@@ -937,7 +938,8 @@ class _Run:
         while True:
             F = self.stepper(method, m, t1 - t0, geometric)
             try:
-                xs, zs = F(x, z, np.concatenate([self.p, u, [t0, t1 - t0]]))
+                with casadi_lines_dropped():
+                    xs, zs = F(x, z, np.concatenate([self.p, u, [t0, t1 - t0]]))
                 break
             except RuntimeError as exc:
                 if method == "adams":  # the model turned stiff: BDF for this stretch

@@ -22,6 +22,7 @@ from .core import time as TIME
 from .errors import InitializationError
 from .flat import stacked
 from .inputs import input_function
+from .quiet import casadi_lines_dropped
 from .structure import incidence_lists
 from .workspace import remember, workspace
 
@@ -72,7 +73,8 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     last_error = None
     for rf in problem.solvers:
         try:
-            cand = np.array(rf(w0, known)).reshape(-1)
+            with casadi_lines_dropped():
+                cand = np.array(rf(w0, known)).reshape(-1)
         except RuntimeError as exc:  # singular Jacobian and the like
             last_error = exc
             continue

@@ -19,6 +19,7 @@ from .impulses import ImpulseWatch
 from .inputs import input_function
 from .native import dynamics
 from .progress import time_bar
+from .quiet import casadi_lines_dropped
 from .result import Result
 from .workspace import built, remember, workspace
 
@@ -436,7 +437,8 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
     for attempt in ((method, "bdf") if method == "adams" else (method,)):
         F = _integrator(cm, dyn, attempt, t0, tout, rtol, atol, max_step)
         try:
-            out = F(x0=x, z0=z, p=pu)
+            with casadi_lines_dropped():
+                out = F(x0=x, z0=z, p=pu)
             break
         except RuntimeError as exc:
             if attempt == "adams":
@@ -476,9 +478,10 @@ def _integrate_with_loops(cm, t0, tout, x, z, p, u, rtol, atol, max_step):
         scaled = None if max_step is None else float(f"{max_step / (t - t_prev):.10g}")
         F = _loop_integrator(cm, rtol, atol, scaled)
         try:
-            out = F(x0=x, p=np.concatenate([p, u, z, [t_prev, t - t_prev]]))
-            x_new = np.array(out["xf"]).reshape(-1)
-            z = np.array(solved(x_new, u, p, t, z)[1]).reshape(-1)
+            with casadi_lines_dropped():
+                out = F(x0=x, p=np.concatenate([p, u, z, [t_prev, t - t_prev]]))
+                x_new = np.array(out["xf"]).reshape(-1)
+                z = np.array(solved(x_new, u, p, t, z)[1]).reshape(-1)
         except RuntimeError as exc:
             reached = np.column_stack(xs) if xs else np.zeros((len(x), 0))
             reached_z = np.column_stack(zs) if zs else np.zeros((len(z), 0))
@@ -533,7 +536,8 @@ def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
     for t in tout:
         F = _integrator(cm, dyn, method, t_prev, [t], rtol, atol, max_step)
         try:
-            out = F(x0=x, z0=z, p=pu)
+            with casadi_lines_dropped():
+                out = F(x0=x, z0=z, p=pu)
         except RuntimeError:
             break
         x = np.array(out["xf"]).reshape(-1)

@@ -207,10 +207,35 @@ class NoRealRoot(Model):
         yield self.y == self.x ** 2 + 1.0
 
 
-def test_failed_initialization_names_the_condition():
+def test_failed_initialization_names_the_condition(capsys):
     with pytest.raises(mb.InitializationError) as info:
         mb.simulate(NoRealRoot(), 1.0)
     assert "y = 0 (fixed start)" in str(info.value)
+    # KINSOL's flag line ("returned flag KIN_MXNEWT_5X_EXCEEDED") no longer comes first
+    assert capsys.readouterr().err == ""
+
+
+def test_casadi_lines_are_dropped_for_the_thread_that_handles_them_only(capsys):
+    import sys
+    import threading
+
+    from mbmodel.quiet import casadi_lines_dropped
+    inside, other_wrote = threading.Event(), threading.Event()
+
+    def other():
+        inside.wait(10)
+        sys.stderr.write("from another thread\n")
+        other_wrote.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with casadi_lines_dropped():
+        sys.stderr.write("casadi's line\n")
+        inside.set()
+        assert other_wrote.wait(10)
+    thread.join()
+    sys.stderr.write("after\n")
+    assert capsys.readouterr().err == "from another thread\nafter\n"
 
 
 def test_overdetermined_initial_conditions():

@@ -96,6 +96,16 @@ def test_state_sets_only_where_the_choice_can_change():
     assert mb.compile(Free()).system.state_set is None
 
 
+def test_switching_run_prints_nothing(capsys):
+    """IDAS fails where the state choice turns singular, and the run recovers by switching;
+    its lines ("At t = 0.594346, repeated recoverable residual errors.") were printed on
+    stderr all the same."""
+    cm = mb.compile(pendulum(91.0))
+    res = mb.simulate(cm, t_end=10.0, rtol=1e-10, atol=1e-10, progress=False)
+    assert len(res.state_switches) >= 2
+    assert capsys.readouterr().err == ""
+
+
 def test_switching_run_keeps_the_output_times():
     """The output grid is exactly the times asked for (the start is not added)."""
     cm = mb.compile(pendulum(91.0))
