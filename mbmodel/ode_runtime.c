@@ -367,9 +367,11 @@ static void swap(double **a, double **b) {
 }
 
 /* Hairer's starting step: the step whose first- and second-order terms stay within the
- * tolerance, for an error of order 8. */
+ * tolerance, for an error of the given order (8 for DOP853, 2 for Adams' first step). It
+ * also sees a derivative that is 0 at the start and grows (a rest-to-rest motion). */
 static int first_step(Rhs *r, double t, const double *y, const double *f, int n,
-                      double rtol, double atol, double *scratch, double *f1, double *h) {
+                      double rtol, double atol, int order, double *scratch, double *f1,
+                      double *h) {
     double d0 = 0.0, d1 = 0.0, d2 = 0.0;
     for (int i = 0; i < n; i++) {
         double sc = atol + fabs(y[i]) * rtol;
@@ -388,7 +390,7 @@ static int first_step(Rhs *r, double t, const double *y, const double *f, int n,
     }
     d2 = sqrt(d2 / n) / h0;
     double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? fmax(1e-6, h0 * 1e-3)
-                                             : pow(0.01 / fmax(d1, d2), 1.0 / 8.0);
+                                             : pow(0.01 / fmax(d1, d2), 1.0 / order);
     *h = fmin(100.0 * h0, h1);
     if (!isfinite(*h) || *h <= 0.0) *h = 1e-6;
     return MB_OK;
@@ -577,7 +579,7 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
     if (!status && !all_finite(K, n)) status = MB_STEP_TOO_SMALL;
     if (!status && guard) status = guard_eval(&q, t, y, q.c_left);
     if (!status && !(h > 0.0))
-        status = first_step(&r, t, y, K, n, rtol, atol, point, K + n, &h);
+        status = first_step(&r, t, y, K, n, rtol, atol, 8, point, K + n, &h);
     while (!status && written < n_out) {
         if (accepted + rejected >= max_steps) {
             status = MB_TOO_MANY_STEPS;
@@ -760,6 +762,12 @@ int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, i
         absh = t_end - t;
         if (h_max > 0.0 && absh > h_max) absh = h_max;
         if (1.0 < 16.0 * sum * absh * absh) absh = 0.25 * sqrt(1.0 / sum);
+        /* Shampine and Gordon's start looks at the first derivative only: where it is 0
+         * (a motion from rest) it took the whole run as the first step, and the order-1
+         * error estimate, f at both ends, passed it (x(1) = 0 for x' = sin(pi t)^2). */
+        double h_start;
+        status = first_step(&r, t, y, yp, n, rtol, atol, 2, scratch, p, &h_start);
+        if (!status) absh = fmin(absh, h_start);
         h = fmax(absh, fouru * fabs(t));   /* a multistep method starts afresh */
     }
     while (!status && written < n_out) {

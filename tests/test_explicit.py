@@ -156,6 +156,26 @@ def test_oscillator_over_a_hundred_periods_and_the_error_follows_the_tolerance(m
     assert errors[1] < errors[0] / 100
 
 
+class RestToRest(mb.Model):
+    """x' = sin(pi t)^2: the derivative is 0 at the start and at every whole second."""
+    x = mb.Variable(start=0.0, fixed=True)
+
+    def equations(self):
+        yield mb.der(self.x) == mb.functions.sin(np.pi * mb.time) ** 2
+
+
+@pytest.mark.parametrize("method", ["abm", "dop853"])
+def test_a_run_from_rest_is_not_skipped(method):
+    """The derivative is 0 at both ends of the run: ABM's start (Shampine and Gordon's,
+    from the first derivative alone) took the whole run as its first step, and the order-1
+    error estimate, f at both ends, accepted it: x stayed 0 (exact: t/2 at whole t)."""
+    cm = mb.compile(RestToRest())
+    for t_end in (1.0, 2.0):
+        res = cm.simulate(t_end, n_points=5, method=method, native=True)
+        exact = res.t / 2 - np.sin(2 * np.pi * res.t) / (4 * np.pi)
+        assert np.max(np.abs(res["x"] - exact)) < 1e-7, (t_end, res["x"])
+
+
 def test_bad_calls_are_refused():
     cm = mb.compile(Oscillator())
     run = explicit.integrator(native.dynamics(cm, True))
