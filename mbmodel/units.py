@@ -2,17 +2,22 @@
 
 Every variable and parameter may declare a unit (Modelica's syntax: ``"N.m"``, ``"m/s2"``,
 ``"m3/(s.Pa)"``; a derivative has its variable's unit per second, time is in seconds).
-Walking each equation's residual (``lhs - rhs``) and each parameter's binding
-(``Spring(c=self.m*self.g)`` must have the unit declared for ``c``), the two sides of every sum, difference,
-comparison, ``fmin``/``fmax``/``atan2`` must have the same unit, and the arguments of
-``sin``, ``exp``, ``log``, ... must be dimensionless. Units are compared exactly, scale
-included: ``kPa`` and ``Pa`` disagree, because the equations convert nothing.
+Walking each equation's residual (``lhs - rhs``), each parameter's binding
+(``Spring(c=self.m*self.g)`` must have the unit declared for ``c``), each relation that
+makes events (``x > x_max``), when condition, discrete equation, when assignment and
+reinit, the two sides of every sum, difference, comparison, ``fmin``/``fmax``/``atan2``
+must have the same unit, and the arguments of ``sin``, ``exp``, ``log``, ... must be
+dimensionless (and so are their results: ``y = sin(w*t)`` with ``y`` in volts lacks an
+amplitude). Units are compared exactly, scale included: ``kPa`` and ``Pa`` disagree,
+because the equations convert nothing.
 
 Numbers written in an equation have no unit of their own: in a sum they take the unit of
-the other side, and in a product or quotient they are pure scales (``3*c*s^2`` has the
-unit of ``c*s^2``). Modelica tools infer a unit for such a number instead; here a number
-that stands for a quantity is a mismatch (``sin(2*pi*time/4)``, a period of 4 s: declare
-it, ``T = Parameter(4.0, unit="s")``, and write ``time/T``). Not checked is anything
+the other side. In a product or quotient, a number that reads as a pure scale (an integer
+up to 100 or its reciprocal, possibly times pi: ``3*c*s^2`` has the unit of ``c*s^2``,
+``2*pi*f*time`` is a pure number) keeps the unit of what it scales, so a period written as
+``time/4`` is a mismatch (declare it: ``T = Parameter(4.0, unit="s")``, ``time/T``). Any
+other number may stand for a quantity written without its unit (``101325``, ``1.5e9``),
+as Modelica tools would infer, and the product is not checked. Not checked is anything
 computed from a variable or parameter declared without a unit, or a power with a variable
 exponent (``c * d^n``: the unit of ``c`` depends on ``n``).
 
@@ -23,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import re
 
 import casadi as ca
@@ -42,8 +48,17 @@ class UnitError(DeclarationError):
     problems: list = []
 
 
-_NAMES = {"Ohm": "ohm", "degC": "kelvin", "1": "dimensionless", "S": "siemens",
-          "var": "volt_ampere"}
+#: pint's name of each symbol: pint reads some symbols otherwise ("kt" is a knot, not a
+#: kilotonne; "mcd" a micro-day, not a millicandela; it has no "rev")
+_NAMES = {
+    "m": "meter", "s": "second", "g": "gram", "A": "ampere", "K": "kelvin", "mol": "mole",
+    "cd": "candela", "rad": "radian", "sr": "steradian", "Hz": "hertz", "N": "newton",
+    "Pa": "pascal", "J": "joule", "W": "watt", "C": "coulomb", "V": "volt", "F": "farad",
+    "Ohm": "ohm", "S": "siemens", "Wb": "weber", "T": "tesla", "H": "henry", "lm": "lumen",
+    "lx": "lux", "Bq": "becquerel", "Gy": "gray", "Sv": "sievert", "kat": "katal",
+    "var": "volt_ampere", "degC": "kelvin", "min": "minute", "h": "hour", "d": "day",
+    "l": "liter", "L": "liter", "bar": "bar", "eV": "electron_volt", "ha": "hectare",
+    "t": "metric_ton", "deg": "degree", "rev": "revolution"}
 _TOKEN = re.compile(r"([A-Za-z_]+)([+-]?\d+)?")
 
 #: Unit symbols a Modelica unit string may use (SI base and derived units, and the
@@ -145,19 +160,44 @@ def pint_unit(text: str, registry):
     def name(match):
         word, power = match.group(1), match.group(2)
         prefix, symbol = _split(word)  # the syntax is checked above
-        if symbol in _NAMES:  # pint's name differs: "Ohm" -> "ohm", "kOhm" -> "kiloohm"
-            word = (_PREFIX_NAMES[prefix] if prefix else "") + _NAMES[symbol]
+        # by name, prefix and symbol apart: "kOhm" -> "kiloohm", "mcd" -> "millicandela"
+        word = (_PREFIX_NAMES[prefix] if prefix else "") + _NAMES[symbol]
         return f"({word})**{int(power)}" if power else f"({word})"
     expression = _TOKEN.sub(name, text).replace(".", "*")
     return registry.parse_units(expression)
 
 
 class _Free:
-    """A written number: takes the unit of the other side of a sum; a pure scale in a
-    product or quotient."""
+    """A written number that is a pure scale (:func:`_pure_scale`): takes the unit of the
+    other side of a sum; keeps the unit of what it multiplies or divides."""
 
 
-_FREE = _Free()
+class _Literal:
+    """Any other written number: takes the unit of the other side of a sum; in a product
+    or quotient it may stand for a quantity (101325 for 1 atm, 1.5e9 for a bulk modulus),
+    so the product's unit is not known."""
+
+
+_FREE, _LITERAL = _Free(), _Literal()
+
+
+def _number(unit) -> bool:
+    return unit is _FREE or unit is _LITERAL
+
+
+def _pure_scale(value: float) -> bool:
+    """Whether a written number reads as a pure scale: 0, an integer up to 100 or its
+    reciprocal, each possibly times pi (3 in ``3*c*s^2``, ``0.5*L0``, ``2*pi*f``). Other
+    numbers are taken for quantities written without their unit."""
+    magnitude = abs(value)
+    if magnitude == 0.0:
+        return True
+    for candidate in (magnitude, magnitude / math.pi):
+        for n in (candidate, 1.0 / candidate):
+            whole = round(n)
+            if 1 <= whole <= 100 and abs(n - whole) <= 1e-12 * whole:
+                return True
+    return False
 _UNKNOWN = None  # a variable or parameter without unit: nothing is checked through it
 
 def _ops(*names) -> set:
@@ -226,14 +266,15 @@ def check_units(flat) -> list:
         declared = units[par.symbol.element_hash()]
         try:
             bound = checker.unit(par.binding)
-            if bound in (_UNKNOWN, _FREE) or declared is _UNKNOWN or checker.same(declared,
-                                                                                 bound):
+            if (bound is _UNKNOWN or _number(bound) or declared is _UNKNOWN
+                    or checker.same(declared, bound)):
                 continue
             why = (f"{par.name} is declared in {_show(declared)}, and its binding has "
                    f"unit {_show(bound)}")
         except _Mismatch as mismatch:
             why = mismatch.text
         problems.append((par.origin, f"{par.name} = {_text(par.binding)}", why))
+    problems += _hybrid_problems(flat, checker, units)
     if problems or bad_units:
         lines = [f"  in {origin or 'the model itself'}: {text}\n      {why}"
                  for origin, text, why in problems[:SHOWN]]
@@ -246,6 +287,48 @@ def check_units(flat) -> list:
         error = UnitError(f"{flat.name}: {' and '.join(found)}:\n" + "\n".join(lines))
         error.problems = problems
         raise error
+    return problems
+
+
+def _hybrid_problems(flat, checker, units) -> list:
+    """Relations (``x > x_max``), when conditions, discrete equations and when clauses'
+    assignments and reinits, checked as the continuous equations are."""
+    hybrid = flat.hybrid
+    problems = []
+
+    def walk(origin, shown, expression):
+        try:
+            checker.equation(expression)
+        except _Mismatch as mismatch:
+            problems.append((origin, shown, mismatch.text))
+
+    def assigned(origin, what, position, value):
+        variable = flat.variables[position]
+        declared = units.get(variable.symbol.element_hash(), _UNKNOWN)
+        try:
+            value_unit = checker.unit(ca.SX(value))
+        except _Mismatch as mismatch:
+            problems.append((origin, f"{what} {variable.name} := {_text(value)}",
+                             mismatch.text))
+            return
+        if (declared is _UNKNOWN or value_unit is _UNKNOWN or _number(value_unit)
+                or checker.same(declared, value_unit)):
+            return
+        problems.append((origin, f"{what} {variable.name} := {_text(value)}",
+                         f"{variable.name} is declared in {_show(declared)}, and the value "
+                         f"has unit {_show(value_unit)}"))
+
+    for relation in hybrid.relations:
+        walk(relation.origin, relation.description, relation.literal)
+    for when in hybrid.whens:
+        for condition in when.conditions:
+            walk(when.origin, when.shown, condition)
+        for position, value in when.assignments:
+            assigned(when.origin, "when:", position, value)
+        for position, value in when.reinits:
+            assigned(when.origin, "reinit:", position, value)
+    for equation in hybrid.discrete_equations:
+        assigned(equation.origin, "discrete:", equation.target, equation.value)
     return problems
 
 
@@ -279,7 +362,7 @@ class _Checker:
 
     def _unit(self, node):
         if node.is_constant():
-            return _FREE
+            return _FREE if _pure_scale(float(node)) else _LITERAL
         if node.is_symbolic():
             return self.units.get(node.element_hash(), _UNKNOWN)
         op = node.op()
@@ -293,9 +376,9 @@ class _Checker:
             return args[0]
         if op in (ca.OP_MUL, ca.OP_DIV):
             a, b = args
-            if a is _FREE and b is _FREE:
-                return _FREE
-            if a is _UNKNOWN or b is _UNKNOWN:
+            if _number(a) and _number(b):
+                return _LITERAL if (a is _LITERAL or b is _LITERAL) else _FREE
+            if a is _UNKNOWN or b is _UNKNOWN or (a is _LITERAL or b is _LITERAL):
                 return _UNKNOWN
             # a number scales a quantity and keeps its unit (3*c*s^2 is checked as c*s^2;
             # it used to make the whole product unknown, so a factor other than 2, which
@@ -307,21 +390,22 @@ class _Checker:
             return a * b if op == ca.OP_MUL else a / b
         if op in (ca.OP_SQ, ca.OP_TWICE, ca.OP_SQRT, ca.OP_INV):
             a = args[0]
-            if a is _UNKNOWN or a is _FREE:
+            if a is _UNKNOWN or _number(a):
                 return a
             return {ca.OP_SQ: a ** 2, ca.OP_TWICE: a, ca.OP_SQRT: a ** 0.5,
                     ca.OP_INV: 1 / a}[op]
         if op in (ca.OP_POW, ca.OP_CONSTPOW):
             base = args[0]
             power = node.dep(1)
-            if base in (_UNKNOWN, _FREE):
+            if base is _UNKNOWN or _number(base):
                 return base
             if power.is_constant():
                 return base ** float(power)
             return _UNKNOWN
         if op in _DIMENSIONLESS_IN:
             self.dimensionless(args[0], node, "the argument")
-            return _FREE
+            # a pure number: y = sin(w*t) with y in volts lacks its amplitude
+            return _FREE if _number(args[0]) else self.registry.dimensionless
         if op in _NUMBER_OUT:
             return _FREE
         if op == ca.OP_IF_ELSE_ZERO:
@@ -338,16 +422,16 @@ class _Checker:
     def join(self, a, b, node, what):
         if a is _UNKNOWN or b is _UNKNOWN:
             return _UNKNOWN
-        if a is _FREE:
+        if _number(a):
             return b
-        if b is _FREE:
+        if _number(b):
             return a
         if not self.same(a, b):
             raise _Mismatch(f"{what} of {_text(node)} have units {_show(a)} and {_show(b)}")
         return a
 
     def dimensionless(self, unit, node, what):
-        if unit in (_UNKNOWN, _FREE):
+        if unit is _UNKNOWN or _number(unit):
             return
         if not self.same(unit, self.registry.dimensionless):
             raise _Mismatch(f"{what} of {_text(node)} has unit {_show(unit)}, not a pure "

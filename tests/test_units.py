@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -17,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 import mbmodel as mb  # noqa: E402
 from mbmodel.functions import sin  # noqa: E402
 
-pytest.importorskip("pint")
+pint = pytest.importorskip("pint")
 
 
 class Cart(mb.Model):
@@ -139,11 +140,90 @@ def test_parameter_bindings_are_checked():
         str(info.value)
 
 
+def test_relations_when_clauses_and_discrete_assignments_are_checked():
+    class Hybrid(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True, unit="m")
+        v = mb.Variable(start=1.0, fixed=True, unit="m/s")
+        d = mb.Discrete(start=0.0, unit="m")
+        T = mb.Parameter(1.0, unit="s")
+
+        def equations(self):
+            yield mb.der(self.x) == self.v
+            yield mb.der(self.v) == mb.functions.if_else(self.x > self.T, -self.v / self.T, 0.0)
+            yield mb.when(self.x > 2 * self.v, mb.reinit(self.v, self.x / self.T))
+            yield mb.when(mb.sample(0.0, 0.1), self.d == self.T)
+
+    with pytest.raises(mb.UnitError) as info:
+        mb.compile(Hybrid(), check_units=True)
+    text = str(info.value)
+    assert "x > T\n      the terms of (T<x) have units s and m" in text
+    assert "x > (2.*v)\n      the terms of ((2.*v)<x) have units m / s and m" in text
+    assert "when: d := T\n      d is declared in m, and the value has unit s" in text
+    assert "3 equation(s) whose units disagree" in text   # the reinit's m/s := m/s is fine
+
+
+def test_what_sin_gives_is_a_pure_number():
+    class NoAmplitude(mb.Model):
+        w = mb.Parameter(3.0, unit="rad/s")
+        y = mb.Variable(unit="V")
+
+        def equations(self):
+            yield self.y == sin(self.w * mb.time)
+
+    with pytest.raises(mb.UnitError, match="the two sides of .* have units V and 1"):
+        mb.compile(NoAmplitude(), check_units=True)
+
+
+def test_numbers_that_may_be_quantities_leave_their_product_unchecked():
+    """A number that is no pure scale (101325, 1.5e9, 2.907) may stand for a quantity
+    written without its unit, as in a component's built-in defaults: the hydraulic
+    components without a Fluid write the default oil's values as numbers, and
+    exp((p - 101325)/1.5e9) was a false alarm in every one of them."""
+    from mbmodel.units import _pure_scale
+    assert all(_pure_scale(v) for v in (0.0, 3.0, -2.0, 0.5, 0.25, 100.0, 1 / 60, np.pi,
+                                        2 * np.pi, np.pi / 2))
+    assert not any(_pure_scale(v) for v in (101325.0, 1.5e9, 2.907, 0.3, 101.0, 9.81))
+    from mbmodel.libraries import hydraulics as hy
+
+    class Filling(mb.Model):   # no Fluid: the default oil
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.supply = hy.FixedPressure(p=50e5)
+            self.orifice = hy.Orifice(A=1e-5)
+            self.volume = hy.FixedVolume(V=1e-3)
+
+        def equations(self):
+            yield mb.connect(self.supply.port, self.orifice.port_a)
+            yield mb.connect(self.orifice.port_b, self.volume.port)
+
+    mb.compile(Filling(), check_units=True)
+
+
+def test_unit_symbols_are_read_by_their_own_names():
+    from mbmodel.units import pint_unit
+    registry = pint.UnitRegistry()
+    assert pint_unit("rev/min", registry) == registry.parse_units("revolution/minute")
+    assert pint_unit("mcd", registry) == registry.parse_units("millicandela")  # not micro-day
+    assert pint_unit("kt", registry) == registry.parse_units("kilometric_ton")  # not knot
+
+
 def test_example_models_and_the_robot_are_consistent():
+    from cauer_filter import CauerLowPass
     from dc_motor_drive import DCMotorDrive
     from double_pendulum import DoublePendulum
+    from engine import Engine
+    from excavator_boom import BoomInverse, Excavator
+    from fourbar import Fourbar
+    from friction_drive import FrictionDrive
     from hydraulic_press import Press
+    from rectifier import Bridge
+    from rlc_circuit import SeriesRLC
+    from mbmodel.flatten import flatten
     from mbmodel.libraries import robot_r3 as r3
-    from excavator_boom import BoomInverse
+    from mbmodel.units import check_units
     for model in (DCMotorDrive(), DoublePendulum(), Press(), r3.FullRobot(), BoomInverse()):
         mb.compile(model, check_units=True)
+    # the check needs only the flat model
+    for model in (CauerLowPass(), Engine(), Excavator(), Fourbar(), FrictionDrive(),
+                  Bridge(), SeriesRLC()):
+        assert check_units(flatten(model, "forward", "symbolic")) == []
