@@ -810,6 +810,7 @@ class _Run:
                             method="dop853", guard=g, frozen=u[lay.relation_slots])
         if run.status not in (0, CROSSED):
             return None
+        self.used("dop853")
         u[lay.relation_slots] = run.relations   # crossings passed as inert
         self.inert_crossings += run.inert
         self.next_step = run.next_step

@@ -55,6 +55,7 @@ def test_bouncing_ball_impacts_and_apex_heights_match_the_closed_form():
     e = 0.9
     impacts = _impacts(1.0, e, 25)
     res = mb.simulate(BouncingBall(e=e), impacts[21], rtol=1e-10, atol=1e-12, n_points=4001)
+    assert res.methods == ["dop853"]   # the guarded C loop (it recorded nothing)
     found = _fired(res, "h < 0")
     assert len(found) >= 21
     np.testing.assert_allclose(found[:21], impacts[:21], atol=1e-8)
