@@ -374,6 +374,8 @@ class Variable(Declaration):
         self.shape = _shape_of(shape)
         self.symbol: ca.SX | None = None
         self._checked_start: np.ndarray | None = None  # see _instantiate
+        #: a start value given as a parameter expression (see _check_start), else None
+        self.start_expression: ca.SX | None = None
 
     def _shown(self):
         start = self.start.tolist() if isinstance(self.start, np.ndarray) else self.start
@@ -387,10 +389,8 @@ class Variable(Declaration):
             return new
         if modifier is not None:
             new.modify(modifier)
-        new.start = _as_array(new.start, new.shape, f"variable '{new.path}'")
-        if not np.isfinite(new.start).all():
-            raise DeclarationError(f"variable '{new.path}': its start value {new.start.tolist()} "
-                                   f"is not finite; give a finite number")
+        else:
+            new._check_start()
         if modifier is None:  # shared by every instance without a modifier: read-only
             new.start.setflags(write=False)
             self._checked_start = new.start
@@ -411,6 +411,24 @@ class Variable(Declaration):
                 raise DeclarationError(f"variable '{self.path}': state_select must be one of "
                                        f"{STATE_SELECT}")
             self.state_select = modifier.state_select
+        self._check_start()
+
+    def _check_start(self):
+        start = self.start
+        if isinstance(start, ca.SX) and not start.is_constant():
+            # a parameter expression (Inertia(phi=Fixed(self.phi0))): fixed, it becomes the
+            # initial equation phi = phi0; as a guess, its value at the parameters' defaults
+            if start.numel() not in (1, self.shape[0] * self.shape[1]):
+                raise DeclarationError(f"variable '{self.path}': start value of shape "
+                                       f"{start.shape} does not fit shape {self.shape}")
+            self.start_expression = start
+            self.start = np.zeros(self.shape)
+            return
+        self.start_expression = None
+        self.start = _as_array(self.start, self.shape, f"variable '{self.path}'")
+        if not np.isfinite(self.start).all():
+            raise DeclarationError(f"variable '{self.path}': its start value "
+                                   f"{self.start.tolist()} is not finite; give a finite number")
 
 
 class Potential(Variable):
@@ -505,6 +523,13 @@ class Connector:
         if modifier is not None:
             raise DeclarationError(f"connector '{new.path}' takes no modifier")
         return new
+
+    def __setattr__(self, key, value):
+        variable = self.__dict__.get("_variables", {}).get(key)
+        if variable is not None:
+            variable.modify(value)   # a start value (Fixed/Guess), as for a component's own
+        else:
+            object.__setattr__(self, key, value)
 
     @property
     def path(self) -> str:
@@ -896,7 +921,17 @@ class Model:
                 self._register_indexed(f"{key}[{i}]", v)
             object.__setattr__(self, key, value)
         else:
-            object.__setattr__(self, key, value)
+            members = self.__dict__.get("_members")
+            member = members.get(key) if members else None
+            # A declared member set after construction takes the value as the keyword
+            # would (Inertia(J=5.0, phi=Fixed(0.7))); stored as a plain attribute, it was
+            # ignored without a word.
+            if isinstance(member, Parameter):
+                member.set(value)
+            elif isinstance(member, Variable):
+                member.modify(value)
+            else:
+                object.__setattr__(self, key, value)
 
     def _claim(self, key):
         """A member name is used once: a second member under the same name would silently

@@ -118,6 +118,7 @@ class _Flattener:
         self.record = _Record
         self.use_templates = True  # equations() once per component structure (templates)
         self.templates: dict = {}  # template key -> EquationTemplate, or None: not one
+        self.symbolic_starts: list = []  # variables whose start is a parameter expression
 
     # -- collect declarations -----------------------------------------------------------
     def collect(self):
@@ -177,21 +178,27 @@ class _Flattener:
                     d.symbol = fresh
                     if d.name in vars(d.owner):  # (else read through its class's declaration)
                         object.__setattr__(d.owner, d.name, fresh)
+        self.symbolic_starts = [v for comp in order for v in _variables_of(comp)
+                                if v.start_expression is not None]
         if not old:
             return
-        # One substitution for all bindings and event times (one per item would be
-        # quadratic in model size).
+        # One substitution for all bindings, start values and event times (one per item
+        # would be quadratic in model size).
         bound = [m for comp in order for m in comp._members.values()
                  if isinstance(m, Parameter) and isinstance(m.value, ca.SX)]
         events = [(comp, k) for comp in order for k in range(len(comp._time_events))]
         scales = [(comp, k) for comp in order for k in range(len(comp._time_scales))]
-        exprs = ([m.value for m in bound] + [ca.SX(comp._time_events[k]) for comp, k in events]
+        exprs = ([m.value for m in bound] + [v.start_expression for v in self.symbolic_starts]
+                 + [ca.SX(comp._time_events[k]) for comp, k in events]
                  + [ca.SX(comp._time_scales[k]) for comp, k in scales])
         if not exprs:
             return
         renamed = ca.substitute(exprs, [ca.vertcat(*old)], [ca.vertcat(*new)])
         for m, value in zip(bound, renamed):
             m.value = value
+        for v, value in zip(self.symbolic_starts, renamed[len(bound):]):
+            v.start_expression = value
+        renamed = renamed[len(self.symbolic_starts):]
         for (comp, k), value in zip(events, renamed[len(bound):]):
             comp._time_events[k] = value
         for (comp, k), value in zip(scales, renamed[len(bound) + len(events):]):
@@ -222,7 +229,9 @@ class _Flattener:
         discrete = "variable" if var.kind == "discrete" else ""
         kind = "input" if external or discrete else "unknown"
         # Per entry only what differs (paths are recomputed up the tree on every access).
-        origin, fixed, start_given = comp.path, bool(var.fixed), getattr(var, "start_given", True)
+        # a start given by parameters is fixed by an initial equation (symbolic_starts)
+        origin, start_given = comp.path, getattr(var, "start_given", True)
+        fixed = bool(var.fixed) and var.start_expression is None
         is_input = var.kind == "input" or external
         declared = (comp, var)
         first = len(self.variables)
@@ -367,6 +376,10 @@ class _Flattener:
                     self._add_equation(comp, item, self.equations, "model")
             for item in initial:
                 self._add_equation(comp, item, self.initial_equations, "initial")
+            for var in _variables_of(comp):
+                if var.start_expression is not None and var.fixed and self.active(var):
+                    self._add_equation(comp, var.symbol == ca.reshape(
+                        var.start_expression, *var.shape), self.initial_equations, "initial")
             self.local_equations[id(comp)] = (self.local_equations.get(id(comp), 0)
                                               + len(self.equations) - n_before)
         self.hybrid.check_assigned()
@@ -765,6 +778,7 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
                                         "(loop_cut_side()), whose answers its connections "
                                         "change")
             raise DeclarationError("internal: loop cuts changed after equations ran")
+    _symbolic_starts(fl)
     connection_equations(fl, graph, cuts)
     emit_tree_equations(fl, decisions)
     unconnected(fl, graph)
@@ -788,6 +802,51 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
     flat.residual_vector = residuals if residuals.numel() == len(flat.equations) else None
     flat.templates = [t for t in fl.templates.values() if t is not None]
     return flat
+
+
+def _variables_of(comp):
+    """``comp``'s own variables and its connectors' variables."""
+    for member in comp._members.values():
+        if isinstance(member, Variable):
+            yield member
+        elif isinstance(member, Connector):
+            yield from member._variables.values()
+
+
+def _symbolic_starts(fl):
+    """The start values given as parameter expressions, at the parameters' defaults: the
+    guesses of the variables they are given for (fixed ones also get an initial
+    equation)."""
+    found = [v for v in fl.symbolic_starts if fl.active(v)]
+    if not found:
+        return
+    exprs = [ca.reshape(v.start_expression, -1, 1) for v in found]
+    bound = [p for p in fl.parameters if p.binding is not None]
+    if bound:
+        _, exprs = ca.substitute_inplace([p.symbol for p in bound],
+                                         [p.binding for p in bound], exprs, False)
+    free = [p for p in fl.parameters if p.binding is None]
+    free_symbols = ca.vertcat(*[p.symbol for p in free]) if free else ca.SX(0, 1)
+    for var, expr in zip(found, exprs):
+        others = [s.name() for s in ca.symvar(expr)
+                  if not ca.depends_on(free_symbols, s)] if free else \
+            [s.name() for s in ca.symvar(expr)]
+        if others:
+            raise DeclarationError(
+                f"variable '{var.path}': its start value {describe(expr)} depends on "
+                f"{', '.join(others[:4])}, not on parameters alone; a start value may be "
+                f"a parameter expression (for a relation between variables at the start, "
+                f"write an initial equation)")
+        value = ca.Function("start", [free_symbols], [expr])(
+            [p.value for p in free] if free else [])
+        values = np.array(value, dtype=float).reshape(-1, order="F")
+        if not np.all(np.isfinite(values)):
+            raise DeclarationError(f"variable '{var.path}': its start value "
+                                   f"{describe(expr)} is not finite at the parameters' "
+                                   f"values")
+        first = fl.first_position[id(var)]
+        for k, v in enumerate(values):
+            fl.variables[first + k].start = float(v)
 
 
 def _explainers(components) -> dict:

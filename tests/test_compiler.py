@@ -929,3 +929,68 @@ def test_numpy_functions_and_modifier_starts_in_declarations():
         assert ca.GlobalOptions.getNumpyMode() == 0  # the user's choice is left unmade
     with pytest.raises(mb.DeclarationError, match="a guess cannot be fixed"):
         mb.Variable(start=mb.Guess(1.0), fixed=True)
+
+
+class StartedByParameters(Model):
+    """A free inertia whose start angle and speed are parameters (Modelica's
+    ``phi(start=phi0, fixed=true)``), and an algebraic variable guessed by one."""
+    phi0 = Parameter(0.5, unit="rad")
+    w0 = Parameter(2.0, unit="rad/s")
+    y0 = Parameter(-1.4)
+    y = Variable()
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.load = rot.Inertia(J=2.0, phi=Fixed(self.phi0), w=Fixed(2 * self.w0))
+        self.y = mb.Guess(self.y0)   # after construction: as the keyword would
+
+    def equations(self):
+        yield self.y ** 2 == 2.25   # two roots: the guess picks -1.5
+
+
+def test_start_values_given_by_parameters_follow_them_at_run_time():
+    cm = mb.compile(StartedByParameters())
+    res = cm.simulate(1.0)
+    assert (res["load.phi"][0], res["load.w"][0], res["y"][0]) == (0.5, 4.0, -1.5)
+    assert res["load.phi"][-1] == pytest.approx(4.5, abs=1e-9)   # free: phi0 + 2 w0 t
+    res = cm.simulate(1.0, params={"phi0": 1.0, "w0": -1.0})
+    assert res["load.phi"][0] == 1.0 and res["load.phi"][-1] == pytest.approx(-1.0, abs=1e-9)
+
+    class FromAVariable(Model):
+        x = Variable(start=1.0, fixed=True)
+
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.z = Variable(start=2 * self.x)
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+            yield self.z == 3 * self.x
+
+    with pytest.raises(mb.DeclarationError, match=r"'z': its start value \(2\.\*x\) depends "
+                                                   r"on x, not on parameters alone"):
+        mb.compile(FromAVariable())
+
+
+def test_members_set_after_construction_take_effect_or_are_refused():
+    """``m.load.J = 5.0`` and ``m.load.phi = Fixed(0.7)`` after construction were stored as
+    plain attributes and ignored: the model ran with J = 2 from phi = 0."""
+    class Free(Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.load = rot.Inertia(J=2.0, phi=Fixed(0.0), w=Fixed(1.0))
+            self.torque = rot.ConstantTorque(tau_constant=10.0)
+
+        def equations(self):
+            yield mb.connect(self.torque.flange, self.load.flange_a)
+
+    model = Free()
+    model.load.J = 5.0
+    model.load.phi = Fixed(0.7)
+    res = mb.simulate(model, 1.0)
+    assert res["load.phi"][0] == 0.7
+    assert res["load.phi"][-1] == pytest.approx(0.7 + 1.0 + 0.5 * 10.0 / 5.0, abs=1e-9)
+    with pytest.raises(mb.DeclarationError, match="give its start value as Fixed"):
+        model.load.w = 3.0
+    with pytest.raises(mb.ParameterError, match="outside its bounds"):
+        model.load.J = -1.0
