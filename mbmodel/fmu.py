@@ -75,6 +75,9 @@ def export_fmu(cm, path, *, outputs=None, inputs=None, model_identifier: str | N
     Example: ``cm.export_fmu("motor.fmu", outputs=["load.w"])``"""
     _check_exportable(cm)
     identifier = _identifier(model_identifier or cm.name)
+    if isinstance(outputs, str):   # list("load.w") would be its letters
+        raise FMUExportError(f"export_fmu: outputs is a list of names "
+                             f"(outputs=[{outputs!r}]), not the string {outputs!r}")
     outputs = list(outputs or [])
     unknown = [n for n in outputs if n not in cm.output_index and n not in cm.inputs
                and n not in cm.parameters]
@@ -109,10 +112,17 @@ def export_fmu(cm, path, *, outputs=None, inputs=None, model_identifier: str | N
 
 def _check_exportable(cm):
     if cm.events is not None:
+        flat = getattr(cm, "flat", None)
+        hybrid = flat.hybrid if flat is not None else None
+        found = sorted({item.origin or "the model itself" for part in (
+            hybrid.relations, hybrid.whens, hybrid.samples, hybrid.discrete_equations)
+            for item in part}) if hybrid is not None else ["its components"]
         raise FMUExportError(
-            f"export_fmu: {cm.name} has state events or when clauses (relations that cross "
-            f"zero, e.g. friction, ideal switches or diodes); FMU export supports continuous "
-            f"models with time events only")
+            f"export_fmu: {cm.name} has events the FMU cannot handle: relations that switch "
+            f"at events, when clauses, sampled or discrete variables (friction, ideal "
+            f"switches or diodes, hysteresis; Pulse, Sawtooth, SampleAndHold), in "
+            f"{', '.join(found[:8])}{' ...' if len(found) > 8 else ''}. FMU export supports "
+            f"continuous models with time events only (Step, Ramp, Sine, TimeTable)")
     if sys.platform != "linux":
         raise FMUExportError(f"export_fmu builds the FMU's binary for Linux only, not for "
                              f"{sys.platform}")

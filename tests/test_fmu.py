@@ -189,9 +189,23 @@ def test_a_state_can_be_an_output(tmp_path):
 
 
 def test_what_cannot_be_exported_says_why(tmp_path):
-    with pytest.raises(FMUExportError, match="state events or when clauses"):
+    with pytest.raises(FMUExportError, match="when clauses, sampled or discrete variables .* "
+                                             "in the model itself"):
         mb.compile(BouncingBall()).export_fmu(tmp_path / "ball.fmu")
+    from mbmodel.libraries import blocks
+
+    class Pulsed(mb.Model):   # driven by time alone, but through when clauses
+        pulse = blocks.Pulse(period=0.1)
+        integral = blocks.Integrator()
+
+        def equations(self):
+            yield mb.connect(self.pulse.y, self.integral.u)
+
+    with pytest.raises(FMUExportError, match=r"Pulse, Sawtooth, SampleAndHold\), in pulse\. "):
+        mb.compile(Pulsed()).export_fmu(tmp_path / "pulsed.fmu")
     cm = mb.compile(RC())
+    with pytest.raises(FMUExportError, match=r"outputs=\['capacitor.v'\]"):
+        cm.export_fmu(tmp_path / "rc.fmu", outputs="capacitor.v")
     with pytest.raises(FMUExportError, match="no variable capacitor.q"):
         cm.export_fmu(tmp_path / "rc.fmu", outputs=["capacitor.q"])
     with pytest.raises(FMUExportError, match="resistor.R are inputs or parameters"):
