@@ -262,16 +262,24 @@ class Evaluator:
     discrete_start = np.zeros(0)
 
     def __call__(self, x=None, u=None, p=None, t: float = 0.0) -> np.ndarray:
-        if x is not None:
-            self._x[:] = x
-        whole = False
-        if u is not None:
-            # the external inputs, or with the discrete values after them the whole vector
-            u = np.ravel(u)
-            self._u[:len(u)] = u
-            whole = len(u) == len(self._u)
-        if p is not None:
-            self._p[:] = p
+        try:
+            # sizes compared, not left to numpy: it would spread one number over them all
+            if x is not None:
+                if len(x) != len(self._x):
+                    raise ValueError
+                self._x[:] = x
+            whole = False
+            if u is not None:
+                # the external inputs, or with the discrete values after them the whole vector
+                u = np.ravel(u)
+                self._u[:len(u)] = u
+                whole = len(u) == len(self._u)
+            if p is not None:
+                if len(p) != len(self._p):
+                    raise ValueError
+                self._p[:] = p
+        except (ValueError, TypeError):
+            raise DeclarationError(self._wrong_sizes(x, u, p)) from None
         self._t[0] = t
         if self.relations is not None and not whole:
             # the branches in force at this point (a contact where the state is inside it),
@@ -281,6 +289,16 @@ class Evaluator:
             self._u[:] = self.relations(self._u, self._x, self._p, t)
         self._eval()
         return self._out
+
+    def _wrong_sizes(self, x, u, p) -> str:
+        wrong = [f"{name} has {np.size(value)} entries, the model {size}"
+                 for name, value, size in (("x", x, len(self._x)), ("p", p, len(self._p)))
+                 if value is not None and np.size(value) != size]
+        if u is not None and np.size(u) > len(self._u):
+            wrong.append(f"u has {np.size(u)} entries, the model at most {len(self._u)}")
+        return (f"evaluator: {'; '.join(wrong) or 'an argument is not a vector of numbers'} "
+                f"(x: the states, u: the external inputs, p: the parameters, all of them: "
+                f"cm.parameter_vector())")
 
 
 def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Evaluator:
