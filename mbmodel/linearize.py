@@ -16,7 +16,8 @@ import numpy as np
 
 from .core import time as TIME
 from .checks import scalar, vector
-from .errors import SimulationError
+from .errors import ModelError, SimulationError
+from .quiet import casadi_lines_dropped
 
 
 @dataclass
@@ -43,6 +44,10 @@ class LinearSystem:
     x0: np.ndarray = field(repr=False, default=None)
     u0: np.ndarray = field(repr=False, default=None)
     t: float = 0.0
+    #: the algebraic variables (``algebraic``) at the point: on a kinematic loop they say
+    #: which assembly was linearized
+    z0: np.ndarray = field(repr=False, default=None)
+    algebraic: list[str] = field(repr=False, default_factory=list)
 
     def __iter__(self):
         return iter((self.A, self.B, self.C, self.D) if self.outputs else (self.A, self.B))
@@ -81,11 +86,11 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
     u_ext = u0
     # values that change only at events: their start values, relations as at the point
     u0 = np.concatenate([u_ext, getattr(cm, "discrete_start", np.zeros(0))])
+    inputs_given = dict(zip(cm.inputs, u_ext.tolist()))
     if x is None and steady_state:
-        x0, z0 = _steady_state(cm, u0, p, t)
+        x0, z0 = _steady_state(cm, u0, p, t, _assembled(cm, params, inputs_given, t))
     elif x is None:
-        x0, z0 = cm.initialize(params=params, inputs=dict(zip(cm.inputs, u_ext.tolist())),
-                               t_start=t)
+        x0, z0 = cm.initialize(params=params, inputs=inputs_given, t_start=t)
     else:
         if steady_state:
             raise SimulationError("linearize(): give either x (an operating point) or "
@@ -94,14 +99,7 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
         if z is not None:
             z0 = vector(z, len(cm.algebraic), "z", cm.algebraic)
         elif len(cm.algebraic):
-            # the algebraic variables consistent with x, by Newton from their start values
-            try:
-                z0 = np.array(cm.explicit_ode(guess=True)(x0, u0, p, t, cm.z_start)[1])
-            except RuntimeError:
-                raise SimulationError(
-                    f"linearize(): no algebraic variables {', '.join(cm.algebraic[:6])} solve "
-                    f"the model at x = {x0.tolist()} near their start values; give z") from None
-            z0 = z0.reshape(-1)
+            z0 = _followed(cm, x0, u0, p, t, _assembled(cm, params, inputs_given, t))
         else:
             z0 = cm.z_start
     if getattr(cm, "events", None) is not None:
@@ -145,26 +143,77 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
                 f"linearize at another operating point")
     return LinearSystem(A, B, C.reshape(len(rows), len(cm.states)),
                         D.reshape(len(rows), len(columns)), list(cm.states), chosen_inputs,
-                        chosen_outputs, np.asarray(x0, dtype=float), u0, float(t))
+                        chosen_outputs, np.asarray(x0, dtype=float), u0, float(t),
+                        np.asarray(z0, dtype=float).reshape(-1), list(cm.algebraic))
 
 
-def _steady_state(cm, u, p, t):
+#: Steps along the straight line from the initialized states to the operating point, on
+#: which the algebraic variables are followed (:func:`_followed`).
+CONTINUATION_STEPS = 32
+
+
+def _followed(cm, x, u, p, t, start):
+    """The algebraic variables consistent with the states ``x``, followed by Newton's method
+    along the straight line from the initialized point ``start``: on a kinematic loop, the
+    assembly a motion from the initialized model reaches (Newton straight from the start
+    values, or from the initialized ones, can land on the mirror-image assembly: a spatial
+    four-bar's rocker at -psi). Where the path fails (a singular position on the way), Newton
+    from the start values."""
+    solve = cm.explicit_ode(guess=True)
+    x_start, z = np.ravel(start[0]), np.ravel(start[1])
+    try:
+        for s in np.linspace(0.0, 1.0, CONTINUATION_STEPS + 1)[1:]:
+            z = np.array(solve(x_start + s * (x - x_start), u, p, t, z)[1]).reshape(-1)
+        return z
+    except RuntimeError:
+        pass
+    try:
+        return np.array(solve(x, u, p, t, cm.z_start)[1]).reshape(-1)
+    except RuntimeError:
+        raise SimulationError(
+            f"linearize(): no algebraic variables {', '.join(cm.algebraic[:6])} solve the "
+            f"model at x = {x.tolist()}, followed from the initialized model nor from their "
+            f"start values; give z") from None
+
+
+def _assembled(cm, params, inputs, t):
+    """The initialized states and algebraic variables (consistent: a loop assembled as a
+    simulation starts), or the start values if the model does not initialize."""
+    try:
+        return cm.initialize(params=params, inputs=inputs, t_start=t)
+    except ModelError:
+        return cm.start, cm.z_start
+
+
+def _steady_state(cm, u, p, t, start):
     """States and algebraic variables with ``ẋ = 0`` and ``g = 0`` at inputs ``u`` (Newton
-    from the start values; fixed start values do not bind here: a steady state is where the
-    model rests, wherever it was started)."""
+    from ``start``, the initialized point; fixed start values do not bind here: a steady
+    state is where the model rests, wherever it was started)."""
     X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
     w = ca.vertcat(X, Z)
     residual = ca.vertcat(cm.ode(X, Z, U, P, TIME), cm.alg(X, Z, U, P, TIME))
     g = ca.Function("steady", [w, ca.vertcat(U, P, TIME)], [residual])
-    solver = ca.rootfinder("steady_state", "newton", g, {"error_on_fail": False,
-                                                              "show_eval_warnings": False})
-    guess = np.concatenate([cm.start, cm.z_start])
-    solution = np.array(solver(guess, np.concatenate([u, p, [t]]))).reshape(-1)
-    left = np.array(g(solution, np.concatenate([u, p, [t]]))).reshape(-1)
-    if not np.all(np.isfinite(solution)) or np.max(np.abs(left), initial=0.0) > 1e-8:
+    guess = np.concatenate([np.ravel(start[0]), np.ravel(start[1])])
+    known = np.concatenate([u, p, [t]])
+    quiet = {"error_on_fail": False, "show_eval_warnings": False}
+    # Newton first; KINSOL's line search where full Newton steps overshoot (a mechanism
+    # started away from its rest position)
+    for name, opts in (("newton", quiet),
+                       ("kinsol", {**quiet, "disable_internal_warnings": True,
+                                   "strategy": "linesearch"})):
+        solver = ca.rootfinder("steady_state", name, g, opts)
+        try:
+            with casadi_lines_dropped():
+                solution = np.array(solver(guess, known)).reshape(-1)
+        except RuntimeError:
+            continue
+        left = np.array(g(solution, known)).reshape(-1)
+        if np.all(np.isfinite(solution)) and np.max(np.abs(left), initial=0.0) <= 1e-8:
+            break
+    else:
         raise SimulationError(
-            "linearize(steady_state=True): no steady state (der(x) = 0) found near the start "
-            "values; give the operating point as x, or start values nearer one")
+            "linearize(steady_state=True): no steady state (der(x) = 0) found near the "
+            "initialized point; give the operating point as x, or start values nearer one")
     n_x = len(cm.states)
     return solution[:n_x], solution[n_x:]
 

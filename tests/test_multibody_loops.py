@@ -336,3 +336,19 @@ def test_planar_loop_out_of_its_plane_cannot_close():
         mb.flatten(Fourbar(anchor_z=0.05))
     assert "0.05 m apart along the plane's normal" in str(info.value)
     assert "the loop closed by connect(j4.frame_b, anchor.frame_b)" in str(info.value)
+
+
+def test_linearization_on_a_loop_keeps_the_assembly_the_model_runs_in():
+    """Given the states only, linearize() solved the algebraic loop variables by Newton from
+    their start values, and a spatial four-bar far from its start landed on the mirror-image
+    assembly (rocker at -psi) without a word. They are now followed from the initialized
+    model along the way to the point, and reported (lin.z0)."""
+    from loop_mechanisms import rusr_rocker_angle, rusr_start_angle
+    cm = mb.compile(SpatialFourbar(theta0=0.2))
+    for theta in (-1.5, 1.0, 1.5, 3.0):
+        psi = rusr_start_angle(0.2)
+        for on_the_way in np.linspace(0.2, theta, 400)[1:]:
+            psi = rusr_rocker_angle(on_the_way, psi)
+        lin = cm.linearize(x=[theta, 0.0])
+        assert lin.algebraic[2] == "j4.phi"
+        assert lin.z0[2] == pytest.approx(psi, abs=1e-9), theta
