@@ -394,9 +394,11 @@ class SpatialFourbar(mb.Model):
     spatial loop, one degree of freedom. The ball joint is a
     :class:`~mbmodel.libraries.multibody.SphericalConstraint` (three position constraints
     on four joint angles), or with ``ball_joint=True`` a ``Spherical`` joint with quaternion
-    coordinates, the loop then closed by the connection to the rocker (six constraints)."""
+    coordinates, the loop then closed by the connection to the rocker (six constraints).
+    With ``universal=True`` the two revolutes at the crank tip are one ``Universal``."""
 
-    def __init__(self, theta0=0.2, w0=3.0, g=G, ball_joint=False, **modifiers):
+    def __init__(self, theta0=0.2, w0=3.0, g=G, ball_joint=False, universal=False,
+                 **modifiers):
         super().__init__(**modifiers)
         psi0 = rusr_start_angle(theta0)
         u, s = rusr_points(theta0, psi0)
@@ -405,9 +407,16 @@ class SpatialFourbar(mb.Model):
         self.world = mbl.World(g=g)
         self.j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(theta0), w=mb.Fixed(w0))
         self.crank = _link(RUSR_CRANK, MASSES[0], INERTIAS[0])
-        self.ua = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(azimuth - theta0 + 0.02),
-                               prescribed=False)
-        self.ub = mbl.Revolute(n=[0, 1, 0], phi=mb.Guess(elevation - 0.02), prescribed=False)
+        if universal:
+            self.cross = mbl.Universal(n_a=[0, 0, 1], n_b=[0, 1, 0],
+                                       phi_a=mb.Guess(azimuth - theta0 + 0.02),
+                                       phi_b=mb.Guess(elevation - 0.02), prescribed=False)
+        else:
+            self.ua = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(azimuth - theta0 + 0.02),
+                                   prescribed=False)
+            self.ub = mbl.Revolute(n=[0, 1, 0], phi=mb.Guess(elevation - 0.02),
+                                   prescribed=False)
+        self.universal = universal
         self.coupler = _link(RUSR_COUPLER, MASSES[1], INERTIAS[1])
         self.ball = mbl.Spherical() if ball_joint else mbl.SphericalConstraint()
         self.pivot = mbl.Fixed(r=list(RUSR_PIVOT))
@@ -417,9 +426,13 @@ class SpatialFourbar(mb.Model):
     def equations(self):
         yield mb.connect(self.world.frame_b, self.j1.frame_a)
         yield mb.connect(self.j1.frame_b, self.crank.frame_a)
-        yield mb.connect(self.crank.frame_b, self.ua.frame_a)
-        yield mb.connect(self.ua.frame_b, self.ub.frame_a)
-        yield mb.connect(self.ub.frame_b, self.coupler.frame_a)
+        if self.universal:
+            yield mb.connect(self.crank.frame_b, self.cross.frame_a)
+            yield mb.connect(self.cross.frame_b, self.coupler.frame_a)
+        else:
+            yield mb.connect(self.crank.frame_b, self.ua.frame_a)
+            yield mb.connect(self.ua.frame_b, self.ub.frame_a)
+            yield mb.connect(self.ub.frame_b, self.coupler.frame_a)
         yield mb.connect(self.coupler.frame_b, self.ball.frame_a)
         yield mb.connect(self.pivot.frame_b, self.j4.frame_a)
         yield mb.connect(self.j4.frame_b, self.rocker.frame_a)

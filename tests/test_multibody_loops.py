@@ -352,3 +352,27 @@ def test_linearization_on_a_loop_keeps_the_assembly_the_model_runs_in():
         lin = cm.linearize(x=[theta, 0.0])
         assert lin.algebraic[2] == "j4.phi"
         assert lin.z0[2] == pytest.approx(psi, abs=1e-9), theta
+
+
+def test_a_universal_joint_on_a_loop_takes_guesses_and_runs_inverse():
+    """Universal took no start values (its angles started at 0 and a loop could assemble
+    2 pi away) and its revolutes were always prescribed, so a loop through it could not be
+    compiled for inverse dynamics. The crank is free in the forward run: prescribing that
+    motion, the inverse model must need no crank torque."""
+    forward = mb.compile(SpatialFourbar(universal=True))
+    assert forward.algebraic == ["cross.revolute_a.phi", "cross.revolute_b.phi", "j4.phi"]
+    res = mb.simulate(forward, t_end=1.0, rtol=1e-11, atol=1e-11, n_points=101)
+    with_revolutes = mb.simulate(SpatialFourbar(), t_end=1.0, rtol=1e-11, atol=1e-11,
+                                 n_points=101)
+    assert np.abs(res["j4.phi"] - with_revolutes["j4.phi"]).max() < 1e-9
+    assert np.abs(res["cross.revolute_a.phi"] - with_revolutes["ua.phi"]).max() < 1e-9
+    inverse = mb.compile(SpatialFourbar(universal=True), analysis="inverse")
+    solve = inverse.explicit_ode(guess=True)
+    z = np.array([res[name][0] for name in inverse.algebraic])   # the assembly run forward
+    for k, t in enumerate(res.t):   # (steps of 0.01 s: Newton follows the assembly)
+        u = np.array([res[name][k] for name in inverse.inputs])
+        _, z = solve([], u, inverse.parameter_defaults, t, z)
+        z = np.array(z, dtype=float).ravel()
+        y = np.array(inverse.output_function([], z, u, inverse.parameter_defaults, t)).ravel()
+        assert abs(y[inverse.output_index["j1.tau"]]) < 1e-6
+        assert z[2] == pytest.approx(res["j4.phi"][k], abs=1e-9)

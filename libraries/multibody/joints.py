@@ -557,16 +557,28 @@ class FreeMotion(_Joint):
 class Universal(Model):
     """Two revolute joints in series with axes ``n_a`` (in frame_a) and ``n_b`` (in
     frame_b), intersecting at the common origin (MSL ``Joints.Universal``). Coordinates
-    ``revolute_a.phi`` and ``revolute_b.phi``.
+    ``revolute_a.phi`` and ``revolute_b.phi``; ``phi_a``, ``phi_b``, ``w_a`` and ``w_b``
+    take their start modifiers (``Guess``/``Fixed``: on a loop, a guess picks the assembly
+    and keeps the angles near the ones meant, not 2 pi away). ``prescribed=False`` makes both
+    passive in an inverse model (a universal joint inside a loop whose motion another joint
+    prescribes).
+
+    Example::
+
+        cross = Universal(n_a=[0, 0, 1], n_b=[0, 1, 0], phi_a=mb.Guess(0.34),
+                          phi_b=mb.Guess(-0.92), prescribed=False)
     """
 
     frame_a = Frame()
     frame_b = Frame()
 
-    def __init__(self, n_a=(1.0, 0.0, 0.0), n_b=(0.0, 1.0, 0.0), **modifiers):
+    def __init__(self, n_a=(1.0, 0.0, 0.0), n_b=(0.0, 1.0, 0.0), *, phi_a=None, phi_b=None,
+                 w_a=None, w_b=None, prescribed: bool = True, **modifiers):
         super().__init__(**modifiers)
-        self.revolute_a = Revolute(n=list(n_a))
-        self.revolute_b = Revolute(n=list(n_b))
+        starts_a = {k: v for k, v in (("phi", phi_a), ("w", w_a)) if v is not None}
+        starts_b = {k: v for k, v in (("phi", phi_b), ("w", w_b)) if v is not None}
+        self.revolute_a = Revolute(n=list(n_a), prescribed=prescribed, **starts_a)
+        self.revolute_b = Revolute(n=list(n_b), prescribed=prescribed, **starts_b)
 
     def equations(self):
         yield mb.connect(self.frame_a, self.revolute_a.frame_a)
