@@ -32,11 +32,27 @@ def check_balance(fl):
     what = "too many" if n_eq > n_unknown else "too few"
     advice = ("remove or replace the surplus equations" if n_eq > n_unknown else
               "add the missing equations or bind the unconstrained variables")
+    unused = _unused_unknowns(fl) if n_eq < n_unknown else []
+    if unused:
+        advice += (f"; {len(unused)} unknown(s) appear in no equation: "
+                   f"{', '.join(unused[:8])}{' ...' if len(unused) > 8 else ''}")
     raise BalanceError(
         f"model {type(fl.root).__name__} is unbalanced: {n_eq} equations for "
         f"{n_unknown} unknowns ({what} equations); {advice}.\n" +
         ("\n".join(lines) if lines else "  (every component is locally balanced; the "
          "imbalance comes from connections)"))
+
+
+def _unused_unknowns(fl) -> list[str]:
+    """The unknowns no equation mentions (a variable only differentiated counts as used)."""
+    import casadi as ca
+    residuals = [e.residual for e in fl.equations]
+    used = {s.element_hash() for s in ca.symvar(ca.vertcat(*residuals))} if residuals else set()
+    for v in fl.variables:
+        if v.derivative_of is not None and v.symbol.element_hash() in used:
+            used.add(fl.variables[v.derivative_of].symbol.element_hash())
+    return [v.name for v in fl.variables
+            if v.kind == "unknown" and v.symbol.element_hash() not in used]
 
 
 def _local_imbalance(fl, comp) -> int:

@@ -61,6 +61,20 @@ def test_too_few_equations_names_the_component():
     assert "ForgetfulResistor 'part'" in msg and "-1 equations (missing)" in msg
 
 
+def test_too_few_equations_names_an_unknown_no_equation_mentions():
+    class Forgotten(Model):
+        x = Variable(start=1.0, fixed=True)
+        y = Variable()
+        z = Variable()
+
+        def equations(self):
+            yield der(self.x) == -self.x     # x is only differentiated: it counts as used
+            yield self.y == 2 * self.x
+
+    with pytest.raises(mb.BalanceError, match="1 unknown\\(s\\) appear in no equation: z"):
+        mb.compile(Forgotten())
+
+
 class SwappedPin(Connector):
     v = Flow()
     i = Potential()
