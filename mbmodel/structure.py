@@ -999,9 +999,13 @@ class _Analysis:
                             f"'{names[v]}'")
                 on_parameters = self.parameter_only(coef)
                 if coef.is_zero() or (on_parameters and self.value_of(coef) == 0.0):
+                    values = ", ".join(f"{s.name()} = {self.param_values[s.element_hash()]:g}"
+                                       for s in ca.symvar(coef)[:4])
                     detail = ("does not depend on it" if coef.is_zero() else
                               f"does not depend on it with the given parameter values (its "
-                              f"coefficient {describe(coef)} is zero); change those parameters")
+                              f"coefficient {describe(coef)} is zero at {values}). The model's "
+                              f"equations were sorted for a nonzero value: give one, or use "
+                              f"a component without that term")
                     raise StructuralSingularityError(f"equation {what()}: the equation {detail}")
                 if not ca.depends_on(coef, sym):
                     if on_parameters and not coef.is_constant():

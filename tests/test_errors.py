@@ -912,3 +912,19 @@ def test_an_equation_in_small_units_is_not_called_dependent():
     with pytest.raises(mb.InitializationError, match="over-determine") as info:
         mb.simulate(Small(), 1.0)
     assert "equations are dependent" not in str(info.value)
+
+
+def test_a_zero_parameter_coefficient_names_the_parameter_and_its_value():
+    class Gain(Model):
+        k = Parameter(0.0)
+        x = Variable(start=1.0, fixed=True)
+        y = Variable()
+
+        def equations(self):
+            yield der(self.x) == -self.x
+            yield self.k * self.y == self.x
+
+    with pytest.raises(mb.StructuralSingularityError,
+                       match=r"its coefficient k is zero at k = 0\)\. The model's equations "
+                             r"were sorted for a nonzero value"):
+        mb.compile(Gain())
