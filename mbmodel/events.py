@@ -50,6 +50,11 @@ EVENT_TIME_TOLERANCE = 1e-12
 MAX_EVENT_ITERATIONS = 50
 #: Crossing functions within NOISE_FLOOR * atol of zero keep the relation's value.
 NOISE_FLOOR = 1e-6
+#: After an event in a model with algebraic variables, a relation it switched keeps its
+#: value while its crossing function lies within this fraction of the integration
+#: tolerance (atol + rtol * its size) on the other side: IDAS re-solves the algebraic
+#: variables to about 1/300 of its tolerances as it restarts (see Run.band_after).
+HELD_FRACTION = 1e-2
 #: Chattering: this many events in a row ...
 CHATTER_EVENTS = 100
 #: ... within this fraction of the run (at least 1e-12 s) stop the run with an error.
@@ -240,6 +245,12 @@ class _Run:
         self.max_step = max_step
         self.events: list[Event] = []
         self.inert_crossings = 0  # relations flipped without an event (see inert)
+        #: per relation, how far its crossing function may lie on the other side of zero
+        #: without switching it back (see event_iteration)
+        self.held_band = np.zeros(len(self.layout.relation_slots))
+        #: per relation, the largest size of its crossing function on the last stretch
+        #: integrated (the scale of the integrator's error on it)
+        self.crossing_scale = np.zeros(len(self.layout.relation_slots))
         self.recent = deque(maxlen=CHATTER_EVENTS)
         self.methods = []
         self.reached = None
@@ -551,12 +562,34 @@ class _Run:
         u[lay.pre_slots] = u[lay.pre_of]
         z = self.consistent_z(x, z, u, t)
         self.cond_left = self.conditions(x, z, u, t)
+        self.held_band = self.band_after(x, z, u, t, forced)
         if record:
             fired_texts = [lay.when_texts[w] for w in np.flatnonzero(fired_any)]
             self.record(t, causes + [f"fired: {s}" for s in fired_texts], (x, z, u))
             for w in np.flatnonzero(fired_any):
                 self.check_zeno(t, int(w))
         return x, z, u[n_ext:].copy()
+
+    def band_after(self, x, z, u, t, forced) -> np.ndarray:
+        """How far each relation that the event switched may find its crossing function on
+        the other side of zero, as the run goes on, without switching back. With algebraic
+        variables, IDAS re-solves them as it restarts, to a fraction (HELD_FRACTION) of its
+        tolerances: that can put a function that depends on them a little on the old side
+        (a contact on a slider-crank's algebraic piston position: 7e-11 m at rtol 1e-6),
+        and each check would switch it back, event after event ('chattering'). The
+        function's own value after the event, if on the old side, is held too."""
+        lay = self.layout
+        band = np.zeros(len(lay.relation_slots))
+        if not len(forced):
+            return band
+        crossings = self.part(self.values(x, z, u, t), "crossings")
+        switched = np.isin(lay.relation_slots, forced)
+        other_side = switched & (lay.literal(crossings) != u[lay.relation_slots])
+        band[other_side] = 2.0 * np.abs(crossings[other_side])
+        if self.n_z:
+            restart = HELD_FRACTION * (self.atol + self.rtol * self.crossing_scale)
+            band[switched] = np.maximum(band[switched], restart[switched])
+        return band
 
     def solve_round(self, x, z, u, t, forced, forced_values, cond_left, one_at_a_time,
                     initial=False):
@@ -759,12 +792,14 @@ class _Run:
         c = self.crossings_at(xs, zs, u, ts)
         # A crossing function within round-off of zero on the other side is not a crossing:
         # a locked joint's speed, constant in exact arithmetic, wanders by 1e-24 in BDF's
-        # corrector and would make events with no consequence.
-        literal = np.where(np.abs(c) <= NOISE_FLOOR * self.atol, frozen[:, None],
-                           lay.literal(c))
+        # corrector and would make events with no consequence (nor is one within the band
+        # an event left it in: band_after).
+        noise = np.maximum(NOISE_FLOOR * self.atol, self.held_band)[:, None]
+        literal = np.where(np.abs(c) <= noise, frozen[:, None], lay.literal(c))
         differs = np.any(literal != frozen[:, None], axis=0)
         if not differs.any():
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
+        self.crossing_scale = np.max(np.abs(c), axis=1)
         j = int(np.argmax(differs))
         while True:  # crossings that change nothing flip their relations without an event
             changed = np.flatnonzero(literal[:, j] != frozen)
@@ -774,8 +809,7 @@ class _Run:
             frozen[changed] = literal[changed, j]
             u[lay.relation_slots[changed]] = frozen[changed]
             self.inert_crossings += 1
-            literal = np.where(np.abs(c) <= NOISE_FLOOR * self.atol, frozen[:, None],
-                               lay.literal(c))
+            literal = np.where(np.abs(c) <= noise, frozen[:, None], lay.literal(c))
             differs = np.any(literal != frozen[:, None], axis=0)
             differs[:j + 1] = False
             if not differs.any():

@@ -197,10 +197,10 @@ def rod_angle(theta, r=CRANK, length=ROD):
 
 class SliderCrank(mb.Model):
     """world -> crank -> rod -> piston pin; the piston slides along x on a prismatic joint
-    from the world. ``gas_force``: a force on the piston along -x (N), as a function of
-    the crank angle given to a block (none by default)."""
+    from the world. ``piston_flange=True`` gives the prismatic joint its axis flange
+    (``slider.axis``: a translational force element between it and ``slider.support``)."""
 
-    def __init__(self, theta0=0.4, w0=3.0, g=G, **modifiers):
+    def __init__(self, theta0=0.4, w0=3.0, g=G, piston_flange=False, **modifiers):
         super().__init__(**modifiers)
         beta = float(rod_angle(theta0))
         self.world = mbl.World(g=g)
@@ -215,7 +215,8 @@ class SliderCrank(mb.Model):
                                  I_33=SC_INERTIAS[1])
         self.j3 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(-beta - 0.02), prescribed=False)
         self.slider = mbl.Prismatic(n=[1, 0, 0], prescribed=False,
-                                    s=mb.Guess(float(piston_position(theta0)) + 0.01))
+                                    s=mb.Guess(float(piston_position(theta0)) + 0.01),
+                                    use_axis_flange=piston_flange)
         self.piston = mbl.Body(m=SC_MASSES[2], I_11=1e-5, I_22=1e-5, I_33=1e-5)
 
     def equations(self):
@@ -228,12 +229,12 @@ class SliderCrank(mb.Model):
         yield mb.connect(self.slider.frame_b, self.piston.frame_a)
 
 
-def slider_crank_reference(theta0, w0, t_eval, g=G):
+def slider_crank_reference(theta0, w0, t_eval, g=G, piston_force=None):
     """Crank angle of the slider-crank along ``t_eval`` from a hand-written index-1
     Lagrange-multiplier DAE in absolute coordinates ``q = (x1, y1, phi1, x2, y2, phi2, x3)``
     (centres of mass and angles of crank and rod, piston position):
     ``M q'' = Q + Phi_q' lambda``, ``Phi_q q'' = gamma`` with Baumgarte stabilisation,
-    integrated by scipy's DOP853."""
+    integrated by scipy's DOP853. ``piston_force(x3, x3')``: a force on the piston along x."""
     from scipy.integrate import solve_ivp
     r, length = CRANK, ROD
     m1, m2, m3 = SC_MASSES
@@ -268,7 +269,10 @@ def slider_crank_reference(theta0, w0, t_eval, g=G):
         alpha = 20.0
         gamma = gamma - 2 * alpha * (jac @ qd) - alpha ** 2 * phi
         kkt = np.block([[M, jac.T], [jac, np.zeros((6, 6))]])
-        sol = np.linalg.solve(kkt, np.concatenate([Q, gamma]))
+        forces = Q.copy()
+        if piston_force is not None:
+            forces[6] += piston_force(q[6], qd[6])
+        sol = np.linalg.solve(kkt, np.concatenate([forces, gamma]))
         return np.concatenate([qd, sol[:7]])
 
     beta = float(rod_angle(theta0))
