@@ -91,6 +91,16 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, param
         if bar is not None:
             bar(t_end)
         return result
+    except SimulationError as exc:
+        state_set = cm.system.state_set if cm.system is not None else None
+        if (state_selection == "static" and state_set is not None and cm.events is None
+                and "state_selection" not in str(exc)):
+            exc.args = (f"{exc} The states {', '.join(cm.states[:6])} were kept "
+                        f"(state_selection='static'); this model's choice can change at run "
+                        f"time (candidates {', '.join(state_set.candidates[:6])}): "
+                        f"state_selection='dynamic', the default, switches it where it "
+                        f"turns singular.",)
+        raise
     finally:
         if bar is not None:
             bar.close()

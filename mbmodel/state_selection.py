@@ -229,10 +229,20 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
         stretch = _next_stretch(stretch, trend, switch_at is not None, grid)
         last_ratio = ratios[-1] if ratios and switch_at is None else None
         if switch_at is None and reached < len(times):
-            raise SimulationError(
+            candidates = [choice.set.candidates[i] for i in choice.coordinates]
+            error = SimulationError(
                 f"the integrator failed at t = {res.t[reached - 1]:g} with the states "
-                f"{', '.join(model.states)}, and no other choice of the dependent variables "
-                f"({', '.join(choice.set.candidates)}) is better there") from None
+                f"{', '.join(model.states)}, and no other choice among the candidates "
+                f"{', '.join(candidates[:8])}{' ...' if len(candidates) > 8 else ''} is "
+                f"better there: the model may pass a singular point of its constraints (where "
+                f"two branches of their solution meet, as at a linkage's change point), or "
+                f"a variable leaves its domain. "
+                f"The result up to t = {res.t[reached - 1]:g} is in this error's 'result'.")
+            error.time = error.reached_time = float(res.t[reached - 1])
+            error.variable = None
+            pieces.append((res, 1 if pieces or prepended else 0, reached - 1))
+            error.result = _joined(cm, pieces, switches, wanted[wanted <= error.time])
+            raise error from None
         last = switch_at if switch_at is not None else len(times) - 1
         # the first point is the previous piece's last (or the start, not asked for)
         pieces.append((res, 1 if pieces or prepended else 0, last))

@@ -74,7 +74,8 @@ def test_pendulum_released_upright():
 def test_static_choice_fails_where_dynamic_selection_switches():
     """The compiled (static) choice alone stops where its pivot vanishes: what the dynamic
     selection avoids."""
-    with pytest.raises(mb.SimulationError):
+    with pytest.raises(mb.SimulationError, match="state_selection='dynamic', the default, "
+                                                 "switches it where it turns singular"):
         mb.simulate(pendulum(91.0), t_end=10.0, rtol=1e-10, atol=1e-10,
                     state_selection="static")
 
@@ -131,3 +132,52 @@ def test_a_coarse_output_grid_gives_the_same_answer(n_points):
     assert np.abs(res["x"] - L * np.sin(sol.y[0])).max() < 1e-4
     energy = 0.5 * (res["vx"] ** 2 + res["vy"] ** 2) + G * res["y"]
     assert np.ptp(energy) / (G * L) < 1e-5
+
+
+def test_a_failure_at_a_change_point_says_so_and_keeps_the_result():
+    """A parallelogram four-bar (crank = rocker, coupler = ground) reaches a change point,
+    where its branches meet and no choice of states is regular: the error listed some 50
+    rotation-matrix entries as candidates and carried neither the time nor the result."""
+    from mbmodel.libraries import multibody as mbl
+    crank, coupler, theta0, w0 = 0.15, 0.4, 0.5, 6.0
+    masses = (1.0, 2.0, 1.0)
+
+    def link(length, m):
+        return mbl.BodyShape(r=[length, 0, 0], r_CM=[length / 2, 0, 0], m=m, I_11=1e-4,
+                             I_22=m * length ** 2 / 12, I_33=m * length ** 2 / 12)
+
+    class Parallelogram(mb.Model):
+        world = mbl.World()
+        j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(theta0), w=mb.Fixed(w0))
+        crank_link = link(crank, masses[0])
+        j2 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(-theta0), prescribed=False)
+        coupler_link = link(coupler, masses[1])
+        j3 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(-theta0), prescribed=False)
+        anchor = mbl.Fixed(r=[coupler, 0, 0])
+        j4 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(theta0), prescribed=False)
+        rocker_link = link(crank, masses[2])
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.j1.frame_a)
+            yield mb.connect(self.j1.frame_b, self.crank_link.frame_a)
+            yield mb.connect(self.crank_link.frame_b, self.j2.frame_a)
+            yield mb.connect(self.j2.frame_b, self.coupler_link.frame_a)
+            yield mb.connect(self.anchor.frame_b, self.j4.frame_a)
+            yield mb.connect(self.j4.frame_b, self.rocker_link.frame_a)
+            yield mb.connect(self.rocker_link.frame_b, self.j3.frame_a)
+            yield mb.connect(self.j3.frame_b, self.coupler_link.frame_b)
+
+    with pytest.raises(mb.SimulationError) as info:
+        mb.simulate(Parallelogram(), 1.0, n_points=501, rtol=1e-10, atol=1e-10)
+    error = info.value
+    assert "no other choice among the candidates j1.phi, j2.phi, j3.phi, j4.phi" in str(error)
+    assert "singular point of its constraints" in str(error)
+    assert 0.2 < error.time < 0.35 and error.result.t[-1] <= error.time
+    # up to there the coupler stays level: theta'' = -K cos(theta) / M_eff
+    inertia = [m * length ** 2 / 3 for m, length in ((masses[0], crank), (masses[2], crank))]
+    m_eff = sum(inertia) + masses[1] * crank ** 2
+    k = G * crank * (masses[0] / 2 + masses[2] / 2 + masses[1])
+    t = error.result.t
+    sol = solve_ivp(lambda _t, s: [s[1], -k * math.cos(s[0]) / m_eff], (0, t[-1]),
+                    [theta0, w0], t_eval=t, rtol=1e-12, atol=1e-12, method="DOP853")
+    assert np.abs(error.result["j1.phi"] - sol.y[0]).max() < 1e-6
