@@ -121,9 +121,10 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
     if gz.size:
         if not np.all(np.isfinite(gz)) or np.linalg.cond(gz) > 1e14:
             raise SimulationError(
-                f"linearize(): the algebraic equations are singular at this point (their "
-                f"Jacobian with respect to {', '.join(cm.algebraic[:6])} has condition "
-                f"number {np.linalg.cond(gz):.3g}), so the algebraic variables cannot be "
+                f"linearize(): the algebraic equations are singular at the point "
+                f"{_point(cm.states, x0)}, {_point(cm.algebraic, z0)} (their Jacobian with "
+                f"respect to {', '.join(cm.algebraic[:6])} has condition number "
+                f"{np.linalg.cond(gz):.3g}), so the algebraic variables cannot be "
                 f"eliminated; linearize at another operating point")
         dz_dx = -np.linalg.solve(gz, gx)
         dz_du = -np.linalg.solve(gz, gu)
@@ -216,6 +217,12 @@ def _steady_state(cm, u, p, t, start):
             "initialized point; give the operating point as x, or start values nearer one")
     n_x = len(cm.states)
     return solution[:n_x], solution[n_x:]
+
+
+def _point(names, values, shown=6) -> str:
+    """``a = 1, b = 2, ...`` for a message."""
+    pairs = [f"{n} = {float(v):.6g}" for n, v in zip(names, np.ravel(values))]
+    return ", ".join(pairs[:shown]) + (" ..." if len(pairs) > shown else "")
 
 
 def _names(given, known, what) -> list[str]:

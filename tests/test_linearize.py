@@ -194,3 +194,17 @@ def test_dc_motor_transfer_function_matches_the_closed_form():
     poles = np.sort_complex(lin.eigenvalues())
     expected = np.sort_complex(np.append(np.roots([L * J, L * d + R * J, R * d + k ** 2]), 0.0))
     assert np.allclose(poles, expected, atol=1e-9)
+
+
+def test_a_singular_algebraic_point_is_named():
+    class Fold(Model):
+        x = Variable(start=1.0, fixed=True)
+        z = Variable(start=1.0)
+
+        def equations(self):
+            yield der(self.x) == -self.x
+            yield self.z ** 3 == self.x      # dz/dx infinite at x = 0
+
+    cm = mb.compile(Fold())
+    with pytest.raises(mb.SimulationError, match=r"singular at the point x = 0, z = 0 "):
+        cm.linearize(x=[0.0], z=[0.0])
