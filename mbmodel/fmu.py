@@ -138,15 +138,15 @@ def _warn_of_limits(cm):
             f"{', '.join(state_set.candidates[:6])}): simulate() switches it at run time, the "
             f"FMU keeps the compiled one ({', '.join(cm.states[:6])}) and fails where that "
             f"becomes singular", UserWarning, stacklevel=3)
+
+
+def _solves_initialization(cm) -> bool:
+    """Whether the start values come from solving initial conditions (initial equations,
+    fixed starts on variables that are not states): then the FMU solves them again at
+    fmi2ExitInitializationMode, with the parameters and state starts set."""
     states = set(cm.states)
-    off_states = [name for name, _ in cm.fixed_starts if cm.alias_root(name)[0] not in states]
-    if cm.initial_equation_descriptions or off_states:
-        warnings.warn(
-            f"export_fmu: {cm.name}'s start values come from solving its initial conditions "
-            f"(initial equations, or fixed starts on variables that are not states: "
-            f"{', '.join(off_states[:4]) or 'none'}); the FMU "
-            f"starts from the values solved with the default parameters and inputs, and "
-            f"parameters set in the FMU do not re-run that solve", UserWarning, stacklevel=3)
+    return bool(cm.initial_equation_descriptions) or any(
+        cm.alias_root(name)[0] not in states for name, _ in cm.fixed_starts)
 
 
 def _identifier(name: str) -> str:
@@ -192,6 +192,16 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         ca.Function("mbm_tev", [P], [cm.event_function(P)]),
         ca.Function("mbm_pcheck", [P], [cm.parameter_checks()(P)]),
     ]
+    has_init = _solves_initialization(cm)
+    if has_init:
+        from .initialization import _problem
+        residual = _problem(cm, False, fixed_states_from_start=True).residual
+        XS = ca.SX.sym("x_start", X.numel())
+        r = residual(ca.vertcat(X, Z), ca.vertcat(P, U, T, XS))
+        init_args = [X, Z, U, P, T, XS]
+        functions += [ca.Function("mbm_init", init_args, [r]),
+                      ca.Function("mbm_init_jac", init_args,
+                                  [ca.densify(ca.jacobian(r, ca.vertcat(X, Z)))])]
     generator = ca.CodeGenerator("mbmodel_fmu.c", {"with_header": False})
     for fn in functions:
         generator.add(fn)
@@ -235,6 +245,7 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         "P_MAX_VALUES": c_numbers([high for _, high in bounds]),
         "P_NAME_VALUES": ", ".join(json.dumps(name) for name in layout.parameters) or '""',
         "N_PCHECK": len(checks),
+        "HAS_INIT": int(has_init),
         "PCHECK_KIND_VALUES": ", ".join(str(kind) for kind, *_ in checks) or "0",
         "PCHECK_TEXT_VALUES": ", ".join(json.dumps(text) for _, text, *_ in checks) or '""',
         "PCHECK_MIN_VALUES": c_numbers([low for *_, low, _ in checks]),

@@ -98,6 +98,12 @@ typedef struct {
   casadi_real w[SIZE(SZ_W)];
   double g[SIZE(NZ)], jac[SIZE(NZ * NZ)];
   double k[7][SIZE(NX)], xs[SIZE(NX)], xe[SIZE(NX)];
+#if HAS_INIT
+  /* the initialization's unknowns (x, z), residuals and Jacobian; the states' start
+   * values as set, which the states the conditions leave free keep */
+  double w_init[NX + NZ], r_init[NX + NZ], jac_init[(NX + NZ) * (NX + NZ)];
+  double x_start[SIZE(NX)];
+#endif
 } Instance;
 
 static void say(Instance *c, fmi2Status status, const char *category, const char *fmt, ...) {
@@ -123,40 +129,48 @@ static int call(Instance *c, int (*f)(const casadi_real **, casadi_real **, casa
   return f(c->arg, c->res, c->iw, c->w, 0);
 }
 
+/* Solves a d = b in place (b becomes d) by LU with partial pivoting; a is column-major
+ * n x n and is overwritten. -1 if a is singular. */
+static int lu_solve(double *a, double *b, int n) {
+  int i, j, r;
+  for (j = 0; j < n; ++j) {
+    int best = j;
+    for (r = j + 1; r < n; ++r)
+      if (fabs(a[j * n + r]) > fabs(a[j * n + best])) best = r;
+    if (a[j * n + best] == 0.0) return -1;
+    if (best != j) {
+      for (i = 0; i < n; ++i) {
+        double tmp = a[i * n + j];
+        a[i * n + j] = a[i * n + best];
+        a[i * n + best] = tmp;
+      }
+      { double tmp = b[j]; b[j] = b[best]; b[best] = tmp; }
+    }
+    for (r = j + 1; r < n; ++r) {
+      double m = a[j * n + r] / a[j * n + j];
+      for (i = j; i < n; ++i) a[i * n + r] -= m * a[i * n + j];
+      b[r] -= m * b[j];
+    }
+  }
+  for (j = n - 1; j >= 0; --j) {
+    double s = b[j];
+    for (i = j + 1; i < n; ++i) s -= a[i * n + j] * b[i];
+    b[j] = s / a[j * n + j];
+  }
+  return 0;
+}
+
 /* Newton's method on the torn blocks' residuals g(x, z) = 0 for z, from the last z. */
 static int solve_algebraic(Instance *c, const double *x) {
 #if NZ > 0
-  int it, i, j, r;
+  int it, i;
   for (it = 0; it < 50; ++it) {
     double step = 0.0, size = 0.0;
     call(c, mbm_alg, x, c->z, c->g);
     call(c, mbm_alg_jac, x, c->z, c->jac); /* column-major NZ x NZ */
-    for (j = 0; j < NZ; ++j) { /* LU with partial pivoting, solving jac d = g in place */
-      int best = j;
-      for (r = j + 1; r < NZ; ++r)
-        if (fabs(c->jac[j * NZ + r]) > fabs(c->jac[j * NZ + best])) best = r;
-      if (c->jac[j * NZ + best] == 0.0) {
-        say(c, fmi2Error, "logStatusError", "the Jacobian of the torn algebraic blocks is singular");
-        return -1;
-      }
-      if (best != j) {
-        for (i = 0; i < NZ; ++i) {
-          double tmp = c->jac[i * NZ + j];
-          c->jac[i * NZ + j] = c->jac[i * NZ + best];
-          c->jac[i * NZ + best] = tmp;
-        }
-        { double tmp = c->g[j]; c->g[j] = c->g[best]; c->g[best] = tmp; }
-      }
-      for (r = j + 1; r < NZ; ++r) {
-        double m = c->jac[j * NZ + r] / c->jac[j * NZ + j];
-        for (i = j; i < NZ; ++i) c->jac[i * NZ + r] -= m * c->jac[i * NZ + j];
-        c->g[r] -= m * c->g[j];
-      }
-    }
-    for (j = NZ - 1; j >= 0; --j) {
-      double s = c->g[j];
-      for (i = j + 1; i < NZ; ++i) s -= c->jac[i * NZ + j] * c->g[i];
-      c->g[j] = s / c->jac[j * NZ + j];
+    if (lu_solve(c->jac, c->g, NZ)) {
+      say(c, fmi2Error, "logStatusError", "the Jacobian of the torn algebraic blocks is singular");
+      return -1;
     }
     for (i = 0; i < NZ; ++i) {
       c->z[i] -= c->g[i];
@@ -249,6 +263,51 @@ static int check_parameters(Instance *c) {
   return 0;
 }
 
+#if HAS_INIT
+/* The initialization as mbmodel solves it (initial equations, fixed starts, the states the
+ * conditions leave free held at their start values as set), by Newton's method from the
+ * start values: parameters set in the FMU move the start it computes. */
+static int initialize(Instance *c) {
+  int it, i;
+  memcpy(c->x_start, c->x, sizeof c->x_start);
+  for (i = 0; i < NX; ++i) c->w_init[i] = c->x[i];
+  for (i = 0; i < NZ; ++i) c->w_init[NX + i] = c->z[i];
+  for (it = 0; it < 100; ++it) {
+    double step = 0.0, size = 0.0, left = 0.0;
+    c->arg[0] = c->w_init;
+    c->arg[1] = c->w_init + NX;
+    c->arg[2] = c->u;
+    c->arg[3] = c->p;
+    c->arg[4] = &c->t;
+    c->arg[5] = c->x_start;
+    c->res[0] = c->r_init;
+    mbm_init(c->arg, c->res, c->iw, c->w, 0);
+    for (i = 0; i < NX + NZ; ++i) left = fmax(left, fabs(c->r_init[i]));
+    c->res[0] = c->jac_init;
+    mbm_init_jac(c->arg, c->res, c->iw, c->w, 0);
+    if (!isfinite(left)) break;
+    if (lu_solve(c->jac_init, c->r_init, NX + NZ)) {
+      say(c, fmi2Error, "logStatusError", "initialization: the Jacobian of the initial "
+          "conditions is singular at the start values");
+      return -1;
+    }
+    for (i = 0; i < NX + NZ; ++i) {
+      c->w_init[i] -= c->r_init[i];
+      step = fmax(step, fabs(c->r_init[i]));
+      size = fmax(size, fabs(c->w_init[i]));
+    }
+    if (step <= 1e-13 * (1.0 + size)) {
+      for (i = 0; i < NX; ++i) c->x[i] = c->w_init[i];
+      for (i = 0; i < NZ; ++i) c->z[i] = c->w_init[NX + i];
+      return 0;
+    }
+  }
+  say(c, fmi2Error, "logStatusError", "initialization: Newton's method on the initial "
+      "conditions did not converge from the start values (check the parameters set)");
+  return -1;
+}
+#endif
+
 /* Relative distance below which a time event and a communication point are the same. */
 #define EVENT_SNAP 1e-12
 
@@ -317,6 +376,9 @@ FMI_EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; re
 FMI_EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
   Instance *m = (Instance *)c;
   if (check_parameters(m)) return fmi2Error;
+#if HAS_INIT
+  if (initialize(m)) return fmi2Error;
+#endif
   time_events(m);
   m->stale = STALE_ALL;
   return refresh(m, STALE_ALL) ? fmi2Error : fmi2OK;

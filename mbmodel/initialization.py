@@ -196,13 +196,24 @@ def _label(cm, label, x_start) -> str:
     return f"{cm.states[label]} = {x_start[label]:g} (start value of a state)"
 
 
-def _problem(cm, steady_state: bool) -> _Problem:
+def _problem(cm, steady_state: bool, fixed_states_from_start: bool = False) -> _Problem:
+    """``fixed_states_from_start``: a fixed start on a state (or an alias of one) holds it at
+    its entry of ``x_start`` rather than at the compiled value (an FMU's importer sets the
+    states' start values)."""
     X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
     n_x, n_z = X.numel(), Z.numel()
     XS = ca.SX.sym("x_start", n_x)  # start values of the states (guesses may change per run)
     # (conditions that involve no state and no algebraic variable are checked on their own,
     # see _check_determined_conditions)
-    all_conds, all_labels, _, unknown = _conditions(cm)
+    all_conds, all_labels, all_fixed, unknown = _conditions(cm)
+    if fixed_states_from_start:
+        state_index = {name: i for i, name in enumerate(cm.states)}
+        all_conds = list(all_conds)
+        for k, fixed in enumerate(all_fixed):
+            root = cm.alias_root(fixed[0])[0] if fixed is not None else None
+            if root in state_index:
+                i = state_index[root]
+                all_conds[k] = X[i] - XS[i]
     conds = [c for c, row in zip(all_conds, unknown) if row]
     labels = [text for text, row in zip(all_labels, unknown) if row]
     inc = [row for row in unknown if row]  # over (x, z)

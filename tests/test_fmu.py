@@ -19,6 +19,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
 import mbmodel as mb  # noqa: E402
+from mbmodel.libraries import blocks  # noqa: E402
 from mbmodel.fmu import FMUExportError  # noqa: E402
 from test_native import AlgebraicLoop  # noqa: E402
 from test_persist import RC, BouncingBall  # noqa: E402
@@ -192,7 +193,6 @@ def test_what_cannot_be_exported_says_why(tmp_path):
     with pytest.raises(FMUExportError, match="when clauses, sampled or discrete variables .* "
                                              "in the model itself"):
         mb.compile(BouncingBall()).export_fmu(tmp_path / "ball.fmu")
-    from mbmodel.libraries import blocks
 
     class Pulsed(mb.Model):   # driven by time alone, but through when clauses
         pulse = blocks.Pulse(period=0.1)
@@ -216,12 +216,10 @@ def test_what_cannot_be_exported_says_why(tmp_path):
 
 
 def test_export_warns_of_what_the_fmu_does_not_do(tmp_path):
-    """Two things simulate() does and the FMU does not, said at export (a new-user review
-    found both only when the FMU ran wrong or failed in another tool): switching a state
-    choice that becomes singular (the cartesian pendulum), and solving the initial
-    conditions again for parameters set in the FMU (a start in equilibrium, der = 0)."""
+    """What simulate() does and the FMU does not is said at export (a new-user review found
+    it only when the FMU failed in another tool): switching a state choice that becomes
+    singular (the cartesian pendulum)."""
     from cartesian_pendulum import CartesianPendulum
-    from mbmodel.libraries import blocks as bl
 
     def messages(cm):
         with pytest.warns(UserWarning) as caught:
@@ -233,18 +231,52 @@ def test_export_warns_of_what_the_fmu_does_not_do(tmp_path):
     assert any("state choice depends on the solution (candidates x, y)" in m
                for m in messages(pendulum))
 
-    class Settled(mb.Model):
-        lag = bl.FirstOrder(k=2.0, T=0.5, init="steady")
-        src = bl.Constant(k=3.0)
-
-        def equations(self):
-            yield mb.connect(self.src.y, self.lag.u)
-
-    settled = mb.compile(Settled())
-    assert any("parameters set in the FMU do not re-run that solve" in m
-               for m in messages(settled))
-    # a model whose starts are fixed on its states: nothing to say
+    # a model whose starts are fixed on its states, or solved from initial conditions
+    # (the FMU solves them again): nothing to say
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         mb.compile(RC()).export_fmu(tmp_path / "rc.fmu")
+        mb.compile(Settled()).export_fmu(tmp_path / "settled.fmu")
+
+
+class Settled(mb.Model):
+    """A first-order lag started in its steady state (an initial equation der(y) = 0)."""
+    lag = blocks.FirstOrder(k=2.0, T=0.5, init="steady")
+    src = blocks.Constant(k=3.0)
+
+    def equations(self):
+        yield mb.connect(self.src.y, self.lag.u)
+
+
+class Swinging(mb.Model):
+    """A pendulum on a rotational spring: its start angle is a parameter (an initial
+    equation phi = phi0), its speed a state start the importer may set."""
+    phi0 = mb.Parameter(0.3, unit="rad")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        from mbmodel.libraries import rotational as rot
+        self.load = rot.Inertia(J=0.5, phi=mb.Fixed(self.phi0), w=mb.Fixed(0.0))
+        self.spring = rot.Spring(c=8.0)
+        self.wall = rot.Fixed()
+
+    def equations(self):
+        yield mb.connect(self.wall.flange, self.spring.flange_a)
+        yield mb.connect(self.spring.flange_b, self.load.flange_a)
+
+
+def test_the_fmu_solves_the_initial_conditions_with_the_parameters_set(tmp_path):
+    """The FMU started from the values mbmodel solved with the default parameters: a steady
+    start or a start angle given by a parameter ignored the parameters set in FMPy."""
+    settled = exported(mb.compile(Settled()), tmp_path, outputs=["lag.y"])
+    swinging = exported(mb.compile(Swinging()), tmp_path, outputs=["load.phi"])
+    for kind in KINDS:
+        res = run(settled, kind, 1.0, ["lag.y"], start_values={"src.k": 5.0})
+        assert np.max(np.abs(res["lag.y"] - 10.0)) < 1e-9, kind   # k * u, at rest
+        res = run(swinging, kind, 1.0, ["load.phi"], start_values={"phi0": 0.5})
+        exact = 0.5 * np.cos(4.0 * res["time"])          # sqrt(c / J) = 4
+        assert np.max(np.abs(res["load.phi"] - exact)) < 1e-7, kind
+        res = run(swinging, kind, 1.0, ["load.phi"], start_values={"load.w": 2.0})
+        exact = 0.3 * np.cos(4.0 * res["time"]) + 0.5 * np.sin(4.0 * res["time"])
+        assert np.max(np.abs(res["load.phi"] - exact)) < 1e-7, kind
