@@ -576,19 +576,16 @@ class _Run:
         variables, IDAS re-solves them as it restarts, to a fraction (HELD_FRACTION) of its
         tolerances: that can put a function that depends on them a little on the old side
         (a contact on a slider-crank's algebraic piston position: 7e-11 m at rtol 1e-6),
-        and each check would switch it back, event after event ('chattering'). The
-        function's own value after the event, if on the old side, is held too."""
+        and each check would switch it back, event after event ('chattering'). Nothing
+        else is held: a when clause that resets a state past its threshold (x := 0 at
+        x > 1) must see the next crossing."""
         lay = self.layout
         band = np.zeros(len(lay.relation_slots))
-        if not len(forced):
+        if not len(forced) or not self.n_z:
             return band
-        crossings = self.part(self.values(x, z, u, t), "crossings")
         switched = np.isin(lay.relation_slots, forced)
-        other_side = switched & (lay.literal(crossings) != u[lay.relation_slots])
-        band[other_side] = 2.0 * np.abs(crossings[other_side])
-        if self.n_z:
-            restart = HELD_FRACTION * (self.atol + self.rtol * self.crossing_scale)
-            band[switched] = np.maximum(band[switched], restart[switched])
+        restart = HELD_FRACTION * (self.atol + self.rtol * self.crossing_scale)
+        band[switched] = restart[switched]
         return band
 
     def solve_round(self, x, z, u, t, forced, forced_values, cond_left, one_at_a_time,
@@ -790,6 +787,10 @@ class _Run:
         if not len(lay.relation_slots):
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         c = self.crossings_at(xs, zs, u, ts)
+        if not ends_at_event:
+            edge = self.edge_at_end(t1, xs[:, -1], zs[:, -1], u, frozen, c[:, -1])
+            if edge:
+                return t1, xs[:, -1], zs[:, -1], edge, xs, zs, m - 1
         # A crossing function within round-off of zero on the other side is not a crossing:
         # a locked joint's speed, constant in exact arithmetic, wanders by 1e-24 in BDF's
         # corrector and would make events with no consequence (nor is one within the band
@@ -850,6 +851,10 @@ class _Run:
         self.next_step = run.next_step
         xs, zs, valid = run.xs, np.zeros((0, m)), run.written
         if run.status == 0:
+            edge = None if ends_at_event else self.edge_at_end(
+                t1, xs[:, -1], z, u, u[lay.relation_slots])
+            if edge:
+                return t1, xs[:, -1], z, edge, xs, zs, m - 1
             return t1, xs[:, -1], z, None, xs, zs, m
         hit = run.crossing
         while valid < m and ts[valid] <= hit.time:   # within the width it was located to
@@ -863,6 +868,24 @@ class _Run:
         changed = np.flatnonzero(lay.literal(hit.values[lay.ranges["crossings"]])
                                  != run.relations)
         return hit.time, hit.x, z, [int(i) for i in changed], xs, zs, valid
+
+    def edge_at_end(self, t1, x, z, u, frozen, c=None) -> list | None:
+        """The relations that switch at the stretch's end ``t1`` itself: on time alone (a
+        Pulse's falling edge exactly on an output time), the crossing function is within
+        round-off of zero there and was taken for noise, so the row at ``t1`` showed the
+        value before the edge and the event came a round-off later. Such a relation reads
+        its new value an instant later with the states held."""
+        lay = self.layout
+        if c is None:
+            c = self.crossings_at(x[:, None], z[:, None], u, np.array([t1]))[:, 0]
+        noise = np.maximum(NOISE_FLOOR * self.atol, self.held_band)
+        near = np.abs(c) <= noise
+        if not near.any():
+            return None
+        later = t1 + 1e-9 * max(1.0, abs(t1))   # (its value there is above the noise)
+        c_later = self.crossings_at(x[:, None], z[:, None], u, np.array([later]))[:, 0]
+        switching = near & (np.abs(c_later) > noise) & (lay.literal(c_later) != frozen)
+        return [int(i) for i in np.flatnonzero(switching)] or None
 
     def guard(self):
         """The event function as DOP853's guard (:func:`mbmodel.explicit.guard`), or None
@@ -998,8 +1021,12 @@ class _Run:
         between events (a switch can make a model stiff: an ideal diode conducting couples
         its capacitor through 10 µΩ). DOP853 rather than Adams–Bashforth–Moulton: every
         stretch restarts the method, which costs a multistep method its history."""
+        if self.n_z:
+            # algebraic variables: IDAS (BDF) whatever was asked, as without events (CVODES
+            # and the explicit methods take none)
+            return "idas"
         if self.method in ("dop853", "abm") and self.c_loop() is None:
-            return "adams"   # no generated C (or algebraic variables): no C loop
+            return "adams"   # no generated C: no C loop
         if self.method not in (None, "auto"):
             return self.method
         if self.chosen is None:

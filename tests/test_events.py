@@ -765,3 +765,42 @@ def test_a_stretch_of_one_round_off_is_not_integrated():
     # and a start a round-off after a tick (0.1*3 > 0.3): the sample there is taken
     res = mb.simulate(Held(), 0.5, t_start=0.1 * 3, method="dop853", n_points=3)
     assert res.final("i.y") == pytest.approx(5 * 0.2, abs=1e-12)  # (0.7 when skipped)
+
+
+class Saw(mb.Model):
+    """x rises at 1/s and a when clause resets it past its threshold: a sawtooth."""
+    x = mb.Variable(start=0.0, fixed=True)
+    z = mb.Variable(start=0.0)
+    resets = mb.Discrete(0)
+
+    def equations(self):
+        yield mb.der(self.x) == 1.0
+        yield self.z + 0.1 * mb.functions.sin(self.z) == self.x   # an algebraic variable
+        yield mb.when(self.x > 1, mb.reinit(self.x, 0.0), self.resets == mb.pre(self.resets) + 1)
+
+
+@pytest.mark.parametrize("method", ["idas", "bdf"])
+def test_a_reset_past_its_threshold_fires_every_time(method):
+    """A relation an event switched was held while its crossing function stayed within
+    twice its value after the event: a reset from 1 to 0 left it at -1, held it to -2, and
+    the sawtooth fired once, then x rose to 4.5 without an error."""
+    res = mb.simulate(Saw(), 5.5, method=method, n_points=111)
+    assert res["resets"][-1] == 5
+    assert res["x"].max() < 1.0 + 1e-6
+    assert res["x"][-1] == pytest.approx(0.5, abs=1e-6)
+
+
+def test_a_pulse_edge_on_an_output_time_shows_the_value_after_it():
+    """A Pulse's falling edge (a relation on time) exactly on an output time was within
+    round-off of zero there, taken for noise: the row showed 1 at every k/8 (width 50 %,
+    period 1/4) and the event came 2.5e-13 s later."""
+    class Pulsed(mb.Model):
+        pulse = bl.Pulse(width=50.0, period=0.25)
+        x = mb.Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == self.pulse.y
+
+    res = mb.simulate(Pulsed(), 1.0, times=np.arange(9) / 8)
+    assert res["pulse.y"].tolist() == [1.0, 0.0] * 4 + [1.0]
+    assert res["x"][-1] == pytest.approx(0.5, abs=1e-9)
