@@ -124,7 +124,9 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     # computed with the outputs, split off below
     out_exprs = [out_vector] + _hybrid_expressions(sys_)
     n_hybrid = len(out_exprs) - 1
-    init_eqs = [e.residual for e in sys_.initial_equations]
+    # (an initial equation may name a variable alias elimination removed: b.phi = k where
+    # b.phi is a.phi through a connection)
+    init_eqs = _aliases_resolved(sys_, [e.residual for e in sys_.initial_equations])
     events = [ca.SX(e) for e in sys_.time_events]
     scales = [ca.SX(s) for s in sys_.time_scales]
     samples = ([ca.SX(q.start) for q in sys_.hybrid.samples]
@@ -188,8 +190,15 @@ def _hybrid_expressions(system) -> list:
     hyb = system.hybrid
     if hyb is None or hyb.empty:
         return []
-    exprs = hyb.expressions()
-    found = ca.symvar(ca.vertcat(*exprs)) if exprs else []
+    return _aliases_resolved(system, hyb.expressions())
+
+
+def _aliases_resolved(system, exprs) -> list:
+    """``exprs`` with the variables alias elimination removed written as the variables
+    they stand for."""
+    if not exprs:
+        return []
+    found = ca.symvar(ca.vertcat(*exprs))
     names = {v.symbol.element_hash(): v.name for v in system.variables}
     aliased = [(s, names[s.element_hash()]) for s in found
                if names.get(s.element_hash()) in system.alias]
