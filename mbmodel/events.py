@@ -993,8 +993,9 @@ class _Run:
             if self.method in (None, "auto"):
                 self.chosen = method
             self.used(method)
+        first_step = False
         while True:
-            F = self.stepper(method, m, t1 - t0, geometric)
+            F = self.stepper(method, m, t1 - t0, geometric, first_step)
             try:
                 with casadi_lines_dropped():
                     xs, zs = F(x, z, np.concatenate([self.p, u, [t0, t1 - t0]]))
@@ -1005,6 +1006,10 @@ class _Run:
                     if self.method in (None, "auto"):
                         self.chosen = method
                     self.used(method)
+                    continue
+                from .simulate import _failed_at_start
+                if method == "idas" and not first_step and _failed_at_start(F.function):
+                    first_step = True   # IDAS's own first step was too long (see there)
                     continue
                 lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
                 raise self.failure(t0, f"the integrator ({method}) failed between t = "
@@ -1053,7 +1058,7 @@ class _Run:
             self._c_loop = explicit_integrator(dynamics(self.cm, self.native))
         return self._c_loop
 
-    def stepper(self, method, m, dt, geometric=False):
+    def stepper(self, method, m, dt, geometric=False, first_step=False):
         scaled = None
         if self.max_step is not None and self.max_step < dt:
             # few distinct values, so few integrators: rounded down to two digits
@@ -1061,7 +1066,7 @@ class _Run:
             e = math.floor(math.log10(q))
             scaled = math.floor(q / 10 ** (e - 1)) * 10 ** (e - 1)
         return _stepper(self.cm, method, m, self.rtol, self.atol, scaled, self.native,
-                        geometric)
+                        geometric, first_step)
 
 
 def _due(event_time, t) -> bool:
@@ -1088,6 +1093,7 @@ class _Buffered:
     as a plain call does."""
 
     def __init__(self, fn, n_out: int = 1):
+        self.function = fn
         self.buffer, self.trigger = fn.buffer()
         self.args = [np.zeros((fn.size1_in(i), fn.size2_in(i)), order="F")
                      for i in range(fn.n_in())]
@@ -1123,7 +1129,8 @@ def _fractions(m, geometric) -> np.ndarray:
     return np.arange(1, m + 1) / m
 
 
-def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False):
+def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False,
+             first_step=False):
     """An integrator over scaled time s in [0, 1] with outputs at the fractions of
     :func:`_fractions`; parameters ``(p, u, t0, dt)``."""
     from .native import dynamics
@@ -1131,7 +1138,7 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
     # The C dynamics replace the virtual machine's once a background build is done.
     rhs = dynamics(cm, native) if method == "adams" else newton_dynamics(cm, native)
     cache = workspace(cm, "integrators")
-    key = ("events", method, m, rtol, atol, max_step_scaled, id(rhs), geometric)
+    key = ("events", method, m, rtol, atol, max_step_scaled, id(rhs), geometric, first_step)
 
     def build():
         n_x, n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
@@ -1147,6 +1154,9 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
         if method == "adams":
             opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
         grid = [float(f) for f in _fractions(m, geometric)]
+        if first_step:
+            from .simulate import _idas_first_step
+            opts["step0"] = _idas_first_step(grid[0])
         # called through its buffers: no conversion of ~700 parameters and discrete values
         # to casadi matrices and back per call (half a short location call's cost)
         return _Buffered(ca.integrator("events", "idas" if method == "idas" else "cvodes",

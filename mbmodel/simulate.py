@@ -444,14 +444,17 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
         if run.ok:
             return run.xs, np.zeros((0, len(tout))), method
         method = "bdf"
-    for attempt in ((method, "bdf") if method == "adams" else (method,)):
-        F = _integrator(cm, dyn, attempt, t0, tout, rtol, atol, max_step)
+    attempts = [(method, False)] + ([("bdf", False)] if method == "adams" else []) + (
+        [("idas", True)] if method == "idas" else [])
+    for attempt, first_step in attempts:
+        F = _integrator(cm, dyn, attempt, t0, tout, rtol, atol, max_step, first_step)
         try:
             with casadi_lines_dropped():
                 out = F(x0=x, z0=z, p=pu)
             break
         except RuntimeError as exc:
-            if attempt == "adams":
+            if attempt == "adams" or (attempt == "idas" and not first_step
+                                      and _failed_at_start(F)):
                 continue
             xs, zs = _reached(cm, dyn, attempt, t0, tout, x, z, pu, rtol, atol, max_step)
             reached = tout[xs.shape[1] - 1] if xs.shape[1] else t0
@@ -528,6 +531,23 @@ def _loop_integrator(cm, rtol, atol, max_step):
     return built(workspace(cm, "integrators"), ("loops", rtol, atol, max_step), build)
 
 
+def _idas_first_step(first_interval: float) -> float:
+    """IDAS's first step where its own fails at the start: a millionth of the first output
+    interval. Its estimate takes the algebraic variables' derivatives as 0 and can be far
+    too long where they move from rest (a sine source into a nonlinear resistor:
+    'IDA_ERR_FAIL' at t = 0 for a first output time beyond 1e-4 s); the steps grow from
+    there at once."""
+    return 1e-6 * abs(first_interval) if first_interval else 0.0
+
+
+def _failed_at_start(integrator) -> bool:
+    """Whether the integrator's last call failed before it took a step."""
+    try:
+        return int(integrator.stats().get("nsteps", 1)) == 0
+    except Exception:  # noqa: BLE001 - stats differ between plugins and versions
+        return True
+
+
 def _solver_options(rtol, atol, max_step) -> dict:
     """SUNDIALS options of every integrator the simulator builds. Its own warnings would
     flood stderr on a failing run; the error we raise says what happened."""
@@ -602,17 +622,19 @@ def newton_dynamics(cm, native) -> ca.Function:
     return dynamics(cm, native, derivatives=True)
 
 
-def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step):
+def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step, first_step=False):
     opts = _solver_options(rtol, atol, max_step)
     grid = [float(t) for t in tout]
     solver = "idas" if method == "idas" else "cvodes"
+    if first_step:
+        opts["step0"] = _idas_first_step(grid[0] - float(t0))
     rhs = dyn
     if method == "adams":
         opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
     else:  # Newton's method needs exact Jacobians
         rhs = newton_dynamics(cm, "auto" if dyn is not cm.dynamics else False)
     cache = workspace(cm, "integrators")
-    key = (id(rhs), method, t0, tuple(tout), rtol, atol, max_step)
+    key = (id(rhs), method, t0, tuple(tout), rtol, atol, max_step, first_step)
     return built(cache, key, lambda: ca.integrator("sim", solver, rhs, float(t0), grid, opts))
 
 
