@@ -415,13 +415,23 @@ class Variable(Declaration):
 
     def _check_start(self):
         start = self.start
+        if isinstance(start, (list, tuple, np.ndarray)) and any(
+                isinstance(e, ca.SX) for e in np.ravel(np.asarray(start, dtype=object))):
+            # [self.a, 0.0]: entries that are parameter expressions
+            start = ca.vertcat(*[ca.SX(e) for e in np.ravel(np.asarray(start, dtype=object))])
         if isinstance(start, ca.SX) and not start.is_constant():
             # a parameter expression (Inertia(phi=Fixed(self.phi0))): fixed, it becomes the
             # initial equation phi = phi0; as a guess, its value at the parameters' defaults
-            if start.numel() not in (1, self.shape[0] * self.shape[1]):
+            size = self.shape[0] * self.shape[1]
+            if start.numel() not in (1, size):
                 raise DeclarationError(f"variable '{self.path}': start value of shape "
                                        f"{start.shape} does not fit shape {self.shape}")
-            self.start_expression = start
+            if self.kind == "discrete":
+                raise DeclarationError(
+                    f"variable '{self.path}': a discrete variable's start value is a number, "
+                    f"not the expression {start}; assign it from the parameter in a when "
+                    f"clause on initial() instead")
+            self.start_expression = ca.repmat(start, size, 1) if start.numel() == 1 else start
             self.start = np.zeros(self.shape)
             return
         self.start_expression = None
@@ -926,10 +936,20 @@ class Model:
             # A declared member set after construction takes the value as the keyword
             # would (Inertia(J=5.0, phi=Fixed(0.7))); stored as a plain attribute, it was
             # ignored without a word.
-            if isinstance(member, Parameter):
-                member.set(value)
-            elif isinstance(member, Variable):
-                member.modify(value)
+            if isinstance(member, (Parameter, Variable)):
+                if isinstance(value, ca.SX) and member._symbol is not None and \
+                        ca.is_equal(value, member.symbol):
+                    return   # self.J = self.J (keeping a default): nothing changes
+                if _FlattenContext.current() is not None:
+                    raise DeclarationError(
+                        f"{_where(self)}: '{key}' is a declared {type(member).__name__.lower()}; "
+                        f"it cannot be set while the model's equations are collected (in "
+                        f"equations()): set it in __init__ or on the instance before "
+                        f"compiling, or use a local Python name for an intermediate value")
+                if isinstance(member, Parameter):
+                    member.set(value)
+                else:
+                    member.modify(value)
             else:
                 object.__setattr__(self, key, value)
 

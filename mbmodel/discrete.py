@@ -48,7 +48,9 @@ class Discrete(Variable):
     kind = "discrete"
 
     def __init__(self, start=0.0, *, unit: str = "", doc: str = ""):
-        super().__init__(start=float(start), unit=unit, doc=doc)
+        # (an expression is refused with the reason when the variable is made)
+        super().__init__(start=start if isinstance(start, ca.SX) else float(start), unit=unit,
+                         doc=doc)
 
 
 class Reinit:

@@ -2,6 +2,7 @@
 inputs, language features (inheritance, conditional connectors, replaceable classes),
 overdetermined connectors and determinism."""
 
+import math
 import os
 import subprocess
 import sys
@@ -1019,3 +1020,57 @@ def test_initial_conditions_on_a_variable_alias_elimination_removed():
     for written in (True, False):
         cm = mb.compile(Pair(written))
         assert cm.simulate(0.1, params={"k": 2.5})["a.phi"][0] == pytest.approx(2.5)
+
+
+def test_starts_from_parameters_in_vectors_and_what_is_refused():
+    class Pair(Model):
+        a = Parameter(1.0)
+        x = Variable(shape=2)
+
+        def __init__(self, start, **modifiers):
+            super().__init__(**modifiers)
+            self.x = start(self)
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+
+    for start, expected in ((lambda m: Fixed([m.a, 0.0]), [2.0, 0.0]),
+                            (lambda m: Fixed(m.a), [2.0, 2.0])):    # one value for both
+        res = mb.simulate(Pair(start), 1.0, params={"a": 2.0})
+        assert [res["x[0]"][0], res["x[1]"][0]] == expected
+
+    class Counter(Model):
+        n0 = Parameter(3.0)
+
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.n = mb.Discrete(start=self.n0)
+
+    with pytest.raises(mb.DeclarationError, match="a discrete variable's start value is a "
+                                                  "number, not the expression n0"):
+        Counter()
+
+
+def test_a_member_kept_at_its_default_or_set_inside_equations():
+    class Decay(Model):
+        T = Parameter(2.0)
+        x = Variable(start=1.0, fixed=True)
+
+        def __init__(self, T=None, **modifiers):
+            super().__init__(**modifiers)
+            self.T = T if T is not None else self.T   # keeps the default: no self-binding
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x / self.T
+
+    assert mb.simulate(Decay(), 1.0)["x"][-1] == pytest.approx(math.exp(-0.5), rel=1e-6)
+
+    class Late(Decay):
+        def equations(self):
+            self.T = 4.0
+            yield from super().equations()
+
+    with pytest.raises(mb.DeclarationError, match="'T' is a declared parameter; it cannot "
+                                                  "be set while the model's equations are "
+                                                  "collected"):
+        mb.compile(Late())
