@@ -13,8 +13,9 @@ because the equations convert nothing.
 
 Numbers written in an equation have no unit of their own: in a sum they take the unit of
 the other side. In a product or quotient, a number that reads as a pure scale (an integer
-up to 100 or its reciprocal, possibly times pi: ``3*c*s^2`` has the unit of ``c*s^2``,
-``2*pi*f*time`` is a pure number) keeps the unit of what it scales, so a period written as
+up to 100 or its reciprocal, a fraction p/q with q up to 12, possibly times pi:
+``3*c*s^2`` has the unit of ``c*s^2``, ``2*pi*f*time`` is a pure number, ``0.4*m*r^2`` a
+moment of inertia) keeps the unit of what it scales, so a period written as
 ``time/4`` is a mismatch (declare it: ``T = Parameter(4.0, unit="s")``, ``time/T``). Any
 other number may stand for a quantity written without its unit (``101325``, ``1.5e9``),
 as Modelica tools would infer, and the product is not checked. Not checked is anything
@@ -187,15 +188,19 @@ def _number(unit) -> bool:
 
 def _pure_scale(value: float) -> bool:
     """Whether a written number reads as a pure scale: 0, an integer up to 100 or its
-    reciprocal, each possibly times pi (3 in ``3*c*s^2``, ``0.5*L0``, ``2*pi*f``). Other
-    numbers are taken for quantities written without their unit."""
+    reciprocal, a fraction p/q with q up to 12 (0.4, 2/3, 1.5), each possibly times pi
+    (3 in ``3*c*s^2``, ``0.4*m*r^2``, ``4/3*pi*r^3``, ``2*pi*f``). Other numbers are taken
+    for quantities written without their unit."""
     magnitude = abs(value)
     if magnitude == 0.0:
         return True
     for candidate in (magnitude, magnitude / math.pi):
-        for n in (candidate, 1.0 / candidate):
-            whole = round(n)
-            if 1 <= whole <= 100 and abs(n - whole) <= 1e-12 * whole:
+        whole = round(1.0 / candidate)
+        if 1 <= whole <= 100 and abs(1.0 / candidate - whole) <= 1e-12 * whole:
+            return True
+        for q in range(1, 13):
+            p = round(candidate * q)
+            if 1 <= p <= 100 * q and abs(candidate * q - p) <= 1e-12 * p:
                 return True
     return False
 _UNKNOWN = None  # a variable or parameter without unit: nothing is checked through it

@@ -181,8 +181,8 @@ def test_numbers_that_may_be_quantities_leave_their_product_unchecked():
     exp((p - 101325)/1.5e9) was a false alarm in every one of them."""
     from mbmodel.units import _pure_scale
     assert all(_pure_scale(v) for v in (0.0, 3.0, -2.0, 0.5, 0.25, 100.0, 1 / 60, np.pi,
-                                        2 * np.pi, np.pi / 2))
-    assert not any(_pure_scale(v) for v in (101325.0, 1.5e9, 2.907, 0.3, 101.0, 9.81))
+                                        2 * np.pi, np.pi / 2, 0.4, 2 / 3, 4 / 3 * np.pi, 1.5))
+    assert not any(_pure_scale(v) for v in (101325.0, 1.5e9, 2.907, 101.0, 9.81, 46e-6))
     from mbmodel.libraries import hydraulics as hy
 
     class Filling(mb.Model):   # no Fluid: the default oil
