@@ -251,9 +251,14 @@ static int check_parameters(Instance *c) {
           PCHECK_MAX[i]);
       return -1;
     }
-    if ((kind == 1 && v[i] == 0.0) || (kind == 2 && (v[i] == 0.0 || !isfinite(v[i])))) {
+    if (kind == 1 && v[i] == 0.0) {
       say(c, fmi2Error, "logStatusError", "%s (does not hold for the parameter values "
           "given)", PCHECK_TEXT[i]);
+      return -1;
+    }
+    if (kind == 2 && (v[i] == 0.0 || !isfinite(v[i]))) {
+      say(c, fmi2Error, "logStatusError", "with these parameter values %s (its divisor is "
+          "%g); change them, or export the model compiled with them", PCHECK_TEXT[i], v[i]);
       return -1;
     }
   }

@@ -84,7 +84,7 @@ class Leaky(mb.Model):
         self.G = mb.Parameter(self.k * (self.d - 0.005), min=0.0)   # a bound parameter
 
     def equations(self):
-        yield mb.Assert(self.d <= self.d_max, "the pipe is wider than its limit d_max")
+        yield mb.Assert(self.d <= self.d_max, "the pipe is wider than its limit d_max (⌀ 🙂)")
         yield mb.der(self.x) == -self.G * self.x
 
 
@@ -96,7 +96,7 @@ def test_computed_parameters_and_conditions_are_checked_by_the_fmu(tmp_path):
     for values, message in (
             ({"d": 0.004}, "parameter 'G' (computed from others) = -0.001 is outside its "
                            "bounds [0, inf]"),
-            ({"d": 0.06}, "the pipe is wider than its limit d_max (does not hold")):
+            ({"d": 0.06}, "the pipe is wider than its limit d_max (⌀ 🙂) (does not hold")):
         with pytest.raises(mb.ParameterError):
             cm.simulate(1.0, params=values)
         for kind in KINDS:
