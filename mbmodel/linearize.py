@@ -18,6 +18,7 @@ from .core import time as TIME
 from .checks import scalar, vector
 from .errors import ModelError, SimulationError
 from .quiet import casadi_lines_dropped
+from .workspace import remember, workspace
 
 
 @dataclass
@@ -148,9 +149,9 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
                         np.asarray(z0, dtype=float).reshape(-1), list(cm.algebraic))
 
 
-#: Steps along the straight line from the initialized states to the operating point, on
-#: which the algebraic variables are followed (:func:`_followed`).
-CONTINUATION_STEPS = 32
+#: How often the way from the initialized states to the operating point may be halved
+#: while the algebraic variables are followed along it (:func:`_followed`).
+CONTINUATION_DEPTH = 10
 
 
 def _followed(cm, x, u, p, t, start):
@@ -161,11 +162,29 @@ def _followed(cm, x, u, p, t, start):
     four-bar's rocker at -psi). Where the path fails (a singular position on the way), Newton
     from the start values."""
     solve = cm.explicit_ode(guess=True)
-    x_start, z = np.ravel(start[0]), np.ravel(start[1])
+
+    def at(x_to, z_from):
+        return np.array(solve(x_to, u, p, t, z_from)[1]).reshape(-1)
+
+    def follow(x_from, z_from, x_to, depth):
+        # one step, accepted where two half steps land on the same solution and the
+        # solution bends little between them (a jump to another branch on the way does)
+        whole = at(x_to, z_from)
+        middle = 0.5 * (x_from + x_to)
+        z_middle = at(middle, z_from)
+        halves = at(x_to, z_middle)
+        size = 1e-8 * (1.0 + np.max(np.abs(halves), initial=0.0))
+        bend = np.max(np.abs(halves - 2 * z_middle + z_from), initial=0.0)
+        change = np.max(np.abs(halves - z_from), initial=0.0)
+        if np.max(np.abs(whole - halves), initial=0.0) <= size and bend <= 0.25 * change + size:
+            return halves
+        if depth == 0:
+            raise RuntimeError("no agreement")
+        return follow(middle, follow(x_from, z_from, middle, depth - 1), x_to, depth - 1)
+
     try:
-        for s in np.linspace(0.0, 1.0, CONTINUATION_STEPS + 1)[1:]:
-            z = np.array(solve(x_start + s * (x - x_start), u, p, t, z)[1]).reshape(-1)
-        return z
+        return follow(np.ravel(start[0]), np.ravel(start[1]), np.asarray(x, dtype=float),
+                      CONTINUATION_DEPTH)
     except RuntimeError:
         pass
     try:
@@ -173,17 +192,24 @@ def _followed(cm, x, u, p, t, start):
     except RuntimeError:
         raise SimulationError(
             f"linearize(): no algebraic variables {', '.join(cm.algebraic[:6])} solve the "
-            f"model at x = {x.tolist()}, followed from the initialized model nor from their "
-            f"start values; give z") from None
+            f"model at x = {x.tolist()}, neither followed from the initialized model nor "
+            f"from their start values; give z") from None
 
 
 def _assembled(cm, params, inputs, t):
     """The initialized states and algebraic variables (consistent: a loop assembled as a
-    simulation starts), or the start values if the model does not initialize."""
-    try:
-        return cm.initialize(params=params, inputs=inputs, t_start=t)
-    except ModelError:
-        return cm.start, cm.z_start
+    simulation starts), or the start values if the model does not initialize; kept per
+    parameters, inputs and time (a loop of linearizations at one setting solves it once)."""
+    cache = workspace(cm, "linearize")
+    key = (cm.parameter_vector(params).tobytes(), tuple(sorted((inputs or {}).items())),
+           float(t))
+    if key not in cache:
+        try:
+            point = cm.initialize(params=params, inputs=inputs, t_start=t)
+        except ModelError:
+            point = cm.start, cm.z_start
+        remember(cache, key, point)
+    return cache[key]
 
 
 def _steady_state(cm, u, p, t, start):

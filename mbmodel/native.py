@@ -279,7 +279,9 @@ class Evaluator:
                     raise ValueError
                 self._p[:] = p
         except (ValueError, TypeError):
-            raise DeclarationError(self._wrong_sizes(x, u, p)) from None
+            # (a number for a one-state model, e.g., takes this slower way)
+            self._assign_checked(x, u, p)
+            whole = u is not None and np.size(u) == len(self._u)
         self._t[0] = t
         if self.relations is not None and not whole:
             # the branches in force at this point (a contact where the state is inside it),
@@ -289,6 +291,26 @@ class Evaluator:
             self._u[:] = self.relations(self._u, self._x, self._p, t)
         self._eval()
         return self._out
+
+    def _assign_checked(self, x, u, p):
+        """The arguments copied where their sizes fit (a number stands for a vector of one),
+        else the error that says which does not."""
+        values = []
+        for value, buffer, exact in ((x, self._x, True), (u, self._u, False),
+                                     (p, self._p, True)):
+            if value is None:
+                values.append(None)
+                continue
+            try:
+                flat = np.asarray(value, dtype=float).reshape(-1)
+            except (TypeError, ValueError):
+                raise DeclarationError(self._wrong_sizes(x, u, p)) from None
+            if (len(flat) != len(buffer)) if exact else (len(flat) > len(buffer)):
+                raise DeclarationError(self._wrong_sizes(x, u, p))
+            values.append(flat)
+        for flat, buffer in zip(values, (self._x, self._u, self._p)):
+            if flat is not None:
+                buffer[:len(flat)] = flat
 
     def _wrong_sizes(self, x, u, p) -> str:
         wrong = [f"{name} has {np.size(value)} entries, the model {size}"
