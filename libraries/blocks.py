@@ -1140,9 +1140,12 @@ class Sawtooth(SO):
 
 
 class TimeTable(SO):
-    """Output interpolated linearly in a table of ``[time, value]`` rows (MSL
+    """Output interpolated linearly in a table of ``[time, value]`` rows (after MSL
     ``Sources.TimeTable``; a time repeated twice makes a jump), held at the first value
     before the table and at the last after it; ``offset`` and ``startTime`` shift it.
+    Unlike MSL, which extrapolates linearly beyond the table and outputs ``offset``
+    before ``startTime``, it holds the end values (the MSL documentation's table
+    ``[0,0; 1,0; 1,1; 2,4; 3,9; 4,16]`` gives 16 at t = 5 here, 23 there).
     Every breakpoint is a time event, so corners and jumps are exact. ``table`` is a
     structural option (a list of rows, not a run-time parameter).
 
