@@ -279,8 +279,10 @@ def unconnected(fl, graph: nx.Graph):
                 f"input '{sig.path}' of {type(comp).__name__} is not connected; connect it "
                 f"to an Output (e.g. a Constant block) in {_where(comp._parent)}. An input "
                 f"takes its value through connect() only (an equation such as "
-                f"'{sig.path} == x' does not set it): to feed it a variable, declare an "
-                f"Output y with 'y == x' and connect y to it")
+                f"'{sig.path} == x' does not set it): to feed it a variable x, connect it "
+                f"to the Output of a component that an equation sets, e.g. the blocks "
+                f"library's FreeSignal: 'yield self.feed.y == x' and "
+                f"'connect(self.feed.y, {sig.path})'")
 
 
 def _symbol_of(connector, key):

@@ -431,8 +431,22 @@ def test_unconnected_block_input():
         mb.flatten(SetByAnEquation())
     assert str(info.value).endswith(
         "An input takes its value through connect() only (an equation such as 'gain.u == x' "
-        "does not set it): to feed it a variable, declare an Output y with 'y == x' and "
-        "connect y to it")
+        "does not set it): to feed it a variable x, connect it to the Output of a component "
+        "that an equation sets, e.g. the blocks library's FreeSignal: 'yield self.feed.y "
+        "== x' and 'connect(self.feed.y, gain.u)'")
+
+    class Fed(SetByAnEquation):
+        """What the message says works (an Output of the model itself did not: from
+        inside, nothing drives it)."""
+        feed = blocks.FreeSignal()
+
+        def equations(self):
+            yield der(self.x) == -self.x
+            yield self.feed.y == self.x
+            yield mb.connect(self.feed.y, self.gain.u)
+
+    res = mb.simulate(Fed(), 1.0)
+    assert res["gain.y"][-1] == pytest.approx(2 * math.exp(-1.0), rel=1e-6)
 
 
 def test_equation_that_is_not_an_equation():
