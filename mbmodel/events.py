@@ -1012,9 +1012,14 @@ class _Run:
                     first_step = True   # IDAS's own first step was too long (see there)
                     continue
                 lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-                raise self.failure(t0, f"the integrator ({method}) failed between t = "
-                                       f"{t0:.9g} and {t1:.9g}: {lines[-1] if lines else exc}"
-                                   ) from None
+                from .diagnose import explain_point
+                found = explain_point(self.cm, t0, x, z, u, self.p)  # where it starts
+                cause = f" At t = {t0:.9g}, {found.explanation}" if found else ""
+                error = self.failure(t0, f"the integrator ({method}) failed between t = "
+                                         f"{t0:.9g} and {t1:.9g}: "
+                                         f"{lines[-1] if lines else exc}.{cause}")
+                error.variable = found.variable if found else None
+                raise error from None
         if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(zs))):
             raise self.failure(t0, f"the solution is not finite between t = {t0:.9g} and "
                                    f"{t1:.9g}")

@@ -804,3 +804,24 @@ def test_a_pulse_edge_on_an_output_time_shows_the_value_after_it():
     res = mb.simulate(Pulsed(), 1.0, times=np.arange(9) / 8)
     assert res["pulse.y"].tolist() == [1.0, 0.0] * 4 + [1.0]
     assert res["x"][-1] == pytest.approx(0.5, abs=1e-9)
+
+
+def test_a_run_with_events_that_fails_at_once_names_the_equation():
+    """An ideal diode with no resistance at all into a capacitor: the derivative is not
+    finite where it conducts. The error gave only CVODES' 'CV_FIRST_RHSFUNC_ERR'."""
+    class Shorted(mb.Model):
+        s = el.SineVoltage(V=1.0)
+        d = el.IdealDiode(Ron=0.0, Goff=0.0)
+        r = el.Resistor(R=2.0)
+        g = el.Ground()
+        c = el.Capacitor(C=0.1, v=mb.Fixed(0.0))
+
+        def equations(self):
+            yield mb.connect(self.s.p, self.d.p)
+            yield mb.connect(self.d.n, self.r.p, self.c.p)
+            yield mb.connect(self.r.n, self.s.n, self.g.p, self.c.n)
+
+    with pytest.raises(mb.SimulationError, match=r"At t = 0, d\.s = nan: the equation solved "
+                                                 r"for d\.s gives a non-finite value") as info:
+        mb.simulate(Shorted(), 1.0, method="bdf")
+    assert info.value.variable == "d.s"
