@@ -327,6 +327,7 @@ class CompiledModel:
         self.build_times = times or BuildTimes()
         self.start = np.array([sys_.start[v] for v in sys_.states], dtype=float)
         self.z_start = np.array([sys_.start[v] for v in sys_.algebraic], dtype=float)
+        self._start_function = self._starts_of_parameters(sys_)
         self._check_parameters(self.parameter_defaults)  # e.g. asserts on declared values
         #: States and iteration variables that start from an implicit 0 (no start given).
         in_linear_blocks = {sys_.names[v] for b in sys_.blocks if b.linear for v in b.tear_vars}
@@ -454,6 +455,33 @@ class CompiledModel:
                     f"({describe(expr)} = {v}); it depends on {', '.join(names[:6])}. Change "
                     f"those values, or compile the model with them so the equations are "
                     f"sorted for them")
+
+    def _starts_of_parameters(self, system):
+        """``p -> (start, z_start)`` where start values are parameter expressions
+        (``Guess(self.y0)``), else None: the start values then follow the parameters of
+        each run, as Modelica's ``start = y0`` does."""
+        given = getattr(system, "start_expressions", None) or {}
+        rows = [v for v in list(system.states) + list(system.algebraic) if v in given]
+        if not rows:
+            return None
+        values = [ca.SX(system.start[v]) if v not in given else given[v]
+                  for v in list(system.states) + list(system.algebraic)]
+        if self._bound:
+            _, values = ca.substitute_inplace([q.symbol for q in self._bound],
+                                              [q.binding for q in self._bound], values, False)
+        return ca.Function("starts", [self.symbols.p], [stacked(values)])
+
+    def starts(self, p) -> tuple[np.ndarray, np.ndarray]:
+        """The start values of the states and algebraic variables for the parameter vector
+        ``p`` (those given as parameter expressions follow it).
+
+        Example: ``x_start, z_start = cm.starts(cm.parameter_vector({"y0": 2.0}))``"""
+        function = getattr(self, "_start_function", None)
+        if function is None:
+            return self.start.copy(), self.z_start.copy()
+        values = np.array(function(p), dtype=float).reshape(-1)
+        n_x = len(self.start)
+        return values[:n_x], values[n_x:]
 
     def _pivot_guards(self) -> list:
         return self.system.pivot_guards if self.parameter_mode == "symbolic" else []

@@ -476,7 +476,7 @@ class _Run:
                 x, z = cm.initialize(params=params, inputs=inputs, t_start=t,
                                      steady_state=steady_state, discrete=D)
             else:
-                x, z = np.asarray(x0, dtype=float), cm.z_start.copy()
+                x, z = np.asarray(x0, dtype=float), cm.starts(self.p)[1]
             u = self.u_out(t, D)
             z = self.consistent_z(x, z, u, t)
             # when clauses fire at initialization only through initial()

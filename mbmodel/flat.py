@@ -216,6 +216,9 @@ class FlatModel:
     #: overridden), by path, and the analysis: asked by the diagnosis of a failed run
     explainers: dict = field(default_factory=dict)
     analysis: str = "forward"
+    #: start values given as parameter expressions, by variable position (their numbers
+    #: in ``variables`` are the values at the parameters' defaults)
+    start_expressions: dict = field(default_factory=dict)
     #: the variables' symbols as one column vector (None: not known); selecting from it
     #: is cheaper than a vertcat of the scalars, which converts each from Python
     symbol_vector: ca.SX | None = None

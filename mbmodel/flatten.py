@@ -119,6 +119,7 @@ class _Flattener:
         self.use_templates = True  # equations() once per component structure (templates)
         self.templates: dict = {}  # template key -> EquationTemplate, or None: not one
         self.symbolic_starts: list = []  # variables whose start is a parameter expression
+        self.start_expressions: dict = {}  # their elements' expressions, by position
 
     # -- collect declarations -----------------------------------------------------------
     def collect(self):
@@ -797,6 +798,7 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
     flat.visuals = _visuals(fl)
     flat.explainers = _explainers(fl.components)
     flat.analysis = analysis
+    flat.start_expressions = fl.start_expressions
     flat.symbol_vector = _symbol_vector(fl)
     residuals = stacked(fl.residual_pieces)
     flat.residual_vector = residuals if residuals.numel() == len(flat.equations) else None
@@ -845,8 +847,9 @@ def _symbolic_starts(fl):
                                    f"{describe(expr)} is not finite at the parameters' "
                                    f"values")
         first = fl.first_position[id(var)]
-        for k, v in enumerate(values):
+        for k, (v, element) in enumerate(zip(values, expr.elements())):
             fl.variables[first + k].start = float(v)
+            fl.start_expressions[first + k] = element
 
 
 def _explainers(components) -> dict:

@@ -49,7 +49,9 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
         _check_determined_conditions(cm, p, u, t_start)
     if n_x + n_z == 0:
         return np.zeros(0), np.zeros(0)
-    x_start = cm.start.copy() if x_guess is None else np.asarray(x_guess, dtype=float).copy()
+    x_start, z_start = cm.starts(p)
+    if x_guess is not None:
+        x_start = np.asarray(x_guess, dtype=float).copy()
     if not steady_state:
         if explicit is not None:
             for i, value in explicit.items():
@@ -66,7 +68,7 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
             raise InitializationError(
                 str(exc) + _dependent_equations(cm, x_start, u, p, t_start)) from None
         problem = remember(cache, bool(steady_state), built_problem)
-    w0 = np.concatenate([x_start, cm.z_start])
+    w0 = np.concatenate([x_start, z_start])
     known = np.concatenate([p, u, [t_start], x_start])
     F, labels_all = problem.residual, problem.labels
     sol = None

@@ -124,8 +124,8 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
                              steady_state=steady_state)
     else:
         x = vector(x0, len(cm.states), "x0", cm.states)
-        z = cm.z_start.copy() if z0 is None else vector(z0, len(cm.algebraic), "z0",
-                                                          cm.algebraic)
+        z = cm.starts(p)[1] if z0 is None else vector(z0, len(cm.algebraic), "z0",
+                                                       cm.algebraic)
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
     events_inside = time_events(cm, p, u_of, t_start, t_end)

@@ -95,6 +95,8 @@ class SortedSystem:
     removed_alias_equations: int
     start: list[float]
     flat_index: dict[str, int]
+    #: start values given as parameter expressions (of the flat parameters), by variable
+    start_expressions: dict = field(default_factory=dict)
     #: Divisors that depend on parameters only, with what was solved by dividing by them:
     #: ``(expression, description)``. Nonzero at the declared values (checked here); the
     #: compiled model re-checks them when parameters change at run time.
@@ -598,10 +600,14 @@ class _Analysis:
         for a, (rep, sign, off) in self.alias.items():
             alias_named[self.names[a]] = (self.names[rep] if rep is not None else None, sign, off)
         start = [0.0] * n_all
+        start_expressions = {}
+        given = getattr(self.flat, "start_expressions", {})
         for v in range(min(n, n_all)):
             g = ids[v]
             if g < len(self.flat.variables):
                 start[v] = self.flat.variables[g].start
+                if g in given:
+                    start_expressions[v] = given[g]
         return SortedSystem(
             names=names, symbols=symbols, equations=equations, equation_origins=origins,
             states=states, state_derivatives=[red.var_diff[v] for v in states],
@@ -610,6 +616,7 @@ class _Analysis:
             alias=alias_named, inputs=self.input_ids, n_differentiated_equations=len(red.new_eqs),
             dummy_derivatives=sorted(dummies),
             removed_alias_equations=len(self.aliases.removed_equations), start=start,
+            start_expressions=start_expressions,
             flat_index={nm: i for i, nm in enumerate(names)}, pivot_guards=self.pivot_guards,
             model_name=self.flat.name, variables=self.flat.variables,
             variable_index=self.flat.index, parameters=self.flat.parameters,

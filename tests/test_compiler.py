@@ -956,6 +956,11 @@ def test_start_values_given_by_parameters_follow_them_at_run_time():
     assert res["load.phi"][-1] == pytest.approx(4.5, abs=1e-9)   # free: phi0 + 2 w0 t
     res = cm.simulate(1.0, params={"phi0": 1.0, "w0": -1.0})
     assert res["load.phi"][0] == 1.0 and res["load.phi"][-1] == pytest.approx(-1.0, abs=1e-9)
+    # the guess follows its parameter too (it took the default's value): the other root
+    assert cm.simulate(1.0, params={"y0": 1.4})["y"][0] == 1.5
+    from mbmodel.persist import dumps, loads
+    loaded = loads(dumps(cm))
+    assert loaded.simulate(1.0, params={"y0": 1.4})["y"][0] == 1.5
 
     class FromAVariable(Model):
         x = Variable(start=1.0, fixed=True)
