@@ -676,7 +676,17 @@ class _Run:
                     f"forth faster than it can be integrated (a Zeno point, such as a bouncing "
                     f"ball coming to rest, or a switching condition without hysteresis); add "
                     f"hysteresis, a rest state, or stop the run before t = {t:.6g}"
+                    + (self.one_instant_hint() if span <= 1e-9 * max(1.0, abs(t)) else "")
                     + ("" if point is None else self.noise_hint(t, causes, *point)))
+
+    def one_instant_hint(self) -> str:
+        """For chattering at one instant: no value of the relations is consistent there."""
+        return (". The events fall at one instant, not at shrinking intervals: there either "
+                "no value of these relations is consistent, each making the other hold (an "
+                "ideal element with positive feedback at its limit, such as a limited op-amp "
+                "driven to its rail by its own output: the model needs a state there, a "
+                "finite gain or a delay), or their crossing functions stay within round-off "
+                "of zero")
 
     def noise_hint(self, t, causes, x, z, u):
         """A sentence for the chattering error if a relation that chatters amplifies the

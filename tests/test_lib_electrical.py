@@ -504,3 +504,26 @@ def test_a_nonlinear_loop_driven_from_rest_by_a_sine():
     sol = solve_ivp(rhs, (0.0, 0.04), [0.0], method="Radau", t_eval=res.t, rtol=1e-11,
                     atol=1e-12)
     assert np.abs(res["c.v"] - sol.y[0]).max() < 1e-6   # peak 3 V, rtol 1e-6
+
+
+def test_a_limited_op_amp_driven_to_its_rail_by_its_own_output_says_why_it_stops():
+    """Positive feedback (an astable) with the ideal limited op-amp: at the rail no mode
+    is consistent, and the run stopped with a message about Zeno points and hysteresis
+    only. It now says that the events fall at one instant and what that means."""
+    class Astable(mb.Model):
+        op = el.IdealOpAmpLimited(Vps=10.0, Vns=-10.0)
+        r = el.Resistor(R=1e4)
+        c = el.Capacitor(C=1e-7, v=Fixed(0.1))
+        r1 = el.Resistor(R=1e4)
+        r2 = el.Resistor(R=1e4)
+        gnd = el.Ground()
+
+        def equations(self):
+            yield connect(self.op.out, self.r.p, self.r1.p)
+            yield connect(self.r.n, self.c.p, self.op.in_n)
+            yield connect(self.r1.n, self.r2.p, self.op.in_p)
+            yield connect(self.c.n, self.r2.n, self.gnd.p)
+
+    with pytest.raises(mb.SimulationError, match="The events fall at one instant, not at "
+                                                 "shrinking intervals"):
+        mb.simulate(Astable(), 0.01)
