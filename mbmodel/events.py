@@ -797,10 +797,6 @@ class _Run:
         if not len(lay.relation_slots):
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         c = self.crossings_at(xs, zs, u, ts)
-        if not ends_at_event:
-            edge = self.edge_at_end(t1, xs[:, -1], zs[:, -1], u, frozen, c[:, -1])
-            if edge:
-                return t1, xs[:, -1], zs[:, -1], edge, xs, zs, m - 1
         # A crossing function within round-off of zero on the other side is not a crossing:
         # a locked joint's speed, constant in exact arithmetic, wanders by 1e-24 in BDF's
         # corrector and would make events with no consequence (nor is one within the band
@@ -809,6 +805,11 @@ class _Run:
         literal = np.where(np.abs(c) <= noise, frozen[:, None], lay.literal(c))
         differs = np.any(literal != frozen[:, None], axis=0)
         if not differs.any():
+            # (only where nothing crossed before: an edge at the end comes last)
+            edge = None if ends_at_event else self.edge_at_end(t1, xs[:, -1], zs[:, -1], u,
+                                                               frozen, c[:, -1])
+            if edge:
+                return t1, xs[:, -1], zs[:, -1], edge, xs, zs, m - 1
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         self.crossing_scale = np.max(np.abs(c), axis=1)
         j = int(np.argmax(differs))
@@ -884,16 +885,21 @@ class _Run:
         Pulse's falling edge exactly on an output time), the crossing function is within
         round-off of zero there and was taken for noise, so the row at ``t1`` showed the
         value before the edge and the event came a round-off later. Such a relation reads
-        its new value an instant later with the states held."""
+        its new value an instant later, the states moved on by their derivatives (a state
+        that follows time exactly, x = t against x >= time, stays at its threshold)."""
         lay = self.layout
+        if t1 >= self.t_end:
+            return None   # the run ends there: no event to show
         if c is None:
             c = self.crossings_at(x[:, None], z[:, None], u, np.array([t1]))[:, 0]
         noise = np.maximum(NOISE_FLOOR * self.atol, self.held_band)
         near = np.abs(c) <= noise
         if not near.any():
             return None
-        later = t1 + 1e-9 * max(1.0, abs(t1))   # (its value there is above the noise)
-        c_later = self.crossings_at(x[:, None], z[:, None], u, np.array([later]))[:, 0]
+        h = 1e-9 * max(1.0, abs(t1))   # (a relation on time is above the noise there)
+        x_later = x + h * np.array(self.cm.ode(x, z, u, self.p, t1), dtype=float).reshape(-1)
+        c_later = self.crossings_at(x_later[:, None], z[:, None], u,
+                                    np.array([t1 + h]))[:, 0]
         switching = near & (np.abs(c_later) > noise) & (lay.literal(c_later) != frozen)
         return [int(i) for i in np.flatnonzero(switching)] or None
 

@@ -124,8 +124,15 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
                              steady_state=steady_state)
     else:
         x = vector(x0, len(cm.states), "x0", cm.states)
-        z = cm.starts(p)[1] if z0 is None else vector(z0, len(cm.algebraic), "z0",
-                                                       cm.algebraic)
+        if z0 is None:
+            # consistent with x0 (the first row showed the guesses, not a solution)
+            z = cm.starts(p)[1]
+            try:
+                z = _solve_algebraic(cm, z, p, u_of(t_start), t_start, x)
+            except SimulationError:
+                pass   # the integrator's own start finds them, or says why not
+        else:
+            z = vector(z0, len(cm.algebraic), "z0", cm.algebraic)
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
     events_inside = time_events(cm, p, u_of, t_start, t_end)

@@ -825,3 +825,24 @@ def test_a_run_with_events_that_fails_at_once_names_the_equation():
                                                  r"for d\.s gives a non-finite value") as info:
         mb.simulate(Shorted(), 1.0, method="bdf")
     assert info.value.variable == "d.s"
+
+
+@pytest.mark.parametrize("method", ["auto", "bdf"])
+def test_a_crossing_inside_a_stretch_comes_before_an_edge_at_its_end(method):
+    """A state crossing at 0.3 and a relation on time with its edge exactly at the output
+    time 0.5, in one stretch: the edge at the end was taken first and the crossing at 0.3
+    moved to 0.5 (w short by 0.2), in the stretches CVODES and IDAS integrate."""
+    class Both(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        w = mb.Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == 1.0
+            past = if_else(self.x > 0.3, 1.0, 0.0)
+            positive = if_else(mb.functions.sin(2 * np.pi * mb.time) > 0, 1.0, 0.0)
+            yield mb.der(self.w) == past + positive
+
+    res = mb.simulate(Both(), 1.0, times=np.linspace(0, 1, 3), method=method, atol=1e-6,
+                      rtol=1e-6)
+    assert any(abs(e.time - 0.3) < 1e-9 for e in res.events)
+    assert res["w"].tolist() == pytest.approx([0.0, 0.7, 1.2], abs=1e-9)
