@@ -24,7 +24,7 @@ from .checks import scalar
 from .core import Model, check_parameter_value
 from .core import time as TIME
 from .errors import DeclarationError, ImplicitStartWarning, ParameterError, SimulationError
-from .flat import FlatModel, describe, stacked
+from .flat import FlatModel, describe, resolve_bindings, stacked
 from .flatten import flatten
 from .structure import SortedSystem, affine_expression, analyze
 
@@ -461,15 +461,12 @@ class CompiledModel:
         (``Guess(self.y0)``), else None: the start values then follow the parameters of
         each run, as Modelica's ``start = y0`` does."""
         given = getattr(system, "start_expressions", None) or {}
-        rows = [v for v in list(system.states) + list(system.algebraic) if v in given]
-        if not rows:
+        order = list(system.states) + list(system.algebraic)
+        if not any(v in given for v in order):
             return None
-        values = [ca.SX(system.start[v]) if v not in given else given[v]
-                  for v in list(system.states) + list(system.algebraic)]
-        if self._bound:
-            _, values = ca.substitute_inplace([q.symbol for q in self._bound],
-                                              [q.binding for q in self._bound], values, False)
-        return ca.Function("starts", [self.symbols.p], [stacked(values)])
+        values = [given[v] if v in given else ca.SX(system.start[v]) for v in order]
+        return ca.Function("starts", [self.symbols.p],
+                           [stacked(resolve_bindings(self._bound, values))])
 
     def starts(self, p) -> tuple[np.ndarray, np.ndarray]:
         """The start values of the states and algebraic variables for the parameter vector
@@ -496,11 +493,8 @@ class CompiledModel:
             exprs = ([q.binding for q in self._bound]
                      + [a.condition for a in self.system.asserts]
                      + [g for g, _ in self._pivot_guards()])
-            if self._bound:
-                _, exprs = ca.substitute_inplace([q.symbol for q in self._bound],
-                                                 [q.binding for q in self._bound], exprs, False)
             self._param_check = ca.Function("parameter_checks", [self.symbols.p],
-                                            [stacked(exprs)])
+                                            [stacked(resolve_bindings(self._bound, exprs))])
         return self._param_check
 
     def explicit_ode(self, guess: bool = False) -> ca.Function:

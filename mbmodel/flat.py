@@ -245,6 +245,33 @@ def stacked(expressions) -> ca.SX:
     return ca.vertcat(*expressions) if expressions else ca.SX(0, 1)
 
 
+def resolve_bindings(parameters, exprs) -> list:
+    """``exprs`` with every bound parameter among ``parameters`` replaced by its binding,
+    in terms of the free parameters (one pass: bindings may refer to other bound ones)."""
+    bound = [q for q in parameters if q.binding is not None]
+    if not bound or not len(exprs):
+        return list(exprs)
+    _, resolved = ca.substitute_inplace([q.symbol for q in bound], [q.binding for q in bound],
+                                        list(exprs), False)
+    return list(resolved)
+
+
+def at_parameter_values(exprs, parameters) -> tuple[np.ndarray | None, list]:
+    """The parameter expressions ``exprs`` (one column) at the parameters' values, bindings
+    resolved: ``(values, [])``; or ``(None, foreign)`` where some depend on other symbols,
+    ``foreign`` listing those symbols' names per expression."""
+    free = [q for q in parameters if q.binding is None]
+    (stacked_exprs,) = resolve_bindings(parameters, [ca.vertcat(*exprs)])
+    free_hashes = {q.symbol.element_hash() for q in free}
+    if any(s.element_hash() not in free_hashes for s in ca.symvar(stacked_exprs)):
+        return None, [[s.name() for s in ca.symvar(stacked_exprs[i])
+                       if s.element_hash() not in free_hashes]
+                      for i in range(stacked_exprs.numel())]
+    fn = ca.Function("at_parameter_values", [stacked([q.symbol for q in free])],
+                     [stacked_exprs])
+    return np.array(fn(np.array([q.value for q in free], dtype=float))).reshape(-1), []
+
+
 def describe(expr) -> str:
     """An expression as text for messages, cut to a readable length."""
     text = str(expr)

@@ -27,8 +27,8 @@ from .connections import (build_connection_graph, connection_equations, connecti
 from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContext, _iterate, _where
 from .errors import DeclarationError, ModelError
 from .discrete import RelationsSwitchAtEvents, When
-from .flat import (FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable, describe,
-                   stacked)
+from .flat import (FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable,
+                   at_parameter_values, describe, stacked)
 from .hybrid import HybridCollector
 from .visuals import resolve as resolve_visuals
 from .templates import EquationTemplate, Instantiated, Recorder, partners, template_key
@@ -377,10 +377,12 @@ class _Flattener:
                     self._add_equation(comp, item, self.equations, "model")
             for item in initial:
                 self._add_equation(comp, item, self.initial_equations, "initial")
-            for var in _variables_of(comp):
-                if var.start_expression is not None and var.fixed and self.active(var):
-                    self._add_equation(comp, var.symbol == ca.reshape(
-                        var.start_expression, *var.shape), self.initial_equations, "initial")
+        for var in self.symbolic_starts:   # (a few: no pass over every variable)
+            if var.fixed and self.active(var):
+                comp = var.owner if isinstance(var.owner, Model) else var.owner.owner
+                self._add_equation(comp, var.symbol == ca.reshape(var.start_expression,
+                                                                  *var.shape),
+                                   self.initial_equations, "initial")
             self.local_equations[id(comp)] = (self.local_equations.get(id(comp), 0)
                                               + len(self.equations) - n_before)
         self.hybrid.check_assigned()
@@ -822,34 +824,27 @@ def _symbolic_starts(fl):
     found = [v for v in fl.symbolic_starts if fl.active(v)]
     if not found:
         return
-    exprs = [ca.reshape(v.start_expression, -1, 1) for v in found]
-    bound = [p for p in fl.parameters if p.binding is not None]
-    if bound:
-        _, exprs = ca.substitute_inplace([p.symbol for p in bound],
-                                         [p.binding for p in bound], exprs, False)
-    free = [p for p in fl.parameters if p.binding is None]
-    free_symbols = ca.vertcat(*[p.symbol for p in free]) if free else ca.SX(0, 1)
-    for var, expr in zip(found, exprs):
-        others = [s.name() for s in ca.symvar(expr)
-                  if not ca.depends_on(free_symbols, s)] if free else \
-            [s.name() for s in ca.symvar(expr)]
-        if others:
-            raise DeclarationError(
-                f"variable '{var.path}': its start value {describe(expr)} depends on "
-                f"{', '.join(others[:4])}, not on parameters alone; a start value may be "
-                f"a parameter expression (for a relation between variables at the start, "
-                f"write an initial equation)")
-        value = ca.Function("start", [free_symbols], [expr])(
-            [p.value for p in free] if free else [])
-        values = np.array(value, dtype=float).reshape(-1, order="F")
-        if not np.all(np.isfinite(values)):
-            raise DeclarationError(f"variable '{var.path}': its start value "
-                                   f"{describe(expr)} is not finite at the parameters' "
-                                   f"values")
+    elements, places = [], []   # each start's elements and (variable, flat position)
+    for var in found:
         first = fl.first_position[id(var)]
-        for k, (v, element) in enumerate(zip(values, expr.elements())):
-            fl.variables[first + k].start = float(v)
-            fl.start_expressions[first + k] = element
+        for k, element in enumerate(ca.reshape(var.start_expression, -1, 1).elements()):
+            elements.append(element)
+            places.append((var, first + k))
+    values, foreign = at_parameter_values(elements, fl.parameters)
+    for (var, _), names in zip(places, foreign):
+        if names:
+            raise DeclarationError(
+                f"variable '{var.path}': its start value {describe(var.start_expression)} "
+                f"depends on {', '.join(names[:4])}, not on parameters alone; a start value "
+                f"may be a parameter expression (for a relation between variables at the "
+                f"start, write an initial equation)")
+    for (var, position), element, value in zip(places, elements, values):
+        if not np.isfinite(value):
+            raise DeclarationError(f"variable '{var.path}': its start value "
+                                   f"{describe(var.start_expression)} is not finite at the "
+                                   f"parameters' values")
+        fl.variables[position].start = float(value)
+        fl.start_expressions[position] = element
 
 
 def _explainers(components) -> dict:

@@ -40,6 +40,7 @@ import casadi as ca
 import numpy as np
 
 from .errors import DeclarationError
+from .flat import at_parameter_values
 
 __all__ = ["VisualShape", "KINDS", "resolve"]
 
@@ -180,27 +181,16 @@ def resolve(found, variable_name, parameters) -> list[dict]:
 def _evaluate(exprs, parameters, where) -> np.ndarray:
     """The parameter expressions ``exprs`` at the parameters' values; an error names the
     component whose entry is no such expression."""
-    free = [q for q in parameters if q.binding is None]
-    bound = [q for q in parameters if q.binding is not None]
-    stacked = ca.vertcat(*exprs)
-    if bound:  # bindings may refer to other bound parameters: resolved in order
-        _, (stacked,) = ca.substitute_inplace([q.symbol for q in bound],
-                                              [q.binding for q in bound], [stacked], False)
-    free_symbols = {q.symbol.element_hash() for q in free}
-    if any(s.element_hash() not in free_symbols for s in ca.symvar(stacked)):
-        for i, (path, _, field, k, role) in enumerate(where):
-            foreign = [s for s in ca.symvar(stacked[i])
-                       if s.element_hash() not in free_symbols]
-            if foreign:
-                which = ("is an expression, not a variable" if role == "position" else
-                         f"depends on '{foreign[0]}', which is not a parameter")
-                raise DeclarationError(
-                    f"component '{path or '(top)'}': visuals(): {field}[{k}] {which}; "
-                    f"positions and orientations are variables (e.g. a connector's), sizes "
-                    f"numbers or parameter expressions")
-    fn = ca.Function("visual_sizes", [ca.vertcat(*[q.symbol for q in free]) if free
-                                      else ca.SX(0, 1)], [stacked])
-    return np.array(fn(np.array([q.value for q in free], dtype=float))).reshape(-1)
+    values, foreign = at_parameter_values(exprs, parameters)
+    for (path, _, field, k, role), names in zip(where, foreign):
+        if names:
+            which = ("is an expression, not a variable" if role == "position" else
+                     f"depends on '{names[0]}', which is not a parameter")
+            raise DeclarationError(
+                f"component '{path or '(top)'}': visuals(): {field}[{k}] {which}; "
+                f"positions and orientations are variables (e.g. a connector's), sizes "
+                f"numbers or parameter expressions")
+    return values
 
 
 def _name(path, shape, taken) -> str:

@@ -366,6 +366,9 @@ def test_a_universal_joint_on_a_loop_takes_guesses_and_runs_inverse():
                                  n_points=101)
     assert np.abs(res["j4.phi"] - with_revolutes["j4.phi"]).max() < 1e-9
     assert np.abs(res["cross.revolute_a.phi"] - with_revolutes["ua.phi"]).max() < 1e-9
+    # and the loop closes as the closed-form geometry says (coupler length kept)
+    for theta, psi in zip(res["j1.phi"], res["j4.phi"]):
+        assert psi == pytest.approx(rusr_rocker_angle(theta, psi), abs=1e-9)
     inverse = mb.compile(SpatialFourbar(universal=True), analysis="inverse")
     solve = inverse.explicit_ode(guess=True)
     z = np.array([res[name][0] for name in inverse.algebraic])   # the assembly run forward
