@@ -377,14 +377,14 @@ class _Flattener:
                     self._add_equation(comp, item, self.equations, "model")
             for item in initial:
                 self._add_equation(comp, item, self.initial_equations, "initial")
-        for var in self.symbolic_starts:   # (a few: no pass over every variable)
-            if var.fixed and self.active(var):
-                comp = var.owner if isinstance(var.owner, Model) else var.owner.owner
-                self._add_equation(comp, var.symbol == ca.reshape(var.start_expression,
-                                                                  *var.shape),
-                                   self.initial_equations, "initial")
             self.local_equations[id(comp)] = (self.local_equations.get(id(comp), 0)
                                               + len(self.equations) - n_before)
+        for var in self.symbolic_starts:   # (a few: no pass over every variable)
+            if var.fixed and self.active(var):
+                owner = var.owner if isinstance(var.owner, Model) else var.owner.owner
+                self._add_equation(owner, var.symbol == ca.reshape(var.start_expression,
+                                                                   *var.shape),
+                                   self.initial_equations, "initial")
         self.hybrid.check_assigned()
         self.hybrid.drop_unused([e.residual for e in self.equations + self.initial_equations])
 
