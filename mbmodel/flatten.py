@@ -28,7 +28,7 @@ from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContex
 from .errors import DeclarationError, ModelError
 from .discrete import RelationsSwitchAtEvents, When
 from .flat import (FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable,
-                   at_parameter_values, describe, stacked)
+                   at_parameter_values, describe, resolve_bindings, stacked)
 from .hybrid import HybridCollector
 from .visuals import resolve as resolve_visuals
 from .templates import EquationTemplate, Instantiated, Recorder, partners, template_key
@@ -675,12 +675,8 @@ def _new_time_events(fl, derived) -> list:
     if not derived or not fl.time_events:
         return list(derived)
     free = [q for q in fl.parameters if q.binding is None]
-    bound = [q for q in fl.parameters if q.binding is not None]
     declared = [ca.SX(e) for e in fl.time_events]
-    differences = [a - b for a in derived for b in declared]
-    if bound:
-        _, differences = ca.substitute_inplace([q.symbol for q in bound],
-                                               [q.binding for q in bound], differences, False)
+    differences = resolve_bindings(fl.parameters, [a - b for a in derived for b in declared])
     fn = ca.Function("differences", [ca.vertcat(*[q.symbol for q in free])
                                      if free else ca.SX(0, 1)], [ca.vertcat(*differences)])
     values = np.array([q.value for q in free], dtype=float)

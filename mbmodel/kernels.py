@@ -48,7 +48,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .core import time as TIME
-from .flat import stacked as stacked_column
+from .flat import resolve_bindings, stacked as stacked_column
 
 __all__ = ["structured_dynamics", "KernelStats", "KERNELS_VERSION"]
 
@@ -346,8 +346,7 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
         env[q.symbol.element_hash()] = value
     if bound:
         # Bindings resolved into each other once, as a function of the free parameters.
-        resolved, _ = ca.substitute_inplace([q.symbol for q in bound],
-                                            [q.binding for q in bound], [], False)
+        resolved = resolve_bindings(bound, [q.binding for q in bound])
         binding_fn = ca.Function("bindings", [ca.vertcat(*[q.symbol for q in free])
                                               if free else ca.SX(0, 1)],
                                  [ca.vertcat(*resolved)])

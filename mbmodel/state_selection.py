@@ -25,7 +25,7 @@ import casadi as ca
 import numpy as np
 
 from .errors import SimulationError
-from .flat import stacked
+from .flat import resolve_bindings, stacked
 from .result import Result
 
 #: Switch when the current dependent variables' columns are this much worse conditioned
@@ -56,10 +56,7 @@ class StateChoice:
         names, symbols = cm.system.names, cm.system.symbols
         by_hash = {s.element_hash(): n for n, s in zip(names, symbols)}
         free = {q.symbol.element_hash(): q for q in cm.system.parameters if q.binding is None}
-        bound = [q for q in cm.system.parameters if q.binding is not None]
-        if bound:  # bindings in terms of free parameters (one pass resolves chains)
-            _, (J,) = ca.substitute_inplace([q.symbol for q in bound],
-                                            [q.binding for q in bound], [J], False)
+        (J,) = resolve_bindings(cm.system.parameters, [J])  # in the free parameters
         used = ca.symvar(J)
         self.variables = [by_hash[s.element_hash()] for s in used
                           if s.element_hash() in by_hash and s.element_hash() not in free]
