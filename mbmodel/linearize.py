@@ -215,20 +215,17 @@ def _assembled(cm, params, inputs, t):
 def _steady_state(cm, u, p, t, start):
     """States and algebraic variables with ``ẋ = 0`` and ``g = 0`` at inputs ``u`` (Newton
     from ``start``, the initialized point; fixed start values do not bind here: a steady
-    state is where the model rests, wherever it was started)."""
-    X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
-    w = ca.vertcat(X, Z)
-    residual = ca.vertcat(cm.ode(X, Z, U, P, TIME), cm.alg(X, Z, U, P, TIME))
-    g = ca.Function("steady", [w, ca.vertcat(U, P, TIME)], [residual])
-    guess = np.concatenate([np.ravel(start[0]), np.ravel(start[1])])
-    known = np.concatenate([u, p, [t]])
-    quiet = {"error_on_fail": False, "show_eval_warnings": False}
-    # Newton first; KINSOL's line search where full Newton steps overshoot (a mechanism
-    # started away from its rest position)
-    for name, opts in (("newton", quiet),
-                       ("kinsol", {**quiet, "disable_internal_warnings": True,
-                                   "strategy": "linesearch"})):
-        solver = ca.rootfinder("steady_state", name, g, opts)
+    state is where the model rests, wherever it was started). A state no equation depends
+    on (a free angle or position: a cyclic coordinate) keeps its value at ``start`` and its
+    own ``ẋ = 0`` is dropped: a speed-controlled drive has no rest point, but a steady
+    motion, at which it is linearized as Modelica tools trim such models."""
+    g, solvers, held = _steady_state_solvers(cm)
+    n_x = len(cm.states)
+    x_start, z_start = np.ravel(start[0]).astype(float), np.ravel(start[1]).astype(float)
+    moving = np.setdiff1d(np.arange(n_x), held)
+    guess = np.concatenate([x_start[moving], z_start])
+    known = np.concatenate([x_start[held], u, p, [t]])
+    for solver in solvers:
         try:
             with casadi_lines_dropped():
                 solution = np.array(solver(guess, known)).reshape(-1)
@@ -241,8 +238,47 @@ def _steady_state(cm, u, p, t, start):
         raise SimulationError(
             "linearize(steady_state=True): no steady state (der(x) = 0) found near the "
             "initialized point; give the operating point as x, or start values nearer one")
-    n_x = len(cm.states)
-    return solution[:n_x], solution[n_x:]
+    x0 = x_start.copy()
+    x0[moving] = solution[:len(moving)]
+    return x0, solution[len(moving):]
+
+
+def _steady_state_solvers(cm):
+    """The steady-state residual ``(x moving, z; x held, u, p, t) -> (ẋ moving, g)``, its
+    rootfinders (Newton first, then KINSOL's line search where full Newton steps overshoot:
+    a mechanism started away from its rest position) and the held states' indices (see
+    :func:`_steady_state`), built once per compiled model and thread (a loop of
+    linearizations at steady states reuses them)."""
+    cache = workspace(cm, "linearize")
+    if "steady_state" not in cache:
+        X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
+        n_x = len(cm.states)
+        ode, alg = cm.ode(X, Z, U, P, TIME), cm.alg(X, Z, U, P, TIME)
+        pattern = ca.jacobian(ca.vertcat(ode, alg), X).sparsity()
+        used = set(pattern.get_col())
+        held = [i for i in range(n_x) if i not in used]
+        moving = [i for i in range(n_x) if i in used]
+        w = ca.vertcat(*[X[i] for i in moving], Z)  # (X[[]] is 1-by-1, not empty)
+        residual = ca.vertcat(*[ode[i] for i in moving], alg)
+        g = ca.Function("steady", [w, ca.vertcat(*[X[i] for i in held], U, P, TIME)],
+                        [residual])
+        rank = ca.sprank(ca.jacobian(residual, w).sparsity())
+        if rank < w.numel():
+            names = [cm.states[i] for i in moving] + list(cm.algebraic)
+            raise SimulationError(
+                f"linearize(steady_state=True): der(x) = 0 and the algebraic equations do "
+                f"not determine the steady state (structural rank {rank} for {w.numel()} "
+                f"unknowns: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
+                + (f"; {', '.join(cm.states[i] for i in held)} (on which nothing depends) "
+                   f"kept their values" if held else "")
+                + "; give the operating point as x")
+        quiet = {"error_on_fail": False, "show_eval_warnings": False}
+        solvers = [ca.rootfinder("steady_state", "newton", g, quiet),
+                   ca.rootfinder("steady_state", "kinsol", g,
+                                 {**quiet, "disable_internal_warnings": True,
+                                  "strategy": "linesearch"})]
+        remember(cache, "steady_state", (g, solvers, np.array(held, dtype=int)))
+    return cache["steady_state"]
 
 
 def _point(names, values, shown=6) -> str:

@@ -55,6 +55,50 @@ def test_steady_state_operating_point():
         cm.linearize(outputs=["nope"])
 
 
+class SpeedControlledInertia(Model):
+    """A proportional speed controller on a damped inertia, its angle free: no rest point
+    with w_ref > 0, but a steady motion, w = kp w_ref / (kp + d)."""
+
+    J, d, kp = Parameter(2.0), Parameter(0.5), Parameter(4.0)
+    w_ref = Input()
+    phi = Variable(0.3, fixed=True)
+    w = Variable(0.0, fixed=True)
+
+    def equations(self):
+        yield der(self.phi) == self.w
+        yield self.J * der(self.w) == self.kp * (self.w_ref - self.w) - self.d * self.w
+
+
+class Undetermined(Model):
+    """ẋ = 0 fixes b only: a enters only the derivative of c (which nothing uses)."""
+
+    u = Input()
+    a = Variable(0.0, fixed=True)
+    b = Variable(0.0, fixed=True)
+    c = Variable(0.0, fixed=True)
+
+    def equations(self):
+        yield der(self.a) == self.u - self.b
+        yield der(self.b) == self.u - self.b
+        yield der(self.c) == self.a
+
+
+def test_steady_state_holds_a_coordinate_nothing_depends_on():
+    """A free angle has no ẋ = 0 (the drive turns): it keeps its initial value and the rest
+    solves for the steady motion (casadi's rootfinder had stopped on the structurally
+    singular Jacobian with its own assertion)."""
+    cm = mb.compile(SpeedControlledInertia())
+    lin = cm.linearize(u=[3.0], steady_state=True, outputs=["w"])
+    assert lin.x0 == pytest.approx([0.3, 4.0 * 3.0 / 4.5], abs=1e-12)
+    assert np.allclose(lin.A, [[0.0, 1.0], [0.0, -4.5 / 2.0]])
+    assert np.allclose(lin.B, [[0.0], [4.0 / 2.0]])
+    # a second call reuses the rootfinders and agrees
+    assert cm.linearize(u=[3.0], steady_state=True).x0 == pytest.approx(lin.x0, abs=1e-12)
+    with pytest.raises(mb.SimulationError, match=r"do not determine the steady state "
+                                                 r"\(structural rank 1 for 2 unknowns: a, b"):
+        mb.compile(Undetermined()).linearize(u=[1.0], steady_state=True)
+
+
 def test_pendulum_eigenvalues_are_plus_minus_i_sqrt_g_over_l():
     # the index-3 cartesian pendulum of the compiler tests, linearized at the bottom through
     # its index-reduced form (states x, vx; y and the rod force eliminated)
