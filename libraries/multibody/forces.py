@@ -62,10 +62,10 @@ class WorldTorque(_Resolved):
 
 
 class Force(Model):
-    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
-
     """Force ``force`` (input, resolved in frame_b) acting at frame_b's origin, with the
     opposite force and the moment of the pair acting on frame_a (MSL ``Forces.Force``)."""
+
+    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
 
     force = Input(shape=3, unit="N", doc="Force on frame_b, resolved in frame_b")
     frame_a = Frame()
@@ -81,10 +81,10 @@ class Force(Model):
 
 
 class Torque(Model):
-    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
-
     """Torque ``torque`` (input, resolved in frame_b) acting on frame_b and its opposite on
     frame_a (MSL ``Forces.Torque``)."""
+
+    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
 
     torque = Input(shape=3, unit="N.m", doc="Torque on frame_b, resolved in frame_b")
     frame_a = Frame()
@@ -97,10 +97,10 @@ class Torque(Model):
 
 
 class _LineForce(Model):
-    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
-
     """Force of magnitude ``f`` along the line from frame_a to frame_b (positive pulls the
     origins together); ``length`` and ``length_rate`` are available to subclasses."""
+
+    carries_no_inertia = True  # a force on its frames, no inertia (joints._ends_at_loop_cut)
 
     frame_a = Frame()
     frame_b = Frame()
