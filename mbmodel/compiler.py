@@ -257,6 +257,37 @@ def _check_bounds(parameters, values, lower, upper):
             check_parameter_value(q.name, v, q.min, q.max)
 
 
+def _entries_given(params: dict, *known) -> dict:
+    """``params`` with a vector or matrix parameter given by its declared name (``"j.n":
+    [1, 0, 0]``) spread over its entries (``j.n[0]``, ...), which are the compiled model's
+    parameters; names known as they are stay."""
+    spread = {}
+    for name, value in params.items():
+        if any(name in names for names in known):
+            spread[name] = value
+            continue
+        prefix = name + "["
+        entries = [n for names in known for n in names if n.startswith(prefix)]
+        if not entries:
+            spread[name] = value  # (reported as unknown by the caller)
+            continue
+        positions = [tuple(int(k) for k in n[len(prefix):-1].split(",")) for n in entries]
+        shape = tuple(max(p[d] for p in positions) + 1 for d in range(len(positions[0])))
+        try:
+            array = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ParameterError(f"params['{name}'] must be numbers of shape {shape}, not "
+                                 f"{value!r}") from None
+        if len(shape) == 1 and array.size == shape[0] and sum(d > 1 for d in array.shape) <= 1:
+            array = array.reshape(-1)  # (a row or a column)
+        if array.shape != shape:
+            raise ParameterError(f"params['{name}'] has shape {array.shape}; '{name}' has "
+                                 f"shape {shape} (entries {entries[0]}, ...)")
+        for n, position in zip(entries, positions):
+            spread[n] = float(array[position])
+    return spread
+
+
 class CompiledModel:
     """A model compiled to casadi Functions and the metadata to run them: simulate,
     initialize, linearize or evaluate it.
@@ -350,7 +381,7 @@ class CompiledModel:
         if params:
             index = {q.name: i for i, q in enumerate(self._free)}
             bound = {q.name for q in self._bound}
-            for name, val in params.items():
+            for name, val in _entries_given(params, index, bound).items():
                 if name in index:
                     if self.parameter_mode == "constant":
                         raise ParameterError(

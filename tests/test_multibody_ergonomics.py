@@ -604,3 +604,35 @@ def test_a_model_changed_after_a_compile_compiles_as_changed():
     assert vars(model).keys() - {"_members"} == before  # nothing kept in the user's model
     model.add("world", mbl.World(g=1.0))
     assert acceleration(mb.compile(model)) == pytest.approx(-1.0 / 1.001, rel=1e-12)
+
+
+def test_vector_parameters_by_their_declared_name():
+    """``params={"j.n": [...]}`` sets a vector parameter's entries (``j.n[0]``, ...), as
+    Modelica's ``j(n={...})`` modifier does: it had said "no parameter 'j.n'"."""
+    class Pendulum(mb.Model):
+        world = mbl.World()
+        j = mbl.Revolute(n=[0, 0, 1])
+        b = mbl.Body(m=1.0, r_CM=[1.0, 0, 0], I_11=0.0, I_22=0.0, I_33=0.0)
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.j.frame_a)
+            yield mb.connect(self.j.frame_b, self.b.frame_a)
+
+    cm = mb.compile(Pendulum())
+    x = cm.state_vector({"j.phi": 0.0, "j.w": 0.0})
+    fd = cm.evaluator(native=False)
+
+    def acceleration(params):
+        return float(fd(x, [], cm.parameter_vector(params))[1])
+
+    # gravity along -x on a point mass at (0, 0.5, 0) turning about z: a = g / 0.5
+    by_name = acceleration({"world.n": [-1.0, 0.0, 0.0], "b.r_CM": [0.0, 0.5, 0.0]})
+    by_entry = acceleration({"world.n[0]": -1.0, "world.n[1]": 0.0,
+                             "b.r_CM[0]": 0.0, "b.r_CM[1]": 0.5})
+    assert by_name == pytest.approx(9.81 / 0.5, rel=1e-12) and by_name == by_entry
+    # a column is a vector too (gravity along +y on the mass at (1, 0, 0): a = +g)
+    assert acceleration({"world.n": np.array([[0.0], [1.0], [0.0]])}) == pytest.approx(
+        9.81, rel=1e-12)
+    with pytest.raises(mb.ParameterError, match=r"params\['j.n'\] has shape \(2,\); 'j.n' has "
+                                                r"shape \(3,\)"):
+        cm.parameter_vector({"j.n": [1.0, 0.0]})
