@@ -797,6 +797,18 @@ class _AlongR(_Shape):
     def check_declared_mass_properties(self):
         _principal_basis(self)  # what mass_properties() checks, without its expressions
 
+    def parameter_checks(self):
+        """The rigid body's checks, and ``r`` keeping its declared direction: the
+        principal axes are numbers taken from it, so a run may change the shape's length
+        but not its direction (the inertia would stay along the old one)."""
+        yield from super().parameter_checks()
+        r, along = sp.vec(self.r), ca.DM(_principal_basis(self)[:, 0])
+        across = r - along * (along.T @ r)
+        yield mb.Assert(across.T @ across <= 1e-18 * (r.T @ r),
+                        "r may change its length at run time but not its direction (the "
+                        "principal axes of the inertia are taken from the declared r); "
+                        "recompile with the new r")
+
 
 class BodyBox(_AlongR, _RigidBody):
     """A box of ``length = |r|`` along ``r`` (from frame_a to frame_b), ``width`` along
