@@ -688,11 +688,16 @@ class PotentialRoot:
 
 class Branch:
     """The component's equations determine ``b`` from ``a`` (a rigid or jointed
-    connection of two overdetermined variables); the spanning tree must contain it."""
+    connection of two overdetermined variables); the spanning tree must contain it.
+    ``one_way``: the component's equations hold only with ``a`` on the root's side (the
+    text says why and what to change); a tree that reaches ``b`` first is refused with it.
 
-    def __init__(self, a, b):
+    Example: ``yield Branch(self.frame_a.R, self.frame_b.R)``"""
+
+    def __init__(self, a, b, one_way: str | None = None):
         self.a = a
         self.b = b
+        self.one_way = one_way
 
 
 class ClosesLoop:
@@ -1113,8 +1118,8 @@ class Model:
 
     @property
     def analysis(self) -> str:
-        """Inside ``equations()``: the analysis the model is being compiled for
-        (``"forward"`` or ``"inverse"``, see :func:`mbmodel.compile`)."""
+        """Inside ``equations()`` and ``connection_roles()``: the analysis the model is
+        being compiled for (``"forward"`` or ``"inverse"``, see :func:`mbmodel.compile`)."""
         ctx = _FlattenContext.current()
         return ctx.analysis if ctx is not None else "forward"
 

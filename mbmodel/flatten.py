@@ -88,6 +88,7 @@ class _Flattener:
         self.tear_hints: set[str] = set()  # flows at loop cuts
         self.unconnected_flows: dict[int, str] = {}  # equation -> its unconnected connector
         self.loop_closers: list = []  # ClosesLoop roles: (a, b, component)
+        self.one_way_branches: list = []  # Branch roles with one_way: (a, b, component, text)
         self.roles = ([], [], [])  # roots, potential roots, branches (collect_roles)
         self.early_cuts = None  # connector id -> its side of a loop cut (loop_cut_side)
         self.early_tree = None  # (graph, spanning_tree result) behind early_cuts

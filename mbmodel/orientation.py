@@ -14,7 +14,8 @@ from collections import deque
 import casadi as ca
 import networkx as nx
 
-from .core import ROOTS, Branch, ClosesLoop, Connector, PotentialRoot, Root, _iterate, _where
+from .core import (ROOTS, Branch, ClosesLoop, Connector, PotentialRoot, Root, _FlattenContext,
+                   _iterate, _where)
 from .errors import BalanceError, DeclarationError, KinematicLoopError
 
 __all__ = ["collect_roles", "spanning_tree", "emit_tree_equations", "choose_roots_early", "overdetermined_variable"]
@@ -27,24 +28,37 @@ def collect_roles(fl):
     var_of = {}
     for comp, conn, var in fl.overdetermined:
         var_of[var.symbol[0].element_hash()] = var
-    for comp in fl.components:
-        for role in _iterate(comp.connection_roles(), comp, "connection_roles"):
-            if isinstance(role, Root):
-                roots.append(overdetermined_variable(fl, comp, role.symbol, var_of))
-            elif isinstance(role, PotentialRoot):
-                potential.append((overdetermined_variable(fl, comp, role.symbol, var_of),
-                                  role.priority))
-            elif isinstance(role, Branch):
-                branches.append((overdetermined_variable(fl, comp, role.a, var_of),
-                                 overdetermined_variable(fl, comp, role.b, var_of), comp))
-            elif isinstance(role, ClosesLoop):
-                fl.loop_closers.append((overdetermined_variable(fl, comp, role.a, var_of),
-                                        overdetermined_variable(fl, comp, role.b, var_of),
-                                        comp))
-            else:
-                raise DeclarationError(f"{_where(comp)}: connection_roles() yields Root, "
-                                       f"PotentialRoot, Branch or ClosesLoop, not {role!r}")
+    # roles may depend on the analysis (Model.analysis answers from this context)
+    previous = _FlattenContext.activate(_FlattenContext(
+        fl.symbols, fl.make_derivative, analysis=fl.analysis, parameters=fl.parameter_mode))
+    try:
+        for comp in fl.components:
+            _roles_of(fl, comp, var_of, roots, potential, branches)
+    finally:
+        _FlattenContext.activate(previous)
     return roots, potential, branches
+
+
+def _roles_of(fl, comp, var_of, roots, potential, branches):
+    """One component's roles, appended to the lists of :func:`collect_roles`."""
+    for role in _iterate(comp.connection_roles(), comp, "connection_roles"):
+        if isinstance(role, Root):
+            roots.append(overdetermined_variable(fl, comp, role.symbol, var_of))
+        elif isinstance(role, PotentialRoot):
+            potential.append((overdetermined_variable(fl, comp, role.symbol, var_of),
+                              role.priority))
+        elif isinstance(role, Branch):
+            branches.append((overdetermined_variable(fl, comp, role.a, var_of),
+                             overdetermined_variable(fl, comp, role.b, var_of), comp))
+            if role.one_way:
+                fl.one_way_branches.append((*branches[-1], role.one_way))
+        elif isinstance(role, ClosesLoop):
+            fl.loop_closers.append((overdetermined_variable(fl, comp, role.a, var_of),
+                                    overdetermined_variable(fl, comp, role.b, var_of),
+                                    comp))
+        else:
+            raise DeclarationError(f"{_where(comp)}: connection_roles() yields Root, "
+                                   f"PotentialRoot, Branch or ClosesLoop, not {role!r}")
 
 
 def overdetermined_variable(fl, comp, symbol, var_of):
@@ -83,11 +97,15 @@ def spanning_tree(fl, roots, potential, branches, optional_edges):
         graph.add_edge(super_root, var, weight=-1, kind="root", owner=None)
     for a, b, key in _along_branches(roots + chosen, branches, connections):
         graph.edges[a, b, key]["weight"] = 0.5
-    tree_edges = set()
+    tree_edges, adjacent = set(), {}
     for u, v, key, data in nx.minimum_spanning_edges(graph, algorithm="kruskal", keys=True,
                                                       data=True):
         tree_edges.add((id(data["owner"]), id(u), id(v), key))
         tree_edges.add((id(data["owner"]), id(v), id(u), key))
+        adjacent.setdefault(id(u), []).append(v)
+        adjacent.setdefault(id(v), []).append(u)
+    if fl.one_way_branches:
+        _check_one_way(fl.one_way_branches, adjacent, super_root)
     decisions, cuts, cut_pairs = [], [], set()
     tree = None
     for u, v, key, data in graph.edges(keys=True, data=True):
@@ -128,6 +146,21 @@ def spanning_tree(fl, roots, potential, branches, optional_edges):
             fl.mark_loop([c for _, c in path if c is not None and c is not ROOTS] + [comp],
                          [a.owner])
     return {id(var) for var in chosen}, decisions, cuts
+
+
+def _check_one_way(one_way, adjacent, super_root):
+    """Refuse a one-way branch (:class:`~mbmodel.core.Branch`) whose second end the tree
+    reaches first from its root, with the branch's own explanation."""
+    depth, queue = {id(super_root): 0}, deque([super_root])
+    while queue:
+        node = queue.popleft()
+        for nxt in adjacent.get(id(node), ()):
+            if id(nxt) not in depth:
+                depth[id(nxt)] = depth[id(node)] + 1
+                queue.append(nxt)
+    for a, b, comp, text in one_way:
+        if depth.get(id(b), -1) < depth.get(id(a), -1):
+            raise DeclarationError(f"{_where(comp)}: {text}")
 
 
 def _along_branches(roots, branches, connections):

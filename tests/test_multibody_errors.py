@@ -3,6 +3,7 @@ component (or connection) at fault."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import mbmodel as mb
@@ -422,3 +423,44 @@ def test_assert_on_a_variable_is_refused():
 
     with pytest.raises(mb.DeclarationError, match="only conditions on parameters"):
         mb.compile(Bad())
+
+
+class ReversedSecondJoint(mb.Model):
+    """A double pendulum whose second joint faces the world with its frame_b (legal in
+    Modelica; ``swapped=True`` connects it the usual way)."""
+
+    def __init__(self, swapped=False, **modifiers):
+        super().__init__(**modifiers)
+        self.swapped = swapped
+        self.world = mbl.World()
+        self.j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(0.5))
+        self.l1 = mbl.BodyShape(r=[0.5, 0, 0], r_CM=[0.25, 0, 0], m=1.0)
+        self.j2 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(-0.3))
+        self.l2 = mbl.BodyShape(r=[0.5, 0, 0], r_CM=[0.25, 0, 0], m=1.0)
+
+    def equations(self):
+        near, far = ((self.j2.frame_a, self.j2.frame_b) if self.swapped
+                     else (self.j2.frame_b, self.j2.frame_a))
+        yield mb.connect(self.world.frame_b, self.j1.frame_a)
+        yield mb.connect(self.j1.frame_b, self.l1.frame_a)
+        yield mb.connect(self.l1.frame_b, near)
+        yield mb.connect(far, self.l2.frame_a)
+
+
+def test_joint_facing_the_world_with_frame_b_is_named_in_the_forward_analysis():
+    """The articulated-body step passes frame_b's subtree to frame_a: reversed, the model
+    compiled with articulated inertias as algebraic unknowns and failed to initialize with
+    NaN residuals, naming nothing. The inverse analysis takes either side: the reversed
+    joint's torque is minus the usual one's at the mirrored coordinates."""
+    with pytest.raises(mb.DeclarationError, match="Revolute 'j2': its frame_b is on the "
+                                                  "world's side.*swap the connections"):
+        mb.compile(ReversedSecondJoint())
+    assert mb.compile(ReversedSecondJoint(swapped=True)).simulate(0.2).final("j2.w") != 0.0
+    usual = mb.compile(ReversedSecondJoint(swapped=True), analysis="inverse")
+    reverse = mb.compile(ReversedSecondJoint(), analysis="inverse")
+    motion = np.array([0.5, -0.3, -0.7, -0.3, 0.2, -1.1])  # phi, w, a of j1, then of j2
+    mirrored = motion * [1, 1, 1, -1, -1, -1]
+    tau = usual.evaluator(["j1.tau", "j2.tau"], native=False)(np.zeros(0), motion).copy()
+    tau_reverse = reverse.evaluator(["j1.tau", "j2.tau"], native=False)(np.zeros(0), mirrored)
+    assert abs(tau[1]) > 0.1
+    assert tau_reverse == pytest.approx(tau * [1, -1], rel=1e-12)

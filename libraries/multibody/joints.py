@@ -188,7 +188,13 @@ class _Joint(Model):
     frame_b = Frame(doc="Frame moved by the joint")
 
     def connection_roles(self):
-        yield Branch(self.frame_a.R, self.frame_b.R)
+        yield Branch(self.frame_a.R, self.frame_b.R, one_way=(
+            "its frame_b is on the world's side: in the forward analysis a joint passes the "
+            "articulated inertia of what hangs at its frame_b on to its frame_a (the "
+            "articulated-body algorithm), so frame_a must face the world (or the root "
+            "body); swap the connections of frame_a and frame_b (the joint coordinates "
+            "then change sign; the inverse analysis takes either side)"
+            if self.analysis == "forward" else None))
 
     def explain_non_finite(self, variable, analysis):
         if analysis != "forward":
