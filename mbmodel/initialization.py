@@ -22,6 +22,7 @@ from .core import time as TIME
 from .errors import InitializationError
 from .flat import stacked
 from .inputs import input_function
+from .minimum_norm import MinimumNormNewton
 from .quiet import casadi_lines_dropped
 from .structure import incidence_lists
 from .workspace import remember, workspace
@@ -279,6 +280,8 @@ def _problem(cm, steady_state: bool, fixed_states_from_start: bool = False) -> _
                          ("kinsol", {**quiet, "abstol": 1e-12,
                                      "disable_internal_warnings": True})):
         solvers.append(ca.rootfinder("init_solver", solver, function, opts))
+    # a Jacobian singular everywhere (steady state of quaternion states): least squares
+    solvers.append(MinimumNormNewton(function))
     return _Problem(function, labels_all, solvers)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from .core import time as TIME
 from .checks import scalar, vector
 from .errors import ModelError, SimulationError
+from .minimum_norm import MinimumNormNewton
 from .quiet import casadi_lines_dropped
 from .workspace import remember, workspace
 
@@ -276,7 +277,8 @@ def _steady_state_solvers(cm):
         solvers = [ca.rootfinder("steady_state", "newton", g, quiet),
                    ca.rootfinder("steady_state", "kinsol", g,
                                  {**quiet, "disable_internal_warnings": True,
-                                  "strategy": "linesearch"})]
+                                  "strategy": "linesearch"}),
+                   MinimumNormNewton(g)]  # (a Jacobian singular everywhere: quaternions)
         remember(cache, "steady_state", (g, solvers, np.array(held, dtype=int)))
     return cache["steady_state"]
 

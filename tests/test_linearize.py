@@ -252,3 +252,39 @@ def test_a_singular_algebraic_point_is_named():
     cm = mb.compile(Fold())
     with pytest.raises(mb.SimulationError, match=r"singular at the point x = 0, z = 0 "):
         cm.linearize(x=[0.0], z=[0.0])
+
+
+def test_steady_state_with_quaternion_states():
+    """der(Q) = G(Q) w / 2 has rank 3 in 4 rows: the square steady-state system is singular
+    at every point (|Q| and the turn about gravity are free) and Newton and KINSOL stopped
+    ("no steady state"). The minimum-norm Newton fallback finds the hanging pendulum; its
+    frequencies are those of the same pendulum on a Universal joint, and a run initialized
+    in steady state stays hanging."""
+    from mbmodel.libraries import multibody as mbl
+
+    class BallPendulum(Model):
+        world = mbl.World(n=[0, 0, -1])
+        ball = mbl.Spherical(Q=mb.Guess([0.1, 0.05, 0.0, 0.99]))  # tilted some 13 degrees
+        rod = mbl.BodyShape(r=[0, 0, -0.8], r_CM=[0, 0, -0.8], m=1.3, I_11=1e-3, I_22=1e-3,
+                            I_33=1e-3)
+
+        def equations(self):
+            yield connect(self.world.frame_b, self.ball.frame_a)
+            yield connect(self.ball.frame_b, self.rod.frame_a)
+
+    class CardanPendulum(BallPendulum):
+        ball = mbl.Universal(n_a=[1, 0, 0], n_b=[0, 1, 0], phi_a=mb.Guess(0.2),
+                             phi_b=mb.Guess(0.1))
+
+    ball = mb.compile(BallPendulum())
+    lin = ball.linearize(steady_state=True)
+    frequencies = np.sort(np.abs(lin.eigenvalues().imag))[-4:]
+    reference = np.sort(np.abs(mb.compile(CardanPendulum()).linearize(
+        steady_state=True).eigenvalues().imag))
+    omega = math.sqrt(9.81 * 1.3 * 0.8 / (1.3 * 0.8 ** 2 + 1e-3))  # rigid about the pivot
+    assert reference == pytest.approx([omega] * 4, rel=1e-9)
+    assert frequencies == pytest.approx(reference, rel=1e-9)
+    assert np.max(np.abs(lin.x0[4:])) < 1e-12  # at rest
+    res = ball.simulate(1.0, steady_state=True)
+    for i, expected in enumerate([0.0, 0.0, -0.8]):  # the rod's end straight below
+        assert np.max(np.abs(res[f"rod.frame_b.r_0[{i}]"] - expected)) < 1e-9
