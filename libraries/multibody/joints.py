@@ -203,8 +203,11 @@ class _Joint(Model):
                 "articulated inertia of everything beyond it about (or along) its axes, "
                 "which is singular when nothing beyond the joint has mass or inertia to "
                 "move with it: a massless Body or BodyShape (m = 0 and zero inertia) at "
-                "the end of the chain, or a point mass on a revolute joint's axis. Give "
-                "the bodies beyond the joint mass or inertia, or remove the joint")
+                "the end of the chain, a point mass on a revolute joint's axis, or a point "
+                "mass on a Spherical or FreeMotion joint (nothing resists a turn about the "
+                "line to the mass: the textbook spherical pendulum). Give the bodies beyond "
+                "the joint mass or inertia (a small inertia about that line will do), use "
+                "a Universal joint for the pendulum, or remove the joint")
 
 
 class _AxisJoint(_Joint):
