@@ -768,6 +768,8 @@ def _hybrid_variable_names(flat) -> list[str]:
 def _start_given(system, name) -> bool:
     """Whether the flat variable behind ``name`` (a derivative counts as its own) declared
     or was given a start value."""
+    if name in getattr(system, "starts_from_aliases", {}):
+        return True  # a start given on an alias (see _Analysis.starts_from_aliases)
     index = system.variable_index.get(name)
     if index is None:
         return True  # created by the compiler (a derivative): started by the initialization

@@ -97,6 +97,8 @@ class SortedSystem:
     flat_index: dict[str, int]
     #: start values given as parameter expressions (of the flat parameters), by variable
     start_expressions: dict = field(default_factory=dict)
+    #: kept variable -> the eliminated alias whose start it took (no start of its own)
+    starts_from_aliases: dict = field(default_factory=dict)
     #: Divisors that depend on parameters only, with what was solved by dividing by them:
     #: ``(expression, description)``. Nonzero at the declared values (checked here); the
     #: compiled model re-checks them when parameters change at run time.
@@ -415,6 +417,34 @@ class _Analysis:
                            {column_of[r] for r in roots[len(constant):] if column_of[r] >= 0}))
         return result
 
+    def starts_from_aliases(self, local, start, start_expressions) -> dict:
+        """A kept variable with no start of its own takes one given on a variable alias
+        elimination removed in its favour (Modelica tools take an alias set's start from
+        any member that has one; fixed ones first): ``a = sign * rep + offset`` gives
+        ``rep = (a - offset) / sign``. Updates ``start`` and ``start_expressions`` (by local
+        index) and returns ``{kept name: the alias it took its start from}``."""
+        variables, given = self.flat.variables, getattr(self.flat, "start_expressions", {})
+
+        def has_start(g):
+            return variables[g].start_given or variables[g].fixed or g in given
+
+        taken = {}
+        for a in sorted(self.alias, key=lambda a: (not variables[a].fixed, a)):
+            if not has_start(a):
+                continue
+            rep, sign, offset = a, 1.0, 0.0
+            while rep in self.alias and self.alias[rep][0] is not None:
+                rep, s, o = self.alias[rep]
+                sign, offset = sign * s, offset + sign * o
+            v = local.get(rep)
+            if rep in self.alias or v is None or has_start(rep) or rep in taken:
+                continue
+            taken[rep] = a
+            if a in given:
+                start_expressions[v] = (given[a] - offset) / sign
+            start[v] = (variables[a].start - offset) / sign
+        return {self.names[rep]: self.names[a] for rep, a in taken.items()}
+
     @property
     def loop_components(self) -> set:
         return self.flat.loop_components
@@ -608,6 +638,7 @@ class _Analysis:
                 start[v] = self.flat.variables[g].start
                 if g in given:
                     start_expressions[v] = given[g]
+        starts_from_aliases = self.starts_from_aliases(local, start, start_expressions)
         return SortedSystem(
             names=names, symbols=symbols, equations=equations, equation_origins=origins,
             states=states, state_derivatives=[red.var_diff[v] for v in states],
@@ -616,7 +647,7 @@ class _Analysis:
             alias=alias_named, inputs=self.input_ids, n_differentiated_equations=len(red.new_eqs),
             dummy_derivatives=sorted(dummies),
             removed_alias_equations=len(self.aliases.removed_equations), start=start,
-            start_expressions=start_expressions,
+            start_expressions=start_expressions, starts_from_aliases=starts_from_aliases,
             flat_index={nm: i for i, nm in enumerate(names)}, pivot_guards=self.pivot_guards,
             model_name=self.flat.name, variables=self.flat.variables,
             variable_index=self.flat.index, parameters=self.flat.parameters,

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import casadi as ca
 import numpy as np
@@ -1025,6 +1026,33 @@ def test_initial_conditions_on_a_variable_alias_elimination_removed():
     for written in (True, False):
         cm = mb.compile(Pair(written))
         assert cm.simulate(0.1, params={"k": 2.5})["a.phi"][0] == pytest.approx(2.5)
+
+
+def test_a_guess_on_a_variable_alias_elimination_removed_reaches_its_root():
+    """A guess (a number or a parameter) on ``b`` where ``a = -b + 1`` keeps ``a``: it was
+    dropped, the ImplicitStartWarning blamed ``a`` and Newton started from 0, where
+    ``a**2 = 9`` has zero slope (Modelica tools take an alias set's start from a member)."""
+    class Mirrored(Model):
+        g0 = Parameter(-2.0)
+        a = Variable()
+        b = Variable()
+
+        def __init__(self, guess, **modifiers):
+            super().__init__(**modifiers)
+            self.b = mb.Guess(self.g0 if guess == "parameter" else -2.0)
+
+        def equations(self):
+            yield self.a == 1 - self.b
+            yield self.a ** 2 == 9.0  # a = 3 near the guess b = -2 (a = 3); or a = -3
+
+    for guess in ("number", "parameter"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", mb.ImplicitStartWarning)
+            cm = mb.compile(Mirrored(guess))
+        assert cm.algebraic == ["a"] and cm.z_start.tolist() == [3.0]
+        assert cm.initialize()[1].tolist() == [3.0]
+    # the guess follows its parameter: b = 4 is a = -3, the other root
+    assert cm.initialize(params={"g0": 4.0})[1] == pytest.approx([-3.0], abs=1e-12)
 
 
 def test_starts_from_parameters_in_vectors_and_what_is_refused():
