@@ -479,10 +479,13 @@ class _Run:
                 x, z = np.asarray(x0, dtype=float), cm.starts(self.p)[1]
             u = self.u_out(t, D)
             z = self.consistent_z(x, z, u, t)
-            # when clauses fire at initialization only through initial()
+            # when clauses fire at initialization only through initial(): a condition
+            # already true at the start (relations as written there) does not rise
             off = u.copy()
             if lay.initial_slot is not None:
                 off[lay.initial_slot] = 0.0
+            off = relations_at(cm, x, z, off, self.p, t,
+                               evaluate=lambda x, z, u, p, t: self.values(x, z, u, t))
             self.cond_left = self.conditions(x, z, off, t)
             x_new, z_new, D_new = self.event_iteration(t, x, z, u, ["initialization"],
                                                        record=False, initial=True)

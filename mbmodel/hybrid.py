@@ -14,7 +14,7 @@ import casadi as ca
 
 from .core import time as TIME
 from .core import _where
-from .discrete import Reinit, When, check_when
+from .discrete import _ORIGINAL, Reinit, When, check_when
 from .errors import DeclarationError
 from .flat import (FlatDiscreteEquation, FlatRelation, FlatSample, FlatVariable, FlatWhen,
                    HybridPart, describe)
@@ -83,7 +83,7 @@ class HybridCollector:
             if at is not None and all(self.fl.symbols[s.element_hash()].is_parameter
                                       for s in ca.symvar(at)):
                 self.time_events.append(at)
-                return result
+                return _right_continuous(crossing)
         a, op, b = parts
         key = (op, _node_key(a), _node_key(b))
         known = self._relation_of.get(key)
@@ -246,6 +246,21 @@ def _node_key(value):
     if sx.numel() == 1 and sx.is_constant():
         return ("number", float(ca.DM(sx)))
     return ("node", tuple(sx[k].element_hash() for k in range(sx.numel())))
+
+
+def _right_continuous(crossing):
+    """A relation on time and parameters (``crossing > 0`` or ``>= 0``) as it reads at its
+    time event and after: at the instant ``crossing = 0`` it takes the value it has just
+    after, as Modelica's event iteration gives a relation the value after its crossing.
+    ``time > t0`` is then true at t0 itself, so ``when(time > t0, ...)`` sees it rise at
+    the time event (it had stayed false there and turned true between events, unseen)."""
+    # (casadi's own comparisons: SX's operators make relations while equations() run)
+    at_or_after, after = (_ORIGINAL["__ge__"](crossing, ca.SX(0)),
+                          _ORIGINAL["__gt__"](crossing, ca.SX(0)))
+    slope = ca.jacobian(crossing, TIME)
+    if slope.is_constant():
+        return at_or_after if float(ca.DM(slope)) > 0 else after
+    return ca.if_else(_ORIGINAL["__gt__"](slope, ca.SX(0)), at_or_after, after)
 
 
 def _time_of_crossing(crossing):

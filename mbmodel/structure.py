@@ -425,12 +425,14 @@ class _Analysis:
         index) and returns ``{kept name: the alias it took its start from}``."""
         variables, given = self.flat.variables, getattr(self.flat, "start_expressions", {})
 
-        def has_start(g):
-            return variables[g].start_given or variables[g].fixed or g in given
+        def has_start(g):  # (ids beyond the flat variables are the compiler's own)
+            return g >= len(variables) or (variables[g].start_given or variables[g].fixed
+                                           or g in given)
 
         taken = {}
-        for a in sorted(self.alias, key=lambda a: (not variables[a].fixed, a)):
-            if not has_start(a):
+        for a in sorted(self.alias, key=lambda a: (a >= len(variables) or
+                                                   not variables[a].fixed, a)):
+            if a >= len(variables) or not has_start(a):
                 continue
             rep, sign, offset = a, 1.0, 0.0
             while rep in self.alias and self.alias[rep][0] is not None:

@@ -846,3 +846,57 @@ def test_a_crossing_inside_a_stretch_comes_before_an_edge_at_its_end(method):
                       rtol=1e-6)
     assert any(abs(e.time - 0.3) < 1e-9 for e in res.events)
     assert res["w"].tolist() == pytest.approx([0.0, 0.7, 1.2], abs=1e-9)
+
+
+@pytest.mark.parametrize("method", ["auto", "bdf"])
+def test_when_on_a_strict_relation_on_time_fires_at_its_time_event(method):
+    """``when(time > t0, ...)``, Modelica's most common when clause: at the time event t0
+    the relation read false (t0 > t0) and turned true between events, unseen, so the clause
+    never fired (no error). A relation on time takes its value after the event at the
+    event itself, as after a located crossing."""
+    class Strict(mb.Model):
+        t0 = mb.Parameter(0.5)
+        x = mb.Variable(start=1.0, fixed=True)
+        n_after = mb.Discrete(0)
+        n_before = mb.Discrete(0)
+        y = mb.Variable()
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+            yield mb.when(mb.time > self.t0, self.n_after == mb.pre(self.n_after) + 1,
+                          mb.reinit(self.x, 5.0))
+            yield mb.when(mb.time < self.t0, self.n_before == mb.pre(self.n_before) + 1)
+            yield self.y == if_else(mb.time > self.t0, 1.0, 0.0)
+
+    res = mb.simulate(Strict(), 1.0, times=np.linspace(0, 1, 5), method=method, rtol=1e-10,
+                      atol=1e-12)
+    assert res["n_after"].tolist() == [0, 0, 1, 1, 1]
+    assert res["n_before"].tolist() == [0] * 5  # true from the start: it never rises
+    t = res.t
+    np.testing.assert_allclose(res["x"], np.where(t < 0.5, np.exp(-t), 5 * np.exp(0.5 - t)),
+                               rtol=1e-8)
+    assert res["y"].tolist() == [0, 0, 1, 1, 1]  # the value after the event, at t0 too
+    assert [e.time for e in res.events if any("fired" in c for c in e.causes)] == [0.5]
+    # at run time too
+    res = mb.simulate(Strict(), 1.0, params={"t0": 0.25}, method=method)
+    assert res.final("n_after") == 1 and res.final("x") == pytest.approx(5 * math.exp(-0.75),
+                                                                        rel=1e-5)
+
+
+def test_a_when_condition_true_at_the_start_does_not_fire_there():
+    """``when(x > -1, ...)`` with x(0) = 0: the condition is true at the start and never
+    rises; the clause fired at initialization (the relations were taken as false there),
+    where a when clause acts only through initial()."""
+    class AlreadyTrue(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        a = mb.Discrete(0)
+        b = mb.Discrete(0)
+
+        def equations(self):
+            yield mb.der(self.x) == -1.0
+            yield mb.when(self.x > -1, self.a == mb.pre(self.a) + 1)
+            yield mb.when(self.x < -0.5, self.b == mb.pre(self.b) + 1)  # rises at t = 0.5
+
+    res = mb.simulate(AlreadyTrue(), 1.0, times=np.linspace(0, 1, 5))
+    assert res["a"].tolist() == [0] * 5
+    assert res["b"].tolist() == [0, 0, 1, 1, 1]
