@@ -90,6 +90,14 @@ class PartialFriction(mb.Model):
         yield self.mode == if_else(free, FREE, if_else(forward, FORWARD, if_else(
             backward, BACKWARD, STUCK)))
 
+    def explain_non_finite(self, variable, analysis):
+        return ("if another friction element holds the same rigidly connected parts "
+                "against the support (a bearing friction and a brake on one shaft), then "
+                "while both are stuck the holding force may be split between them in any "
+                "way: the linear system is singular, as it is in Modelica's friction "
+                "elements. Keep one friction element per rigid group of parts, or put a "
+                "compliance (a stiff spring) between the two elements")
+
     # -- friction against a fixed support that a multibody joint can lock ----------------
     # Such an element defines friction_terms() (the arguments of friction_equations) and
     # sliding_force() (its force while not stuck, from the velocity and the discrete state).

@@ -140,7 +140,7 @@ def _components_say(cm, system, block, variable) -> str:
     explainers = getattr(flat, "explainers", None)  # (a model saved before they existed)
     if not explainers:
         return ""
-    said = []
+    said = {}  # text -> the components that say it (one line for the same words)
     for origin in dict.fromkeys(system.equation_origins[e] for e in block.equations):
         comp = explainers.get(origin)
         if comp is None:
@@ -151,8 +151,8 @@ def _components_say(cm, system, block, variable) -> str:
         except Exception:  # noqa: BLE001 - a diagnosis must never mask the original failure
             continue
         if text:
-            said.append(f"\n{origin or 'the model'}: {text}")
-    return "".join(said)
+            said.setdefault(text, []).append(origin or "the model")
+    return "".join(f"\n{', '.join(origins)}: {text}" for text, origins in said.items())
 
 
 def _equations_text(system, block) -> str:

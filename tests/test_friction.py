@@ -380,3 +380,29 @@ def test_mass_pushed_against_a_hard_stop_stays_there_until_pulled_back():
     assert np.all(res["stop.stopped"][at_stop] == 1) and np.all(res["stop.mode"][at_stop] == 0)
     np.testing.assert_allclose(res["stop.f"][at_stop], 3.0, atol=1e-9)  # sa holds the push
     assert np.all(res["stop.stopped"][t > 2.01] == 0)
+
+
+def test_two_friction_elements_on_one_body_are_explained_when_both_stick():
+    """A mass with a support friction and a brake, both against the ground: it slides
+    exactly as the sum of the two forces says (a = -2 until it stops at t = 0.5), and when
+    both stick the split of the holding force is undetermined (as in Modelica): the failure
+    says so, once for the two elements, and what to change."""
+    class Two(mb.Model):
+        m = tr.Mass(m=1.0, s=mb.Fixed(0.0), v=mb.Fixed(1.0))
+        press = bl.Constant(k=1.0)
+        fric = tr.SupportFriction(f_pos=[[0.0, 1.0]])
+        brake = tr.Brake(mu_pos=[[0.0, 1.0]], fn_max=1.0)
+
+        def equations(self):
+            yield mb.connect(self.m.flange_b, self.fric.flange_a)
+            yield mb.connect(self.fric.flange_b, self.brake.flange_a)
+            yield mb.connect(self.press.y, self.brake.f_normalized)
+
+    cm = mb.compile(Two())
+    res = cm.simulate(0.4, times=np.linspace(0, 0.4, 5))
+    np.testing.assert_allclose(res["m.v"], 1 - 2 * res.t, atol=1e-8)
+    with pytest.raises(mb.SimulationError) as info:
+        cm.simulate(1.0)
+    assert ("\nfric, brake: if another friction element holds the same rigidly connected "
+            "parts against the support") in str(info.value)
+    assert "Keep one friction element per rigid group of parts" in str(info.value)
