@@ -66,6 +66,7 @@ def explain_point(cm, t, x, z, u, p) -> NonFinite | None:
         names = ", ".join(system.names[v] for v in block.variables[:8])
         explanation = (f"{bad[0]} = {values[index[bad[0]]]}: {what} solved for {names} "
                        f"{_KIND_TEXT[block.kind]}:\n{_equations_text(system, block)}"
+                       f"{_held_relations(system, block)}"
                        f"{_components_say(cm, system, block, bad[0])}")
         return NonFinite(float(t), bad[0], explanation)
     first = int(np.argmin(np.isfinite(values)))
@@ -153,6 +154,21 @@ def _components_say(cm, system, block, variable) -> str:
         if text:
             said.setdefault(text, []).append(origin or "the model")
     return "".join(f"\n{', '.join(origins)}: {text}" for text, origins in said.items())
+
+
+def _held_relations(system, block) -> str:
+    """A hint where an explicit block's equations read a relation (``$relation[k]``): it
+    keeps its value between events, so the branch it guards is evaluated past its
+    threshold until the crossing is found (``if_else(h > 0, sqrt(h), 0)`` with h < 0)."""
+    texts = system.equation_descriptions
+    if block.kind != "explicit" or texts is None or not any(
+            "$relation[" in str(texts[e]) for e in block.equations):
+        return ""
+    return ("\nA relation ($relation[...]) keeps its value between events, so the branch it "
+            "guards is evaluated a little past its threshold until the crossing is located "
+            "(sqrt(h) with h slightly negative, where h only touches 0): guard the argument "
+            "itself, without an event (sqrt(noEvent(fmax(h, 0)))), or write the switch in "
+            "noEvent(...) where it is smooth")
 
 
 def _equations_text(system, block) -> str:

@@ -1031,9 +1031,12 @@ class _Run:
                     first_step = True   # IDAS's own first step was too long (see there)
                     continue
                 lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-                from .diagnose import explain_point
-                found = explain_point(self.cm, t0, x, z, u, self.p)  # where it starts
-                cause = f" At t = {t0:.9g}, {found.explanation}" if found else ""
+                from .diagnose import locate_non_finite
+                # where it stops being finite, integrating the stretch again (the relations
+                # held as the integrator had them); at t0 only for a DAE
+                found = locate_non_finite(self.cm, t0, t1, x, z, np.concatenate([self.p, u]),
+                                          self.rtol, self.atol)
+                cause = f" At t = {found.time:.9g}, {found.explanation}" if found else ""
                 error = self.failure(t0, f"the integrator ({method}) failed between t = "
                                          f"{t0:.9g} and {t1:.9g}: "
                                          f"{lines[-1] if lines else exc}.{cause}")

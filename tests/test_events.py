@@ -900,3 +900,32 @@ def test_a_when_condition_true_at_the_start_does_not_fire_there():
     res = mb.simulate(AlreadyTrue(), 1.0, times=np.linspace(0, 1, 5))
     assert res["a"].tolist() == [0] * 5
     assert res["b"].tolist() == [0, 0, 1, 1, 1]
+
+
+def test_a_non_finite_value_in_a_model_with_events_is_located_and_explained():
+    """Torricelli's tank, der(h) = -k if_else(h > 0, sqrt(h), 0): h only touches 0 (at
+    t = 4), the relation stays true and sqrt(h) is taken a round-off below 0. A model with
+    events reported only CVODES's flag (variable None); it now names der(h), its equation,
+    and what a held relation means, as a model without events does. Guarded as advised it
+    runs to the closed form."""
+    class Tank(mb.Model):
+        k = mb.Parameter(0.5)
+        h = mb.Variable(start=1.0, fixed=True)
+
+        def __init__(self, guarded=False, **modifiers):
+            super().__init__(**modifiers)
+            self.guarded = guarded
+
+        def equations(self):
+            root = mb.functions.sqrt(mb.noEvent(fmax(self.h, 0.0)) if self.guarded
+                                     else self.h)
+            yield mb.der(self.h) == -self.k * if_else(self.h > 0, root, 0.0)
+
+    with pytest.raises(mb.SimulationError) as info:
+        mb.simulate(Tank(), 6.0, n_points=13)
+    assert info.value.variable == "der(h)"
+    assert "der(h) = nan: the equation solved for der(h)" in str(info.value)
+    assert "A relation ($relation[...]) keeps its value between events" in str(info.value)
+    res = mb.simulate(Tank(guarded=True), 6.0, n_points=13, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res["h"], np.where(res.t < 4, (1 - 0.25 * res.t) ** 2, 0.0),
+                               atol=1e-6)
