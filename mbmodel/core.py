@@ -39,7 +39,7 @@ from typing import Any, Iterable
 import casadi as ca
 import numpy as np
 
-from .errors import DeclarationError, ParameterError
+from .errors import DeclarationError, ModelNotInitialized, ParameterError
 
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
@@ -921,6 +921,14 @@ class Model:
                 object.__setattr__(self, key, member.symbol)
         else:
             object.__setattr__(self, key, member)
+
+    def __getattr__(self, key):
+        # (called only where ordinary lookup fails)
+        if not key.startswith("__") and "_members" not in self.__dict__:
+            raise ModelNotInitialized(
+                f"{type(self).__name__}: Model.__init__ was not called; a model class's own "
+                f"__init__ must call super().__init__(**modifiers) before using the model")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
 
     def __setattr__(self, key, value):
         if isinstance(value, (Declaration, Connector)):

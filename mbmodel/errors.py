@@ -14,6 +14,12 @@ class DeclarationError(ModelError):
     """A component declaration is malformed (bad modifier, bad attribute, bad type)."""
 
 
+class ModelNotInitialized(DeclarationError, AttributeError):
+    """A model used before ``Model.__init__`` ran (a subclass's ``__init__`` without
+    ``super().__init__(**modifiers)``); an AttributeError too, so ``getattr(model, name,
+    default)`` still gives the default."""
+
+
 class ParameterError(ModelError):
     """A parameter value is non-finite, out of its bounds, or of the wrong shape."""
 

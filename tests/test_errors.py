@@ -942,3 +942,23 @@ def test_a_zero_parameter_coefficient_names_the_parameter_and_its_value():
                        match=r"its coefficient k is zero at k = 0\)\. The model's equations "
                              r"were sorted for a nonzero value"):
         mb.compile(Gain())
+
+
+def test_a_model_whose_init_skips_super_init_is_named():
+    """Forgetting ``super().__init__(**modifiers)`` gave a raw AttributeError about a
+    private attribute ('_members'); it is a ModelError that says what to add."""
+    class NoSuper(Model):
+        k = Parameter(1.0)
+        x = Variable(start=1.0, fixed=True)
+
+        def __init__(self, gain=2.0, **modifiers):
+            self.gain = gain  # super().__init__(**modifiers) forgotten
+
+        def equations(self):
+            yield der(self.x) == -self.k * self.gain * self.x
+
+    with pytest.raises(mb.DeclarationError, match=r"NoSuper: Model.__init__ was not called; "
+                                                  r"a model class's own __init__ must call "
+                                                  r"super\(\).__init__\(\*\*modifiers\)"):
+        mb.simulate(NoSuper(), 1.0)
+    assert getattr(el.Resistor(R=1.0), "_not_there", "default") == "default"
