@@ -557,6 +557,8 @@ class Accumulator(_Hydraulic):
         charged = p > self.p_pre
         yield self.V_gas == if_else(charged, self.V_0 * (self.p_pre / p) ** (1 / self.n),
                                     self.V_0)
+        yield mb.Assert(self.V_dead > 0, "Accumulator: V_dead must be positive (below p_pre "
+                                         "it is all the liquid the pressure acts on)")
         yield self.V_liquid == self.V_dead + self.V_0 - self.V_gas
         yield self.port.p == p
         rho = self.rho(p)
@@ -627,6 +629,8 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
         x, v = self.x, self.v
         yield x == self.flange.s - self.x_offset
         yield v == der(x)
+        yield mb.Assert(self.V_dead_a > 0, "Cylinder: V_dead_a must be positive (chamber a "
+                                           "of no volume at x = 0 is infinitely stiff there)")
         rho_a = self.rho(self.p_a)
         V_a = self.V_dead_a + self.A_a * x
         yield self.port_a.p == self.p_a
@@ -639,6 +643,9 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
             yield mb.Assert(self.A_b <= self.A_a, "Cylinder: the annulus area A_b cannot "
                                                   "exceed the piston area A_a (the rod's "
                                                   "section is A_a - A_b)")
+            yield mb.Assert(self.V_dead_b > 0, "Cylinder: V_dead_b must be positive "
+                                               "(chamber b of no volume at x = stroke is "
+                                               "infinitely stiff there)")
             rho_b = self.rho(self.p_b)
             V_b = self.V_dead_b + self.A_b * (self.stroke - x)
             yield self.port_b.p == self.p_b

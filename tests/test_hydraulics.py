@@ -704,3 +704,15 @@ def test_a_cylinder_at_ambient_pressure_exerts_no_force():
         mb.simulate(vented(False), 0.1, params={"cylinder.A_b": 3e-3})
     # a single-acting cylinder has no annulus: its A_b (default 1e-3) is not checked
     mb.simulate(vented(True), 0.1, params={"cylinder.A_a": 5e-4})
+
+
+def test_chambers_of_no_volume_are_refused():
+    """V_dead_a = 0 (allowed by its bound) made der(p_a) infinite at x = 0, found only at
+    t = 0 of the run."""
+    model = Press()
+    model.cylinder.V_dead_a = 0.0
+    with pytest.raises(mb.ParameterError, match="Cylinder: V_dead_a must be positive"):
+        mb.compile(model)
+    cm = mb.compile(Press())
+    with pytest.raises(mb.ParameterError, match="Cylinder: V_dead_b must be positive"):
+        cm.simulate(0.1, params={"cylinder.V_dead_b": 0.0})
