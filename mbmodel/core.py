@@ -1373,6 +1373,11 @@ def _explain_equation_failure(comp, method, exc) -> DeclarationError:
             f"its value is not known while the model is built: use "
             f"mbmodel.functions.if_else(condition, value_if_true, value_if_false) (and "
             f"fmin/fmax) instead")
+    if "unsupported operand" in text and any(f"for {op}:" in text for op in "&|^~"):
+        return DeclarationError(
+            f"{_where(comp)}: {method}() combined model conditions with Python's &, | or ^ "
+            f"(which casadi expressions do not take); use mbmodel.functions.logic_and, "
+            f"logic_or and logic_not")
     if "to_int not defined" in text:
         return DeclarationError(
             f"{_where(comp)}: {method}() used a model variable as an integer (an index, "

@@ -594,8 +594,12 @@ class _Flattener:
         origin = comp.path
         for e in ([expr] if expr.numel() == 1 else expr.elements()):
             if not e.is_op(ca.OP_EQ):
+                shown = self.hybrid.literal(e) if e.is_symbolic() else e  # (a relation)
+                what = ("a comparison (<, <=, >, >=), not an equation"
+                        if shown.is_op(ca.OP_LT) or shown.is_op(ca.OP_LE) else
+                        "not an equation")
                 raise DeclarationError(
-                    f"{_where(comp)}: '{describe(e)}' is not an equation; write lhs == rhs")
+                    f"{_where(comp)}: '{describe(shown)}' is {what}; write lhs == rhs")
             if kind == "model":
                 position = self.hybrid.discrete_target(e.dep(0))
                 if position is not None:

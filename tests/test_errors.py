@@ -962,3 +962,28 @@ def test_a_model_whose_init_skips_super_init_is_named():
                                                   r"super\(\).__init__\(\*\*modifiers\)"):
         mb.simulate(NoSuper(), 1.0)
     assert getattr(el.Resistor(R=1.0), "_not_there", "default") == "default"
+
+
+def test_a_comparison_yielded_as_an_equation_and_python_logic_on_relations_are_named():
+    """``yield y > x`` named an internal symbol ('$relation[0]' is not an equation), and
+    ``(x > 1) & (x < 2)`` gave casadi's TypeError without the functions to use."""
+    class Yielded(Model):
+        x = Variable(start=0.0, fixed=True)
+        y = Variable()
+
+        def equations(self):
+            yield der(self.x) == 1
+            yield self.y > self.x
+
+    with pytest.raises(mb.DeclarationError, match=r"'\(x<y\)' is a comparison \(<, <=, >, "
+                                                  r">=\), not an equation; write lhs == rhs"):
+        mb.compile(Yielded())
+
+    class Ampersand(Yielded):
+        def equations(self):
+            yield der(self.x) == 1
+            yield self.y == mb.functions.if_else((self.x > 1) & (self.x < 2), 1.0, 0.0)
+
+    with pytest.raises(mb.DeclarationError, match="Python's &, | or ^ .* use "
+                                                  "mbmodel.functions.logic_and"):
+        mb.compile(Ampersand())
