@@ -30,6 +30,8 @@ class HybridCollector:
         self._relation_of: dict = {}  # (operator parts) -> relation symbol (one per relation)
         self._literal: dict[int, ca.SX] = {}  # relation symbol hash -> comparison as written
         self._pre: dict[int, ca.SX] = {}  # position -> its pre() symbol
+        #: relations on time and parameters (comparisons as written, by node) -> crossing
+        self._right_of: dict[int, ca.SX] = {}
         self._initial = None
         self.time_events: list = []
         self.assigned: dict[int, str] = {}  # discrete position -> where it is defined
@@ -83,7 +85,8 @@ class HybridCollector:
             if at is not None and all(self.fl.symbols[s.element_hash()].is_parameter
                                       for s in ca.symvar(at)):
                 self.time_events.append(at)
-                return _right_continuous(crossing)
+                self._right_of[result.element_hash()] = crossing
+                return result
         a, op, b = parts
         key = (op, _node_key(a), _node_key(b))
         known = self._relation_of.get(key)
@@ -179,6 +182,26 @@ class HybridCollector:
         self.part.discrete_equations.append(
             FlatDiscreteEquation(position, value, comp.path, shown))
 
+    def _after_time_events(self, condition):
+        """A when condition whose relations on time and parameters take, at their time
+        event, the value they have just after it (``time > t0`` is true at t0), as a
+        located crossing's relation does: read as written it is false at the event and
+        turns true between events, unseen, and ``when(time > t0, ...)`` never fired. Only
+        the conditions change (and, through ``not``/``and``/``or``, their combinations):
+        continuous equations and the start read the comparison as written."""
+        if not self._right_of or condition.numel() != 1:
+            return condition
+        crossing = self._right_of.get(condition.element_hash())
+        if crossing is not None:
+            return _right_continuous(crossing)
+        if condition.is_op(ca.OP_NOT):
+            return ca.logic_not(self._after_time_events(condition.dep(0)))
+        for op, combine in ((ca.OP_AND, ca.logic_and), (ca.OP_OR, ca.logic_or)):
+            if condition.is_op(op):
+                return combine(self._after_time_events(condition.dep(0)),
+                               self._after_time_events(condition.dep(1)))
+        return condition
+
     def add_when(self, comp, item: When):
         check_when(comp, item)
         conditions = item.condition if isinstance(item.condition, (list, tuple)) else [
@@ -186,7 +209,7 @@ class HybridCollector:
         flat_conditions = []
         for c in conditions:
             c = ca.SX(c)
-            flat_conditions += [c[k] for k in range(c.numel())]
+            flat_conditions += [self._after_time_events(c[k]) for k in range(c.numel())]
         shown = f"when {', '.join(describe(self.literal(c)) for c in flat_conditions)}"
         assignments, reinits = [], []
         for stmt in item.body:
@@ -251,9 +274,8 @@ def _node_key(value):
 def _right_continuous(crossing):
     """A relation on time and parameters (``crossing > 0`` or ``>= 0``) as it reads at its
     time event and after: at the instant ``crossing = 0`` it takes the value it has just
-    after, as Modelica's event iteration gives a relation the value after its crossing.
-    ``time > t0`` is then true at t0 itself, so ``when(time > t0, ...)`` sees it rise at
-    the time event (it had stayed false there and turned true between events, unseen)."""
+    after, as Modelica's event iteration gives a relation the value after its crossing
+    (see :meth:`HybridCollector._after_time_events`)."""
     # (casadi's own comparisons: SX's operators make relations while equations() run)
     at_or_after, after = (_ORIGINAL["__ge__"](crossing, ca.SX(0)),
                           _ORIGINAL["__gt__"](crossing, ca.SX(0)))

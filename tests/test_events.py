@@ -852,8 +852,9 @@ def test_a_crossing_inside_a_stretch_comes_before_an_edge_at_its_end(method):
 def test_when_on_a_strict_relation_on_time_fires_at_its_time_event(method):
     """``when(time > t0, ...)``, Modelica's most common when clause: at the time event t0
     the relation read false (t0 > t0) and turned true between events, unseen, so the clause
-    never fired (no error). A relation on time takes its value after the event at the
-    event itself, as after a located crossing."""
+    never fired (no error). In a when condition a relation on time takes its value after
+    the event at the event itself, as after a located crossing; continuous equations read
+    it as written (y at t0 is the value before the event, as before)."""
     class Strict(mb.Model):
         t0 = mb.Parameter(0.5)
         x = mb.Variable(start=1.0, fixed=True)
@@ -875,7 +876,7 @@ def test_when_on_a_strict_relation_on_time_fires_at_its_time_event(method):
     t = res.t
     np.testing.assert_allclose(res["x"], np.where(t < 0.5, np.exp(-t), 5 * np.exp(0.5 - t)),
                                rtol=1e-8)
-    assert res["y"].tolist() == [0, 0, 1, 1, 1]  # the value after the event, at t0 too
+    assert res["y"].tolist() == [0, 0, 0, 1, 1]  # as written: 0.5 > 0.5 is false
     assert [e.time for e in res.events if any("fired" in c for c in e.causes)] == [0.5]
     # at run time too
     res = mb.simulate(Strict(), 1.0, params={"t0": 0.25}, method=method)
