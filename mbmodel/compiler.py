@@ -266,20 +266,27 @@ def _entries_given(params: dict, *known) -> dict:
         if any(name in names for names in known):
             spread[name] = value
             continue
-        prefix = name + "["
-        entries = [n for names in known for n in names if n.startswith(prefix)]
-        if not entries:
+        entry = re.compile(re.escape(name) + r"\[(\d+(?:,\d+)?)\]$")
+        matched = [(n, m) for names in known for n in names
+                   for m in [entry.match(n)] if m is not None]
+        if not matched:
             spread[name] = value  # (reported as unknown by the caller)
             continue
-        positions = [tuple(int(k) for k in n[len(prefix):-1].split(",")) for n in entries]
+        entries = [n for n, _ in matched]
+        positions = [tuple(int(k) for k in m.group(1).split(",")) for _, m in matched]
+        twice = [n for n in entries if n in params]
+        if twice:
+            raise ParameterError(f"params gives '{name}' and its entry '{twice[0]}': give "
+                                 f"one of them")
         shape = tuple(max(p[d] for p in positions) + 1 for d in range(len(positions[0])))
         try:
             array = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
             raise ParameterError(f"params['{name}'] must be numbers of shape {shape}, not "
                                  f"{value!r}") from None
-        if len(shape) == 1 and array.size == shape[0] and sum(d > 1 for d in array.shape) <= 1:
-            array = array.reshape(-1)  # (a row or a column)
+        if array.size == int(np.prod(shape)) and sum(d > 1 for d in array.shape) <= 1 \
+                and sum(d > 1 for d in shape) <= 1:
+            array = array.reshape(shape)  # (a row, a column or a flat list of a vector)
         if array.shape != shape:
             raise ParameterError(f"params['{name}'] has shape {array.shape}; '{name}' has "
                                  f"shape {shape} (entries {entries[0]}, ...)")

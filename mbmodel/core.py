@@ -928,7 +928,8 @@ class Model:
             raise ModelNotInitialized(
                 f"{type(self).__name__}: Model.__init__ was not called; a model class's own "
                 f"__init__ must call super().__init__(**modifiers) before using the model")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
+        # the ordinary error again (a property failing inside names what it lacked)
+        return object.__getattribute__(self, key)
 
     def __setattr__(self, key, value):
         if isinstance(value, (Declaration, Connector)):

@@ -62,6 +62,13 @@ class ImplicitStartWarning(UserWarning):
     hard initial condition, ``Guess(value)`` for a guess) to silence it."""
 
 
+class NotUniqueWarning(UserWarning):
+    """A steady state (or initial state) was found where the equations leave directions
+    free (two tanks without outflow: any common level; a quaternion's norm and the turn
+    about gravity): the one found is the nearest to the start values. Give the missing
+    condition (a fixed start, an initial equation) to choose one."""
+
+
 class LostImpulseWarning(UserWarning):
     """A variable whose time derivative the model uses jumps at a time event (a prescribed
     angle following a ``Step``): the derivative of the jump is an impulse, which the results

@@ -30,8 +30,9 @@ class HybridCollector:
         self._relation_of: dict = {}  # (operator parts) -> relation symbol (one per relation)
         self._literal: dict[int, ca.SX] = {}  # relation symbol hash -> comparison as written
         self._pre: dict[int, ca.SX] = {}  # position -> its pre() symbol
-        #: relations on time and parameters (comparisons as written, by node) -> crossing
-        self._right_of: dict[int, ca.SX] = {}
+        #: relations on time and parameters (comparisons as written, by node) -> their
+        #: crossing function and time event
+        self._right_of: dict[int, tuple] = {}
         self._initial = None
         self.time_events: list = []
         self.assigned: dict[int, str] = {}  # discrete position -> where it is defined
@@ -85,7 +86,7 @@ class HybridCollector:
             if at is not None and all(self.fl.symbols[s.element_hash()].is_parameter
                                       for s in ca.symvar(at)):
                 self.time_events.append(at)
-                self._right_of[result.element_hash()] = crossing
+                self._right_of[result.element_hash()] = (crossing, at)
                 return result
         a, op, b = parts
         key = (op, _node_key(a), _node_key(b))
@@ -191,9 +192,9 @@ class HybridCollector:
         continuous equations and the start read the comparison as written."""
         if not self._right_of or condition.numel() != 1:
             return condition
-        crossing = self._right_of.get(condition.element_hash())
-        if crossing is not None:
-            return _right_continuous(crossing)
+        found = self._right_of.get(condition.element_hash())
+        if found is not None:
+            return _right_continuous(*found)
         if condition.is_op(ca.OP_NOT):
             return ca.logic_not(self._after_time_events(condition.dep(0)))
         for op, combine in ((ca.OP_AND, ca.logic_and), (ca.OP_OR, ca.logic_or)):
@@ -206,11 +207,9 @@ class HybridCollector:
         check_when(comp, item)
         conditions = item.condition if isinstance(item.condition, (list, tuple)) else [
             item.condition]
-        flat_conditions = []
-        for c in conditions:
-            c = ca.SX(c)
-            flat_conditions += [self._after_time_events(c[k]) for k in range(c.numel())]
-        shown = f"when {', '.join(describe(self.literal(c)) for c in flat_conditions)}"
+        written = [c[k] for c in map(ca.SX, conditions) for k in range(c.numel())]
+        shown = f"when {', '.join(describe(self.literal(c)) for c in written)}"
+        flat_conditions = [self._after_time_events(c) for c in written]
         assignments, reinits = [], []
         for stmt in item.body:
             if isinstance(stmt, Reinit):
@@ -271,18 +270,19 @@ def _node_key(value):
     return ("node", tuple(sx[k].element_hash() for k in range(sx.numel())))
 
 
-def _right_continuous(crossing):
-    """A relation on time and parameters (``crossing > 0`` or ``>= 0``) as it reads at its
-    time event and after: at the instant ``crossing = 0`` it takes the value it has just
-    after, as Modelica's event iteration gives a relation the value after its crossing
-    (see :meth:`HybridCollector._after_time_events`)."""
+def _right_continuous(crossing, at):
+    """A relation on time and parameters (``crossing > 0`` or ``>= 0``, zero at the time
+    event ``at``) as it reads at its time event and after: at the event it takes the value
+    it has just after, as Modelica's event iteration gives a relation the value after its
+    crossing (see :meth:`HybridCollector._after_time_events`). Time is compared with the
+    event's own expression (``time >= at`` for a rising crossing), which the simulation
+    stops at exactly: ``crossing`` itself may be a round-off below zero there."""
     # (casadi's own comparisons: SX's operators make relations while equations() run)
-    at_or_after, after = (_ORIGINAL["__ge__"](crossing, ca.SX(0)),
-                          _ORIGINAL["__gt__"](crossing, ca.SX(0)))
+    rising, falling = _ORIGINAL["__ge__"](TIME, at), _ORIGINAL["__lt__"](TIME, at)
     slope = ca.jacobian(crossing, TIME)
     if slope.is_constant():
-        return at_or_after if float(ca.DM(slope)) > 0 else after
-    return ca.if_else(_ORIGINAL["__gt__"](slope, ca.SX(0)), at_or_after, after)
+        return rising if float(ca.DM(slope)) > 0 else falling
+    return ca.if_else(_ORIGINAL["__gt__"](slope, ca.SX(0)), rising, falling)
 
 
 def _time_of_crossing(crossing):

@@ -17,7 +17,7 @@ import numpy as np
 from .core import time as TIME
 from .checks import scalar, vector
 from .errors import ModelError, SimulationError
-from .minimum_norm import MinimumNormNewton
+from .minimum_norm import MinimumNormNewton, warn_not_unique
 from .quiet import casadi_lines_dropped
 from .workspace import remember, workspace
 
@@ -224,6 +224,8 @@ def _steady_state(cm, u, p, t, start):
     n_x = len(cm.states)
     x_start, z_start = np.ravel(start[0]).astype(float), np.ravel(start[1]).astype(float)
     moving = np.setdiff1d(np.arange(n_x), held)
+    if not len(moving) and not len(z_start):
+        return x_start, z_start  # every state held: nothing to solve (der(x) = u)
     guess = np.concatenate([x_start[moving], z_start])
     known = np.concatenate([x_start[held], u, p, [t]])
     for solver in solvers:
@@ -234,6 +236,10 @@ def _steady_state(cm, u, p, t, start):
             continue
         left = np.array(g(solution, known)).reshape(-1)
         if np.all(np.isfinite(solution)) and np.max(np.abs(left), initial=0.0) <= 1e-8:
+            if isinstance(solver, MinimumNormNewton):
+                warn_not_unique(solver, solution, known,
+                                [cm.states[i] for i in moving] + list(cm.algebraic),
+                                "linearize(steady_state=True)")
             break
     else:
         raise SimulationError(
@@ -263,6 +269,9 @@ def _steady_state_solvers(cm):
         residual = ca.vertcat(*[ode[i] for i in moving], alg)
         g = ca.Function("steady", [w, ca.vertcat(*[X[i] for i in held], U, P, TIME)],
                         [residual])
+        if w.numel() == 0:  # every state held (see _steady_state)
+            remember(cache, "steady_state", (g, [], np.array(held, dtype=int)))
+            return cache["steady_state"]
         rank = ca.sprank(ca.jacobian(residual, w).sparsity())
         if rank < w.numel():
             names = [cm.states[i] for i in moving] + list(cm.algebraic)

@@ -12,8 +12,12 @@ solution near its start: the pendulum hangs, turned about gravity as it started.
 
 from __future__ import annotations
 
+import warnings
+
 import casadi as ca
 import numpy as np
+
+from .errors import NotUniqueWarning
 
 
 class MinimumNormNewton:
@@ -27,7 +31,11 @@ class MinimumNormNewton:
         w = solve(w_guess, known_values)
     """
 
-    def __init__(self, function: ca.Function, max_iter: int = 100):
+    #: Larger systems are not tried (a dense SVD per step; a failing initialization of
+    #: hundreds of unknowns would take seconds to report its failure).
+    MAX_UNKNOWNS = 300
+
+    def __init__(self, function: ca.Function, max_iter: int = 50):
         w, known = function.mx_in(0), function.mx_in(1)
         r = function(w, known)
         self.evaluate = ca.Function(f"{function.name()}_min_norm", [w, known],
@@ -38,6 +46,9 @@ class MinimumNormNewton:
     def __call__(self, w0, known) -> np.ndarray:
         w = np.array(w0, dtype=float).reshape(-1)
         known = np.array(known, dtype=float).reshape(-1)
+        if len(w) > self.MAX_UNKNOWNS:
+            raise RuntimeError(f"minimum-norm Newton: {len(w)} unknowns (at most "
+                               f"{self.MAX_UNKNOWNS})")
         r, J = (np.array(a) for a in self.evaluate(w, known))
         r = r.reshape(-1)
         norm = np.linalg.norm(r)
@@ -64,3 +75,28 @@ class MinimumNormNewton:
             r = r.reshape(-1)
             norm = np.linalg.norm(r)
         return w
+
+    def free_directions(self, w, known) -> np.ndarray:
+        """Rows: the directions the equations leave free at ``w`` (the null space of their
+        Jacobian, relative tolerance 1e-9); none where the solution is unique."""
+        J = np.array(self.evaluate(w, known)[1])
+        if not J.size:
+            return np.zeros((0, len(w)))
+        _, singular, vt = np.linalg.svd(J)
+        rank = int(np.sum(singular > 1e-9 * max(singular.max(initial=0.0), 1e-300)))
+        return vt[rank:]
+
+
+def warn_not_unique(solver, w, known, names, what):
+    """A :class:`~mbmodel.errors.NotUniqueWarning` where ``solver`` (the fallback) found
+    ``w`` with directions left free, naming the unknowns they move most."""
+    free = solver.free_directions(w, known)
+    if not len(free):
+        return
+    weight = np.max(np.abs(free), axis=0)
+    moved = [names[i] for i in np.argsort(-weight)[:6] if weight[i] > 1e-6]
+    warnings.warn(NotUniqueWarning(
+        f"{what}: the equations leave {len(free)} direction(s) free, along "
+        f"{', '.join(moved)}; the point found is the nearest to the start values (Newton's "
+        f"method with minimum-norm steps). Give the missing condition (a fixed start, an "
+        f"initial equation) to choose another"), stacklevel=4)

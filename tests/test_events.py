@@ -883,6 +883,22 @@ def test_when_on_a_strict_relation_on_time_fires_at_its_time_event(method):
     assert res.final("n_after") == 1 and res.final("x") == pytest.approx(5 * math.exp(-0.75),
                                                                         rel=1e-5)
 
+    class Scaled(mb.Model):
+        """1.1 time > 1.3: at its event time 13/11 the product is a round-off below 1.3."""
+        x = mb.Variable(start=1.0, fixed=True)
+        n = mb.Discrete(0)
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+            yield mb.when(1.1 * mb.time > 1.3, self.n == mb.pre(self.n) + 1,
+                          mb.reinit(self.x, 5.0))
+
+    res = mb.simulate(Scaled(), 2.0, method=method, rtol=1e-10, atol=1e-12)
+    fired = [e.time for e in res.events if e.causes[-1].startswith("fired")]
+    assert fired == [pytest.approx(13 / 11, abs=1e-15)]
+    assert res.final("n") == 1
+    assert res.final("x") == pytest.approx(5 * math.exp(13 / 11 - 2), rel=1e-8)
+
 
 def test_a_when_condition_true_at_the_start_does_not_fire_there():
     """``when(x > -1, ...)`` with x(0) = 0: the condition is true at the start and never

@@ -277,7 +277,9 @@ def test_steady_state_with_quaternion_states():
                              phi_b=mb.Guess(0.1))
 
     ball = mb.compile(BallPendulum())
-    lin = ball.linearize(steady_state=True)
+    with pytest.warns(mb.NotUniqueWarning, match=r"leave 2 direction\(s\) free, along "
+                                                   r"ball\.Q"):  # |Q|, the turn about g
+        lin = ball.linearize(steady_state=True)
     frequencies = np.sort(np.abs(lin.eigenvalues().imag))[-4:]
     reference = np.sort(np.abs(mb.compile(CardanPendulum()).linearize(
         steady_state=True).eigenvalues().imag))
@@ -285,6 +287,30 @@ def test_steady_state_with_quaternion_states():
     assert reference == pytest.approx([omega] * 4, rel=1e-9)
     assert frequencies == pytest.approx(reference, rel=1e-9)
     assert np.max(np.abs(lin.x0[4:])) < 1e-12  # at rest
-    res = ball.simulate(1.0, steady_state=True)
+    with pytest.warns(mb.NotUniqueWarning, match="initialization"):
+        res = ball.simulate(1.0, steady_state=True)
     for i, expected in enumerate([0.0, 0.0, -0.8]):  # the rod's end straight below
         assert np.max(np.abs(res[f"rod.frame_b.r_0[{i}]"] - expected)) < 1e-9
+
+
+def test_a_steady_state_that_is_not_unique_is_found_with_a_warning():
+    """Two tanks joined by a pipe, no outflow: any common level is a steady state. Newton
+    and KINSOL stop on the singular Jacobian; the minimum-norm fallback gives the nearest
+    common level and says that it is one of many, naming the levels."""
+    class Tanks(Model):
+        k = Parameter(1.0)
+        h1 = Variable(start=2.0, fixed=True)
+        h2 = Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            flow = self.k * (self.h1 - self.h2) * (1 + self.h1 ** 2)
+            yield der(self.h1) == -flow
+            yield der(self.h2) == flow
+
+    cm = mb.compile(Tanks())
+    with pytest.warns(mb.NotUniqueWarning, match=r"leave 1 direction\(s\) free, along "
+                                                   r"h[12], h[12]"):
+        lin = cm.linearize(steady_state=True)
+    assert lin.x0[0] == pytest.approx(lin.x0[1], abs=1e-12)
+    h = lin.x0[0]  # A: d(flow)/dh1 = 1 + h**2 at h1 = h2, d(flow)/dh2 = -(1 + h**2)
+    assert np.allclose(lin.A, (1 + h ** 2) * np.array([[-1.0, 1.0], [1.0, -1.0]]))
