@@ -804,7 +804,7 @@ class _Run:
         # a locked joint's speed, constant in exact arithmetic, wanders by 1e-24 in BDF's
         # corrector and would make events with no consequence (nor is one within the band
         # an event left it in: band_after).
-        noise = np.maximum(NOISE_FLOOR * self.atol, self.held_band)[:, None]
+        noise = self.noise()[:, None]
         literal = np.where(np.abs(c) <= noise, frozen[:, None], lay.literal(c))
         differs = np.any(literal != frozen[:, None], axis=0)
         if not differs.any():
@@ -883,6 +883,11 @@ class _Run:
                                  != run.relations)
         return hit.time, hit.x, z, [int(i) for i in changed], xs, zs, valid
 
+    def noise(self) -> np.ndarray:
+        """Per relation, how close to zero its crossing function is not a crossing: the
+        noise floor, or the band an event left it in (:meth:`band_after`)."""
+        return np.maximum(NOISE_FLOOR * self.atol, self.held_band)
+
     def edge_at_end(self, t1, x, z, u, frozen, c=None) -> list | None:
         """The relations that switch at the stretch's end ``t1`` itself: on time alone (a
         Pulse's falling edge exactly on an output time), the crossing function is within
@@ -895,7 +900,7 @@ class _Run:
             return None   # the run ends there: no event to show
         if c is None:
             c = self.crossings_at(x[:, None], z[:, None], u, np.array([t1]))[:, 0]
-        noise = np.maximum(NOISE_FLOOR * self.atol, self.held_band)
+        noise = self.noise()
         near = np.abs(c) <= noise
         if not near.any():
             return None
@@ -1062,15 +1067,12 @@ class _Run:
         if self.method not in (None, "auto"):
             return self.method
         if self.chosen is None:
-            if self.n_z:
-                self.chosen = "idas"
-            else:
-                from .simulate import _choose_method
-                dyn = dynamics(self.cm, self.native)
-                self.chosen = _choose_method(self.cm, dyn, x, z, np.concatenate([self.p, u]),
-                                             t0, self.t_end)
-                if self.chosen == "adams" and self.c_loop() is not None:
-                    self.chosen = "dop853"
+            from .simulate import _choose_method
+            dyn = dynamics(self.cm, self.native)
+            self.chosen = _choose_method(self.cm, dyn, x, z, np.concatenate([self.p, u]),
+                                         t0, self.t_end)
+            if self.chosen == "adams" and self.c_loop() is not None:
+                self.chosen = "dop853"
         return self.chosen
 
     def used(self, method):

@@ -31,7 +31,7 @@ class HybridCollector:
         self._literal: dict[int, ca.SX] = {}  # relation symbol hash -> comparison as written
         self._pre: dict[int, ca.SX] = {}  # position -> its pre() symbol
         #: relations on time and parameters (comparisons as written, by node) -> their
-        #: crossing function and time event
+        #: time event and their crossing function's slope in time
         self._right_of: dict[int, tuple] = {}
         self._initial = None
         self.time_events: list = []
@@ -82,11 +82,11 @@ class HybridCollector:
         if "continuous" not in kinds:
             if "time" not in kinds:
                 return result  # parameters, inputs, discrete values: constant between events
-            at = _time_of_crossing(crossing)
+            at, slope = _time_of_crossing(crossing)
             if at is not None and all(self.fl.symbols[s.element_hash()].is_parameter
                                       for s in ca.symvar(at)):
                 self.time_events.append(at)
-                self._right_of[result.element_hash()] = (crossing, at)
+                self._right_of[result.element_hash()] = (at, slope)
                 return result
         a, op, b = parts
         key = (op, _node_key(a), _node_key(b))
@@ -270,26 +270,27 @@ def _node_key(value):
     return ("node", tuple(sx[k].element_hash() for k in range(sx.numel())))
 
 
-def _right_continuous(crossing, at):
-    """A relation on time and parameters (``crossing > 0`` or ``>= 0``, zero at the time
-    event ``at``) as it reads at its time event and after: at the event it takes the value
-    it has just after, as Modelica's event iteration gives a relation the value after its
-    crossing (see :meth:`HybridCollector._after_time_events`). Time is compared with the
-    event's own expression (``time >= at`` for a rising crossing), which the simulation
-    stops at exactly: ``crossing`` itself may be a round-off below zero there."""
+def _right_continuous(at, slope):
+    """A relation on time and parameters (``crossing > 0`` or ``>= 0``, its crossing
+    function of slope ``slope`` in time zero at the time event ``at``) as it reads at its
+    time event and after: at the event it takes the value it has just after, as Modelica's
+    event iteration gives a relation the value after its crossing (see
+    :meth:`HybridCollector._after_time_events`). Time is compared with the event's own
+    expression (``time >= at`` for a rising crossing), which the simulation stops at
+    exactly: the crossing function itself may be a round-off below zero there."""
     # (casadi's own comparisons: SX's operators make relations while equations() run)
     rising, falling = _ORIGINAL["__ge__"](TIME, at), _ORIGINAL["__lt__"](TIME, at)
-    slope = ca.jacobian(crossing, TIME)
     if slope.is_constant():
         return rising if float(ca.DM(slope)) > 0 else falling
     return ca.if_else(_ORIGINAL["__gt__"](slope, ca.SX(0)), rising, falling)
 
 
 def _time_of_crossing(crossing):
-    """The time where an affine function of time and parameters crosses zero (a
-    parameter expression), or None if the function is not affine in time."""
+    """``(time, slope)``: where an affine function of time and parameters crosses zero
+    and its slope in time (parameter expressions), or ``(None, None)`` if the function is
+    not affine in time."""
     slope = ca.jacobian(crossing, TIME)
     if ca.depends_on(slope, TIME) or (slope.is_constant() and float(ca.DM(slope)) == 0.0):
-        return None
+        return None, None
     offset = ca.substitute(crossing, TIME, ca.SX(0))
-    return ca.simplify(-offset / slope)
+    return ca.simplify(-offset / slope), slope

@@ -22,7 +22,7 @@ from .core import time as TIME
 from .errors import InitializationError
 from .flat import stacked
 from .inputs import input_function
-from .minimum_norm import MinimumNormNewton, warn_not_unique
+from .minimum_norm import MinimumNormNewton
 from .quiet import casadi_lines_dropped
 from .structure import incidence_lists
 from .workspace import remember, workspace
@@ -85,9 +85,6 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
         if np.all(np.isfinite(res)) and np.max(np.abs(res), initial=0.0) < 1e-8 * (
                 1 + np.max(np.abs(cand), initial=0.0)):
             sol = cand
-            if isinstance(rf, MinimumNormNewton):
-                warn_not_unique(rf, cand, known, list(cm.states) + list(cm.algebraic),
-                                "initialization (steady state)")
             break
         last_error = res
     if sol is None:
@@ -285,7 +282,8 @@ def _problem(cm, steady_state: bool, fixed_states_from_start: bool = False) -> _
         solvers.append(ca.rootfinder("init_solver", solver, function, opts))
     if steady_state:
         # a Jacobian singular everywhere (steady state of quaternion states): least squares
-        solvers.append(MinimumNormNewton(function))
+        solvers.append(MinimumNormNewton(function, list(cm.states) + list(cm.algebraic),
+                                         "initialization (steady state)"))
     return _Problem(function, labels_all, solvers)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from .core import time as TIME
 from .checks import scalar, vector
 from .errors import ModelError, SimulationError
-from .minimum_norm import MinimumNormNewton, warn_not_unique
+from .minimum_norm import MinimumNormNewton
 from .quiet import casadi_lines_dropped
 from .workspace import remember, workspace
 
@@ -236,10 +236,6 @@ def _steady_state(cm, u, p, t, start):
             continue
         left = np.array(g(solution, known)).reshape(-1)
         if np.all(np.isfinite(solution)) and np.max(np.abs(left), initial=0.0) <= 1e-8:
-            if isinstance(solver, MinimumNormNewton):
-                warn_not_unique(solver, solution, known,
-                                [cm.states[i] for i in moving] + list(cm.algebraic),
-                                "linearize(steady_state=True)")
             break
     else:
         raise SimulationError(
@@ -287,7 +283,9 @@ def _steady_state_solvers(cm):
                    ca.rootfinder("steady_state", "kinsol", g,
                                  {**quiet, "disable_internal_warnings": True,
                                   "strategy": "linesearch"}),
-                   MinimumNormNewton(g)]  # (a Jacobian singular everywhere: quaternions)
+                   # (a Jacobian singular everywhere: quaternions)
+                   MinimumNormNewton(g, [cm.states[i] for i in moving] + list(cm.algebraic),
+                                     "linearize(steady_state=True)")]
         remember(cache, "steady_state", (g, solvers, np.array(held, dtype=int)))
     return cache["steady_state"]
 

@@ -97,14 +97,15 @@ def spanning_tree(fl, roots, potential, branches, optional_edges):
         graph.add_edge(super_root, var, weight=-1, kind="root", owner=None)
     for a, b, key in _along_branches(roots + chosen, branches, connections):
         graph.edges[a, b, key]["weight"] = 0.5
-    tree_edges, adjacent = set(), {}
+    tree_edges, adjacent = set(), {} if fl.one_way_branches else None
     for u, v, key, data in nx.minimum_spanning_edges(graph, algorithm="kruskal", keys=True,
                                                       data=True):
         tree_edges.add((id(data["owner"]), id(u), id(v), key))
         tree_edges.add((id(data["owner"]), id(v), id(u), key))
-        adjacent.setdefault(id(u), []).append(v)
-        adjacent.setdefault(id(v), []).append(u)
-    if fl.one_way_branches:
+        if adjacent is not None:
+            adjacent.setdefault(id(u), []).append(v)
+            adjacent.setdefault(id(v), []).append(u)
+    if adjacent is not None:
         _check_one_way(fl.one_way_branches, adjacent, super_root)
     decisions, cuts, cut_pairs = [], [], set()
     tree = None

@@ -8,7 +8,8 @@ only come first, out of context, also in runs that succeed.
 
 casadi writes them to Python's ``sys.stderr``; while a thread runs inside
 :func:`casadi_lines_dropped`, what that thread writes there is dropped, and what other
-threads write passes.
+threads write passes. mbmodel's own Python code called inside the block (a solver written
+in Python among casadi's) shows its warnings through :func:`lines_shown`.
 
 Example::
 
@@ -22,7 +23,7 @@ import sys
 import threading
 from contextlib import contextmanager
 
-__all__ = ["casadi_lines_dropped"]
+__all__ = ["casadi_lines_dropped", "lines_shown"]
 
 _lock = threading.Lock()
 _local = threading.local()
@@ -67,3 +68,15 @@ def casadi_lines_dropped():
                 if sys.stderr is _filter:   # unless someone replaced it meanwhile
                     sys.stderr = _filter.original
                 _filter = None
+
+
+@contextmanager
+def lines_shown():
+    """Inside :func:`casadi_lines_dropped`, let this thread's writes to ``sys.stderr`` pass
+    again (a Python warning mbmodel itself raises there)."""
+    depth = getattr(_local, "depth", 0)
+    _local.depth = 0
+    try:
+        yield
+    finally:
+        _local.depth = depth

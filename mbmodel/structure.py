@@ -430,10 +430,9 @@ class _Analysis:
                                            or g in given)
 
         taken = {}
-        for a in sorted(self.alias, key=lambda a: (a >= len(variables) or
-                                                   not variables[a].fixed, a)):
-            if a >= len(variables) or not has_start(a):
-                continue
+        # (the few aliases with a start, not every alias of the model, are sorted)
+        with_start = [a for a in self.alias if a < len(variables) and has_start(a)]
+        for a in sorted(with_start, key=lambda a: (not variables[a].fixed, a)):
             rep, sign, offset = a, 1.0, 0.0
             while rep in self.alias and self.alias[rep][0] is not None:
                 rep, s, o = self.alias[rep]

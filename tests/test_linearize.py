@@ -314,3 +314,28 @@ def test_a_steady_state_that_is_not_unique_is_found_with_a_warning():
     assert lin.x0[0] == pytest.approx(lin.x0[1], abs=1e-12)
     h = lin.x0[0]  # A: d(flow)/dh1 = 1 + h**2 at h1 = h2, d(flow)/dh2 = -(1 + h**2)
     assert np.allclose(lin.A, (1 + h ** 2) * np.array([[-1.0, 1.0], [1.0, -1.0]]))
+
+
+def test_the_not_unique_warning_reaches_stderr():
+    """The fallback runs where casadi's solver lines are held back from stderr
+    (mbmodel.quiet); its own warning must still be shown, at the user's line."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent('''
+        import mbmodel as mb
+        class Tanks(mb.Model):
+            h1 = mb.Variable(start=2.0, fixed=True)
+            h2 = mb.Variable(start=0.0, fixed=True)
+            def equations(self):
+                flow = (self.h1 - self.h2) * (1 + self.h1 ** 2)
+                yield mb.der(self.h1) == -flow
+                yield mb.der(self.h2) == flow
+        cm = mb.compile(Tanks())
+        lin = cm.linearize(steady_state=True)  # the line the warning names
+    ''')
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "<string>:11: NotUniqueWarning: linearize(steady_state=True): the equations " \
+           "leave 1 direction(s) free" in run.stderr
