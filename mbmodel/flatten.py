@@ -166,11 +166,14 @@ class _Flattener:
         """Give every symbol its full hierarchical name (messages and generated code read
         well), re-expressing parameter bindings and event times in the new symbols."""
         old, new = [], []
+        self.symbolic_starts = []  # (found on the same pass)
         for comp in order:
             for member in comp._members.values():
                 decls = ([member] if isinstance(member, (Parameter, Variable)) else
                          list(member._variables.values()) if isinstance(member, Connector) else [])
                 for d in decls:
+                    if getattr(d, "start_expression", None) is not None:
+                        self.symbolic_starts.append(d)
                     fresh = ca.SX.sym(d.path, *d.shape)
                     if d._symbol is not None:  # read before: an expression may hold it
                         self.earlier.append((d._symbol, d))
@@ -180,8 +183,6 @@ class _Flattener:
                     d.symbol = fresh
                     if d.name in vars(d.owner):  # (else read through its class's declaration)
                         object.__setattr__(d.owner, d.name, fresh)
-        self.symbolic_starts = [v for comp in order for v in _variables_of(comp)
-                                if v.start_expression is not None]
         if not old:
             return
         # One substitution for all bindings, start values and event times (one per item
@@ -807,15 +808,6 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
     flat.residual_vector = residuals if residuals.numel() == len(flat.equations) else None
     flat.templates = [t for t in fl.templates.values() if t is not None]
     return flat
-
-
-def _variables_of(comp):
-    """``comp``'s own variables and its connectors' variables."""
-    for member in comp._members.values():
-        if isinstance(member, Variable):
-            yield member
-        elif isinstance(member, Connector):
-            yield from member._variables.values()
 
 
 def _symbolic_starts(fl):
