@@ -16,7 +16,7 @@ from . import graph
 from .alias import AliasResult, eliminate_aliases
 from .core import STATE_PRIORITY, time_derivative
 from .errors import DeclarationError, StructuralSingularityError
-from .flat import FlatModel, describe, stacked
+from .flat import FlatModel, at_parameter_values, describe, stacked
 from .linear import reduce_linear
 from .linsolve import SINGULAR_PIVOT, pivoted_solve, smallest_relative_pivot
 
@@ -854,11 +854,8 @@ class _Analysis:
         bound = [p for p in self.flat.parameters if p.binding is not None]
         values = {p.symbol.element_hash(): float(p.value) for p in free}
         if bound:
-            syms = [p.symbol for p in free] + [p.symbol for p in bound]
-            exprs = [ca.SX(p.value) for p in free] + [p.binding for p in bound]
-            _, outs = ca.substitute_inplace(syms, exprs, [p.binding for p in bound], False)
-            for p, out in zip(bound, outs):
-                values[p.symbol.element_hash()] = float(ca.evalf(out))
+            numbers, _ = at_parameter_values([p.binding for p in bound], self.flat.parameters)
+            values.update(zip((p.symbol.element_hash() for p in bound), map(float, numbers)))
         return values
 
     def parameter_only(self, coef) -> bool:
