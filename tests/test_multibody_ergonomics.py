@@ -609,33 +609,25 @@ def test_a_model_changed_after_a_compile_compiles_as_changed():
 def test_vector_parameters_by_their_declared_name():
     """``params={"j.n": [...]}`` sets a vector parameter's entries (``j.n[0]``, ...), as
     Modelica's ``j(n={...})`` modifier does: it had said "no parameter 'j.n'"."""
-    class Pendulum(mb.Model):
-        world = mbl.World()
-        j = mbl.Revolute(n=[0, 0, 1])
-        b = mbl.Body(m=1.0, r_CM=[1.0, 0, 0], I_11=0.0, I_22=0.0, I_33=0.0)
-
-        def equations(self):
-            yield mb.connect(self.world.frame_b, self.j.frame_a)
-            yield mb.connect(self.j.frame_b, self.b.frame_a)
-
-    cm = mb.compile(Pendulum())
-    x = cm.state_vector({"j.phi": 0.0, "j.w": 0.0})
+    from test_multibody_errors import _pendulum  # world - joint (about z) - body
+    cm = mb.compile(_pendulum(m=1.0, r_CM=[1.0, 0, 0], I_11=0.0, I_22=0.0, I_33=0.0))
+    x = cm.state_vector({"joint.phi": 0.0, "joint.w": 0.0})
     fd = cm.evaluator(native=False)
 
     def acceleration(params):
         return float(fd(x, [], cm.parameter_vector(params))[1])
 
     # gravity along -x on a point mass at (0, 0.5, 0) turning about z: a = g / 0.5
-    by_name = acceleration({"world.n": [-1.0, 0.0, 0.0], "b.r_CM": [0.0, 0.5, 0.0]})
+    by_name = acceleration({"world.n": [-1.0, 0.0, 0.0], "body.r_CM": [0.0, 0.5, 0.0]})
     by_entry = acceleration({"world.n[0]": -1.0, "world.n[1]": 0.0,
-                             "b.r_CM[0]": 0.0, "b.r_CM[1]": 0.5})
+                             "body.r_CM[0]": 0.0, "body.r_CM[1]": 0.5})
     assert by_name == pytest.approx(9.81 / 0.5, rel=1e-12) and by_name == by_entry
     # a column is a vector too (gravity along +y on the mass at (1, 0, 0): a = +g)
     assert acceleration({"world.n": np.array([[0.0], [1.0], [0.0]])}) == pytest.approx(
         9.81, rel=1e-12)
-    with pytest.raises(mb.ParameterError, match=r"params\['j.n'\] has shape \(2,\); 'j.n' has "
-                                                r"shape \(3,\)"):
-        cm.parameter_vector({"j.n": [1.0, 0.0]})
+    with pytest.raises(mb.ParameterError, match=r"params\['joint.n'\] has shape \(2,\); "
+                                                r"'joint.n' has shape \(3,\)"):
+        cm.parameter_vector({"joint.n": [1.0, 0.0]})
 
 
 @pytest.mark.parametrize("shape", ["BodyCylinder", "BodyBox"])
@@ -663,6 +655,15 @@ def test_shape_length_changes_at_run_time_but_not_its_direction(shape):
     expected = float(reference.evaluator(native=False)(x, [1.0],
                                                        reference.parameter_vector())[1])
     assert longer == pytest.approx(expected, rel=1e-12)
+    # the closed form: a unit torque about y on the shape turning about its end (steel)
+    L, d = 0.7, 0.3
+    if shape == "BodyCylinder":
+        m = 7700 * np.pi * L * d ** 2 / 4
+        inertia = m * (L ** 2 + 3 * d ** 2 / 4) / 12 + m * (L / 2) ** 2
+    else:  # width along y (the default width direction), height = width
+        m = 7700 * L * d * d
+        inertia = m * (L ** 2 + d ** 2) / 12 + m * (L / 2) ** 2
+    assert longer == pytest.approx(1.0 / inertia, rel=1e-12)
     with pytest.raises(mb.ParameterError, match="body: r may change its length at run time "
                                                 "but not its direction"):
         declared.parameter_vector({"body.r": [0.0, 0.4, 0.0]})
