@@ -9,12 +9,16 @@ finest) and located by regula falsi (Illinois) on their zero-crossing functions 
 bracket is below :data:`EVENT_TIME_TOLERANCE` (relative):
 
 * in DOP853's C loop (:mod:`mbmodel.explicit`) the generated event function is the loop's
-  guard: evaluated after every step at the check points inside it and at its end, a
-  crossing located on the step's dense output, crossings that change nothing passed on
-  (:meth:`_Run.inert`); the loop returns at an event (:meth:`_Run.advance_guarded`);
+  guard: evaluated after every step at the check points inside it, at three points
+  inside it on a cubic interpolant, and at its end, a crossing located on the step's
+  dense output, crossings that change nothing passed on (:meth:`_Run.inert`); the loop
+  returns at an event (:meth:`_Run.advance_guarded`);
 * with casadi's integrators (CVODES, IDAS) the states at the check points are checked
   here after each stretch, and each trial of the location integrates again from the last
-  point before the crossing (:meth:`_Run.advance`, :meth:`_Run.locate`).
+  point before the crossing (:meth:`_Run.advance`, :meth:`_Run.locate`). A stretch gets
+  at least one check point per step the integrator took on it (integrated again with more
+  when it took more than it had), so that, as in the C loop, crossings are looked for at
+  least once per step, whatever the output grid.
 
 The event happens at the bracket's right end, where the relation has switched; the event
 iteration (Modelica's) then runs to a fixed point: algebraic variables re-solved,
@@ -73,6 +77,8 @@ ZENO_SHRINK = 1e-3
 ZENO_HORIZON = 0.01
 #: Default spacing of the crossing checks as a fraction of the run.
 CHECKS_PER_RUN = 1000
+#: Most check points one stretch of casadi's integrators gets to have one per step.
+MAX_STEP_CHECKS = 4096
 #: Check points right after an event, at distances halving from the check spacing down to
 #: 2^-(PROBE_POINTS-1) of it.
 PROBE_POINTS = 40
@@ -257,6 +263,10 @@ class _Run:
         self.last_good = t_start
         self.chosen = None  # the method for "auto" until the next event
         self.next_step = 0.0  # DOP853's step at the end of the last stretch
+        self.steps_taken = 0   # steps of the last integration (see advance)
+        self.stretch_steps = 0
+        self.stretch_cut = False   # the last stretch failed and a first part was taken
+        self.finer = 1         # check points per output check point on the last stretch
         self._c_loop = False  # not looked up yet (None: no C loop)
         self._guard = False   # the same for the event function as DOP853's guard
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
@@ -782,21 +792,51 @@ class _Run:
             found = self.advance_guarded(t0, t1, m, x, z, u, geometric, ends_at_event)
             if found is not None:
                 return found
+        if not len(lay.relation_slots) or geometric:
+            return self.advance_checked(t0, t1, m, x, z, u, geometric, ends_at_event)
+        # As root finding in CVODES or DASSL checks after every step, the stretch has at
+        # least one check point per step the integrator took on it: a relation that
+        # switches and switches back between two check points (a ram losing contact for
+        # 0.6 ms) is otherwise missed, and whether it was found depended on the output grid.
+        # Check points per output check point: as many as the last stretch needed, more
+        # (and the stretch integrated again) when this one takes more steps.
+        finer = self.finer
+        for _ in range(3):  # (steps do not depend on the check points: a second pass holds)
+            found = self.advance_checked(t0, t1, m * finer, x, z, u, False, ends_at_event)
+            need = _finer_checks(self.stretch_steps, m)
+            if need <= finer or self.stretch_cut:
+                break   # (or the integration failed and a first part was taken instead)
+            finer = need
+        self.finer = need
+        if finer == 1:
+            return found
+        t, x_end, z_end, crossed, xs, zs, valid = found
+        return t, x_end, z_end, crossed, xs[:, finer - 1::finer], zs[:, finer - 1::finer], \
+            valid // finer
+
+    def advance_checked(self, t0, t1, m, x, z, u, geometric=False, ends_at_event=False):
+        """:meth:`advance` with exactly ``m`` check points."""
+        lay = self.layout
         frozen = u[lay.relation_slots]
         fractions = _fractions(m, geometric)
         ts = t0 + (t1 - t0) * fractions
         ts[-1] = t1
+        halving = m >= 2 and not geometric
         try:
-            xs, zs = self.integrate(t0, t1, m, x, z, u, geometric)
+            xs, zs = self.integrate(t0, t1, m, x, z, u, geometric, diagnose=not halving)
         except SimulationError:
-            if m < 2 or geometric:
+            if not halving:
                 raise
             # Crossings are looked for after the whole stretch is integrated; past one the
             # equations of the old branch may have no solution (a cylinder through its end
             # stop, with a negative chamber volume): the first half of the stretch, same
             # check points, finds the crossing before the failure.
             half = m // 2
-            return self.advance(t0, t0 + (t1 - t0) * half / m, half, x, z, u)
+            found = self.advance_checked(t0, t0 + (t1 - t0) * half / m, half, x, z, u)
+            self.stretch_cut = True
+            return found
+        self.stretch_steps = self.steps_taken   # (locating a crossing integrates again)
+        self.stretch_cut = False
         if not len(lay.relation_slots):
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
         c = self.crossings_at(xs, zs, u, ts)
@@ -989,13 +1029,38 @@ class _Run:
                 scale_r = 0.5 if last_side == -1 else 1.0
                 scale_l = 1.0
                 last_side = -1
+        t_r, x_r, z_r, c_r = self.crossing_with(t_l, c_l, (t_r, x_r, z_r, c_r), u, frozen)
         crossed = [int(i) for i in np.flatnonzero(lay.literal(c_r) != frozen)]
         return t_r, x_r, z_r, crossed
 
-    def integrate(self, t0, t1, m, x, z, u, geometric=False):
-        """States (and algebraic variables) at m points of (t0, t1] (see :func:`_fractions`)."""
+    def crossing_with(self, t_l, c_l, right, u, frozen):
+        """Relations that cross within the located width after the bracket's right end
+        cross with it, in one event (one threshold written twice, ``dp > p_crack`` and
+        ``dp - p_crack < 0``, differs by a rounding): the right end moved by that width
+        when, extrapolated from the bracket, some relation would switch there, and does
+        while none switches back (as ``guard_locate`` in the C loop)."""
+        lay = self.layout
+        t_r, x_r, z_r, c_r = right
+        t_a = t_r + EVENT_TIME_TOLERANCE * max(1.0, abs(t_r))
+        if t_a >= self.t_end or t_r <= t_l:
+            return right
+        ahead = c_r + (c_r - c_l) * (t_a - t_r) / (t_r - t_l)
+        switched = lay.literal(c_r) != frozen
+        if not np.any(~switched & (lay.literal(ahead) != frozen)):
+            return right
+        xs, zs = self.integrate(t_r, t_a, 1, x_r, z_r, u)
+        c_a = self.crossings_at(xs, zs, u, np.array([t_a]))[:, 0]
+        after = lay.literal(c_a) != frozen
+        if np.any(switched & ~after) or not np.any(after & ~switched):
+            return right
+        return t_a, xs[:, 0], zs[:, 0], c_a
+
+    def integrate(self, t0, t1, m, x, z, u, geometric=False, diagnose=True):
+        """States (and algebraic variables) at m points of (t0, t1] (see :func:`_fractions`).
+        ``diagnose=False``: a failure is not located (the caller tries a shorter stretch)."""
         if self.n_x == 0:
             xs = np.zeros((0, m))
+            self.steps_taken = 0
             zs = np.zeros((self.n_z, m))
             for j, f in enumerate(_fractions(m, geometric)):
                 t = t0 + (t1 - t0) * f
@@ -1012,17 +1077,24 @@ class _Run:
                 max_step=self.max_step, first_step=self.next_step, method=method)
             if run.ok:
                 self.next_step = run.next_step
+                self.steps_taken = run.steps
                 return run.xs, np.zeros((0, m))
             method = "bdf"   # the model turned stiff, or the solution is not finite
             if self.method in (None, "auto"):
                 self.chosen = method
             self.used(method)
-        first_step = False
+        restart = None   # how IDAS starts: its own way first (see _stepper)
         while True:
-            F = self.stepper(method, m, t1 - t0, geometric, first_step)
+            if restart == "consistent":   # (the slopes at the start given: one integrator)
+                slopes = (t1 - t0) * np.array(self.cm.ode(x, z, u, self.p, t0),
+                                              dtype=float).reshape(-1)
+                F = self.stepper(method, m, t1 - t0, geometric, restart, slopes)
+            else:
+                F = self.stepper(method, m, t1 - t0, geometric, restart)
             try:
                 with casadi_lines_dropped():
                     xs, zs = F(x, z, np.concatenate([self.p, u, [t0, t1 - t0]]))
+                self.steps_taken = int(F.buffer.stats()["nsteps"])
                 break
             except RuntimeError as exc:
                 if method == "adams":  # the model turned stiff: BDF for this stretch
@@ -1032,15 +1104,15 @@ class _Run:
                     self.used(method)
                     continue
                 from .simulate import _failed_at_start
-                if method == "idas" and not first_step and _failed_at_start(F.function):
-                    first_step = True   # IDAS's own first step was too long (see there)
+                if method == "idas" and restart != "consistent" and _failed_at_start(F):
+                    restart = "first_step" if restart is None else "consistent"
                     continue
                 lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
                 from .diagnose import locate_non_finite
                 # where it stops being finite, integrating the stretch again (the relations
                 # held as the integrator had them); at t0 only for a DAE
-                found = locate_non_finite(self.cm, t0, t1, x, z, np.concatenate([self.p, u]),
-                                          self.rtol, self.atol)
+                found = diagnose and locate_non_finite(
+                    self.cm, t0, t1, x, z, np.concatenate([self.p, u]), self.rtol, self.atol)
                 cause = f" At t = {found.time:.9g}, {found.explanation}" if found else ""
                 error = self.failure(t0, f"the integrator ({method}) failed between t = "
                                          f"{t0:.9g} and {t1:.9g}: "
@@ -1087,7 +1159,7 @@ class _Run:
             self._c_loop = explicit_integrator(dynamics(self.cm, self.native))
         return self._c_loop
 
-    def stepper(self, method, m, dt, geometric=False, first_step=False):
+    def stepper(self, method, m, dt, geometric=False, restart=None, slopes=None):
         scaled = None
         if self.max_step is not None and self.max_step < dt:
             # few distinct values, so few integrators: rounded down to two digits
@@ -1095,7 +1167,7 @@ class _Run:
             e = math.floor(math.log10(q))
             scaled = math.floor(q / 10 ** (e - 1)) * 10 ** (e - 1)
         return _stepper(self.cm, method, m, self.rtol, self.atol, scaled, self.native,
-                        geometric, first_step)
+                        geometric, restart, slopes)
 
 
 def _due(event_time, t) -> bool:
@@ -1103,6 +1175,15 @@ def _due(event_time, t) -> bool:
     within the width events are located to, so that instants computed apart in floating
     point (``0.1*3`` and ``0.3``) are one."""
     return event_time <= t + EVENT_TIME_TOLERANCE * max(1.0, abs(t))
+
+
+def _finer_checks(steps, m) -> int:
+    """Check points per point of a stretch's ``m`` so that there is one per ``steps`` the
+    integrator took: a power of two, at most :data:`MAX_STEP_CHECKS` points in all."""
+    if steps <= m or m >= MAX_STEP_CHECKS:
+        return 1
+    need = 1 << (math.ceil(steps / m) - 1).bit_length()
+    return max(1, min(need, MAX_STEP_CHECKS // m))
 
 
 def _check_points(length, spacing) -> int:
@@ -1159,15 +1240,20 @@ def _fractions(m, geometric) -> np.ndarray:
 
 
 def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False,
-             first_step=False):
+             restart=None, slopes=None):
     """An integrator over scaled time s in [0, 1] with outputs at the fractions of
-    :func:`_fractions`; parameters ``(p, u, t0, dt)``."""
+    :func:`_fractions`; parameters ``(p, u, t0, dt)``. ``restart`` (IDAS, where its start
+    failed): ``"first_step"`` gives its first step (:func:`simulate._idas_first_step`);
+    ``"consistent"`` skips IDACalcIC, which near a contact's switch failed on a start that
+    the event iteration had made consistent (algebraic residuals 1e-16): "IDA_NO_RECOVERY"
+    at one of every four nearby tolerances; the states' ``slopes`` (in scaled time) are
+    given instead, and the integrator is built for this call only."""
     from .native import dynamics
     from .simulate import _solver_options, newton_dynamics
     # The C dynamics replace the virtual machine's once a background build is done.
     rhs = dynamics(cm, native) if method == "adams" else newton_dynamics(cm, native)
     cache = workspace(cm, "integrators")
-    key = ("events", method, m, rtol, atol, max_step_scaled, id(rhs), geometric, first_step)
+    key = ("events", method, m, rtol, atol, max_step_scaled, id(rhs), geometric, restart)
 
     def build():
         n_x, n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
@@ -1183,11 +1269,15 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
         if method == "adams":
             opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
         grid = [float(f) for f in _fractions(m, geometric)]
-        if first_step:
+        if restart == "first_step":
             from .simulate import _idas_first_step
             opts["step0"] = _idas_first_step(grid[0])
+        elif restart == "consistent":
+            opts.update(calc_ic=False, init_xdot=[float(v) for v in slopes])
         # called through its buffers: no conversion of ~700 parameters and discrete values
         # to casadi matrices and back per call (half a short location call's cost)
         return _Buffered(ca.integrator("events", "idas" if method == "idas" else "cvodes",
                                        dae, 0.0, grid, opts), n_out=2)
+    if restart == "consistent":
+        return build()
     return built(cache, key, build)

@@ -473,6 +473,25 @@ static int guard_locate(Guarded *q, double t, double h, const double *y, const d
             last_side = -1;
         }
     }
+    /* Relations that cross within the width after t_r cross with it: one event, as at one
+     * threshold written twice (dp > p_crack and dp - p_crack < 0 differ by a rounding). */
+    double t_a = *t_r + g->width * fmax(1.0, fabs(*t_r));
+    if (t_a > t + h) return MB_OK;
+    dense_at(dense, y, (t_a - t) / h, x_m, n);
+    int status = guard_eval(q, t_a, x_m, q->c_mid);
+    if (status) return status;
+    int more = 0;
+    for (long long k = 0; k < g->n_c; k++) {
+        int before = literal(g, k, q->c_here[k]) != (g->frozen[k] != 0.0);
+        int after = literal(g, k, q->c_mid[k]) != (g->frozen[k] != 0.0);
+        if (before && !after) return MB_OK;   /* (one switches back: t_r stands) */
+        more |= after && !before;
+    }
+    if (more) {
+        *t_r = t_a;
+        memcpy(x_r, x_m, sizeof(double) * (size_t)n);
+        swap(&q->c_here, &q->c_mid);
+    }
     return MB_OK;
 }
 
@@ -493,20 +512,47 @@ static int step_dense(Step *s) {
     return status;
 }
 
+/* Points inside every step where the guard looks on a cubic interpolant of the step's
+ * ends and slopes (no evaluation of f): DOP853's steps are long, and a relation that holds
+ * for less than a step (x > 0.99 near the peaks of a fast oscillation) would switch and
+ * switch back unseen between the step's ends. What they show is checked on the dense
+ * output before it counts. */
+enum { PROBES = 3 };
+
+/* The cubic Hermite interpolant of the step at fraction theta (4th order). */
+static void hermite_at(const Step *s, double theta, double *out) {
+    double t2 = theta * theta, t3 = t2 * theta;
+    double a = 2.0 * t3 - 3.0 * t2 + 1.0, b = (t3 - 2.0 * t2 + theta) * s->h;
+    double c = 3.0 * t2 - 2.0 * t3, d = (t3 - t2) * s->h;
+    const double *f0 = s->K, *f1 = s->K + (size_t)STAGES * s->n;
+    for (int i = 0; i < s->n; i++)
+        out[i] = a * s->y[i] + b * f0[i] + c * s->y_new[i] + d * f1[i];
+}
+
 /* The guard over an accepted step ending at t_new: its values at the output times inside
- * the step (from t_out[written] on) and at its end, until a relation reads differently.
- * That crossing is located; an inert one is passed (at most MAX_INERT in a step, then the
- * caller sees them as events, and its chattering check with them) and the scan goes on
- * from it. At an event *crossed = 1 with the bracket [*t_l, *t_r], and the guard's outputs
- * (x_cross, values, t_left) are set. */
+ * the step (from t_out[written] on), at PROBES points inside it and at its end, until a
+ * relation reads differently. That crossing is located; an inert one is passed (at most
+ * MAX_INERT in a step, then the caller sees them as events, and its chattering check with
+ * them) and the scan goes on from it. At an event *crossed = 1 with the bracket
+ * [*t_l, *t_r], and the guard's outputs (x_cross, values, t_left) are set. */
 static int guard_step(Guarded *q, Step *s, const double *t_out, int n_out, int written,
                       double t_new, int *crossed, double *t_l, double *t_r) {
     const MbGuard *g = q->g;
-    int j = written, passed = 0, status;
+    int j = written, k = 1, passed = 0, status;
     *t_l = s->t;
     for (;;) {
-        double tp = j < n_out && t_out[j] < t_new ? t_out[j] : t_new;
+        double t_next = j < n_out && t_out[j] < t_new ? t_out[j] : t_new;
+        double t_probe = s->t + s->h * k / (PROBES + 1.0);
+        while (k <= PROBES && t_probe <= *t_l) t_probe = s->t + s->h * ++k / (PROBES + 1.0);
+        int probe = k <= PROBES && t_probe < t_next;
+        double tp = probe ? t_probe : t_next;
         const double *xp = s->y_new;
+        if (probe) {
+            k++;
+            hermite_at(s, (tp - s->t) / s->h, s->point);
+            if ((status = guard_eval(q, tp, s->point, q->c_here))) return status;
+            if (!guard_differs(g, q->c_here, g->noise)) continue;
+        }
         if (tp < t_new) {
             if ((status = step_dense(s))) return status;
             dense_at(s->dense, s->y, (tp - s->t) / s->h, s->point, s->n);
@@ -517,7 +563,7 @@ static int guard_step(Guarded *q, Step *s, const double *t_out, int n_out, int w
             *t_l = tp;
             swap(&q->c_left, &q->c_here);
             if (tp == t_new) return MB_OK;
-            j++;
+            if (!probe) j++;
             continue;
         }
         *t_r = tp;

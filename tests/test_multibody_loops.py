@@ -414,10 +414,15 @@ def test_a_contact_on_a_loops_algebraic_position_switches_once_per_crossing():
         return spring - min(max(GAP_D * v, -spring), spring)
 
     cm = mb.compile(GappedSliderCrank())
-    t = np.linspace(0.0, 1.0, 201)
-    reference = slider_crank_reference(0.4, 20.0, t, piston_force=gap_force)
-    for rtol in (1e-6, 1e-8, 1e-10):
-        res = mb.simulate(cm, t_end=1.0, n_points=201, rtol=rtol, atol=rtol)
+    references = {}
+    # (IDAS's own consistent start, IDACalcIC, failed after a contact's switch with
+    # "IDA_NO_RECOVERY" at the last, and at one in five settings near 1e-10; the last two
+    # start from the event iteration's consistent point)
+    for rtol, n_points in ((1e-6, 201), (1e-8, 201), (1e-10, 201), (1.1e-10, 401)):
+        if n_points not in references:
+            t = np.linspace(0.0, 1.0, n_points)
+            references[n_points] = slider_crank_reference(0.4, 20.0, t, piston_force=gap_force)
+        res = mb.simulate(cm, t_end=1.0, n_points=n_points, rtol=rtol, atol=rtol)
         contacts = [e.time for e in res.events if "gap.s_rel < gap.s_rel0" in str(e)]
         assert len(contacts) >= 4 and np.min(np.diff(contacts)) > 1e-3, (rtol, contacts[:6])
-        assert np.abs(res["j1.phi"] - reference).max() < 1e3 * rtol, rtol
+        assert np.abs(res["j1.phi"] - references[n_points]).max() < 1e3 * rtol, rtol
