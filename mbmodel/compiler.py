@@ -272,6 +272,7 @@ def _entries_given(params: dict, *known) -> dict:
         if not matched:
             spread[name] = value  # (reported as unknown by the caller)
             continue
+        matched.sort(key=lambda nm: tuple(int(k) for k in nm[1].group(1).split(",")))
         entries = [n for n, _ in matched]
         positions = [tuple(int(k) for k in m.group(1).split(",")) for _, m in matched]
         twice = [n for n in entries if n in params]
@@ -371,6 +372,13 @@ class CompiledModel:
         in_linear_blocks = {sys_.names[v] for b in sys_.blocks if b.linear for v in b.tear_vars}
         self.implicit_starts = [name for name in self.states + self.algebraic
                                 if not _start_given(sys_, name) and name not in in_linear_blocks]
+        if set(self.implicit_starts) & set(self.states) and (
+                self.fixed_starts or self.initial_equation_descriptions):
+            # a state that fixed starts determine through the equations (m2.w from m1.w's
+            # through a gear) starts from what they give, as Modelica tools' free states do
+            from .initialization import determined_states
+            determined = determined_states(self)
+            self.implicit_starts = [n for n in self.implicit_starts if n not in determined]
         if self.implicit_starts:
             shown = ", ".join(self.implicit_starts[:10])
             extra = len(self.implicit_starts) - 10
@@ -411,6 +419,18 @@ class CompiledModel:
                                          + (f"; did you mean {', '.join(close)}?" if close else ""))
         self._check_parameters(values)
         return values
+
+    def parameter_entries(self, params: dict) -> dict:
+        """``params`` with each vector or matrix parameter given by its declared name spread
+        over its entries, the names the compiled model's parameters have (as
+        :meth:`parameter_vector` reads them).
+
+        Example::
+
+            cm.parameter_entries({"j.n": [0, 0, 1]})   # {"j.n[0]": 0.0, ...}
+        """
+        return _entries_given(params, {q.name for q in self._free},
+                              {q.name for q in self._bound})
 
     @property
     def free_parameters(self) -> list:
@@ -491,8 +511,10 @@ class CompiledModel:
                 raise ParameterError(
                     f"with these parameter values the equation {what} divides by zero "
                     f"({describe(expr)} = {v}); it depends on {', '.join(names[:6])}. Change "
-                    f"those values, or compile the model with them so the equations are "
-                    f"sorted for them")
+                    f"those values: the equations are sorted on their structure, and a value "
+                    f"that removes a term leaves the equation unable to determine what it "
+                    f"was sorted for (e.g. a zero resistance is a short: connect the two "
+                    f"pins instead of the element)")
 
     def _starts_of_parameters(self, system):
         """``p -> (start, z_start)`` where start values are parameter expressions

@@ -12,7 +12,7 @@ with ``fixed=False``) are the Newton iterates' starting point.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
@@ -107,7 +107,26 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
             f"stops Newton's method."
             + (f" (solver: {_first_line(last_error)})" if isinstance(last_error, Exception)
                else ""))
+    if problem.unmet:
+        _check_at_rest(cm, problem, sol, known)
     return sol[:n_x], sol[n_x:]
+
+
+def _check_at_rest(cm, problem, sol, known):
+    """Steady state: the states whose ``der(x) = 0`` no free state could be solved from
+    must be at rest on the solution, or there is no steady state (the docs promise an
+    error, not a state that moves)."""
+    rates = np.array(problem.unmet_rates(sol, known), dtype=float).reshape(-1)
+    scale = 1.0 + np.max(np.abs(sol), initial=0.0)
+    moving = [(cm.states[k], r) for k, r in zip(problem.unmet, rates)
+              if not abs(r) <= 1e-8 * scale]
+    if moving:
+        shown = ", ".join(f"der({name}) = {r:.6g}" for name, r in moving[:5])
+        raise InitializationError(
+            f"steady state: there is none with these conditions: {shown} whatever values "
+            f"the free states take (no start value left free changes it): the model does not "
+            f"come to rest (a force or torque nothing balances). Give the states fixed start "
+            f"values instead of steady_state=True, or add what balances it.")
 
 
 def _unconnected_in(cm, text) -> str:
@@ -191,6 +210,10 @@ class _Problem:
     residual: ca.Function
     labels: list  # text, or the index of a state held at its start value
     solvers: list[ca.Function]
+    #: steady state: the states whose der(x) = 0 no free state could be solved from, and
+    #: their derivatives as a function of (w, known), checked on the solution
+    unmet: list = field(default_factory=list)
+    unmet_rates: ca.Function | None = None
 
 
 def _label(cm, label, x_start) -> str:
@@ -225,18 +248,7 @@ def _problem(cm, steady_state: bool, fixed_states_from_start: bool = False) -> _
     if steady_state:
         steady = [xdot[k] for k in range(n_x)]
     g = cm.alg(X, Z, U, P, TIME)
-    # Which states do the conditions determine? A structural matching of the conditions
-    # and the algebraic equations to (x, z): each algebraic variable first by an algebraic
-    # equation (as the simulation solves it), then the conditions, by alternating paths
-    # through any unknown (a start fixed on an algebraic variable determines the state
-    # its equation then solves for); the matched z stay matched.
-    g_inc = _incidence(g, ca.vertcat(X, Z))
-    n_g = len(g_inc)
-    first = graph.maximum_matching([[v for v in row if v >= n_x] for row in g_inc], n_x + n_z)
-    eq_all, var_m = graph.maximum_matching(
-        g_inc + inc, n_x + n_z,
-        start=(first[0] + [graph.UNMATCHED] * len(inc), first[1]))
-    eq_m = eq_all[n_g:]
+    g_inc, eq_m, var_m = _matched_conditions(cm, g, inc)
     over = [k for k, m in enumerate(eq_m) if m == graph.UNMATCHED]
     if over:
         others = [labels[k] for k, m in enumerate(eq_m) if m != graph.UNMATCHED]
@@ -247,6 +259,7 @@ def _problem(cm, steady_state: bool, fixed_states_from_start: bool = False) -> _
             + ". Make one of these start values a guess (fixed=False) instead.")
     free_states = [i for i in range(n_x) if var_m[i] == graph.UNMATCHED]
     extra, extra_labels = [], []
+    unmet = []   # der(x_k) = 0 of a free state that no free state could be solved from
     if steady_state:
         # Steady state fills the states left free by the fixed conditions.
         st_inc = _incidence(ca.vertcat(*steady), X) if steady else []
@@ -258,6 +271,12 @@ def _problem(cm, steady_state: bool, fixed_states_from_start: bool = False) -> _
                 extra.append(steady[k])
                 extra_labels.append(f"der({cm.states[k]}) = 0 (steady state)")
                 used.add(v)
+        # A free state nothing depends on (a free angle: a cyclic coordinate) may move at a
+        # steady rate (a drive at its speed); any other must come to rest, which is checked
+        # on the solution (a mass under a constant force has no steady state).
+        read = {v for row in st_inc + g_inc for v in row}
+        unmet = [k for k, v in enumerate(m_eq)
+                 if v == graph.UNMATCHED and k in free and k in read]
         free_states = [i for i in free_states if i not in used]
     for i in free_states:
         extra.append(X[i] - XS[i])
@@ -284,7 +303,38 @@ def _problem(cm, steady_state: bool, fixed_states_from_start: bool = False) -> _
         # a Jacobian singular everywhere (steady state of quaternion states): least squares
         solvers.append(MinimumNormNewton(function, list(cm.states) + list(cm.algebraic),
                                          "initialization (steady state)"))
-    return _Problem(function, labels_all, solvers)
+    rates = ca.Function("unmet_rates", [w, known], [ca.vertcat(*(xdot[k] for k in unmet))])
+    return _Problem(function, labels_all, solvers, unmet, rates)
+
+
+def _matched_conditions(cm, g, inc):
+    """Which states do the conditions determine? A structural matching of the conditions
+    (incidence ``inc`` over (x, z)) and the algebraic equations ``g`` to (x, z): each
+    algebraic variable first by an algebraic equation (as the simulation solves it), then
+    the conditions, by alternating paths through any unknown (a start fixed on an algebraic
+    variable determines the state its equation then solves for); the matched z stay
+    matched. Returns the algebraic equations' incidence, per condition its unknown (or
+    UNMATCHED: over-determined) and per unknown its equation."""
+    X, Z = cm.symbols.x, cm.symbols.z
+    n_x, n_z = X.numel(), Z.numel()
+    g_inc = _incidence(g, ca.vertcat(X, Z))
+    n_g = len(g_inc)
+    first = graph.maximum_matching([[v for v in row if v >= n_x] for row in g_inc], n_x + n_z)
+    eq_all, var_m = graph.maximum_matching(
+        g_inc + inc, n_x + n_z,
+        start=(first[0] + [graph.UNMATCHED] * len(inc), first[1]))
+    return g_inc, eq_all[n_g:], var_m
+
+
+def determined_states(cm) -> set:
+    """The states (by name) that the fixed start values and initial equations determine
+    through the equations, directly or not (m2.w from m1.w's fixed start through a gear):
+    their start values are not what the initialization starts them from."""
+    _, _, _, unknown = _conditions(cm)
+    inc = [row for row in unknown if row]
+    g = cm.alg(cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p, TIME)
+    _, _, var_m = _matched_conditions(cm, g, inc)
+    return {name for i, name in enumerate(cm.states) if var_m[i] != graph.UNMATCHED}
 
 
 def _conditions(cm):

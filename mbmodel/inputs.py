@@ -3,6 +3,8 @@ simulation)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .errors import SimulationError
@@ -17,8 +19,12 @@ def input_function(cm, inputs):
     to rows ``[[time, value], ...]`` (an array of shape (n, 2), as ``blocks.TimeTable`` and
     Modelica's tables take them), held constant from each time to the next (zero-order
     hold; every time is an event). Two rows of two read either way, so a 2 x 2 table
-    (list or array) is refused: give the tuple."""
-    inputs = dict(inputs or {})
+    (list or array) is refused: give the tuple.
+
+    A vector input may be named as declared (``u`` for ``u[0]``, ``u[1]``, ...): a
+    sequence of its length (constant), ``(times, values)`` with a row of values per time,
+    or rows ``[[time, value_0, value_1, ...], ...]``."""
+    inputs = _entries_given(cm, dict(inputs or {}))
     unknown = [k for k in inputs if k not in cm.inputs]
     if unknown:
         raise SimulationError(f"the model has no external input {', '.join(unknown)}; "
@@ -62,6 +68,46 @@ def input_function(cm, inputs):
 
     u_at.breakpoints = sorted({float(t) for ts, _ in tables for t in ts if np.isfinite(t)})
     return u_at
+
+
+def _entries_given(cm, inputs: dict) -> dict:
+    """``inputs`` with each vector input given by its declared name spread over its
+    entries (the compiled model's inputs ``name[0]``, ...); other names stay."""
+    spread = {}
+    for name, spec in inputs.items():
+        pattern = re.compile(re.escape(name) + r"\[(\d+)\]$")
+        entries = sorted(((int(m.group(1)), n) for n in cm.inputs
+                          for m in [pattern.match(n)] if m), key=lambda e: e[0])
+        if name in cm.inputs or not entries:
+            spread[name] = spec   # (a name the model does not have is reported as such)
+            continue
+        twice = [n for _, n in entries if n in inputs]
+        if twice:
+            raise SimulationError(f"inputs gives '{name}' and its entry '{twice[0]}': give "
+                                  f"one of them")
+        k = len(entries)
+        try:
+            if isinstance(spec, tuple) and len(spec) == 2:
+                times, values = np.asarray(spec[0], dtype=float), np.asarray(spec[1], dtype=float)
+                if values.shape != (times.size, k):
+                    raise ValueError
+                columns = [(times, values[:, i]) for i in range(k)]
+            else:
+                table = np.asarray(spec, dtype=float)
+                if table.shape == (k,):
+                    columns = [float(v) for v in table]
+                elif table.ndim == 2 and table.shape[1] == k + 1:
+                    columns = [(table[:, 0], table[:, 1 + i]) for i in range(k)]
+                else:
+                    raise ValueError
+        except (TypeError, ValueError):
+            raise SimulationError(
+                f"input '{name}' has {k} entries ({entries[0][1]}, ...): give {k} numbers, "
+                f"(times, values) with a row of {k} values per time, or rows [time, "
+                f"{k} values], not {spec!r}") from None
+        for (_, entry), column in zip(entries, columns):
+            spread[entry] = column
+    return spread
 
 
 def _table(name, spec):

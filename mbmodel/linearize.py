@@ -9,6 +9,8 @@ any of the model's variables (``cm.output_names``), differentiated the same way.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 import casadi as ca
@@ -107,8 +109,10 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
     if getattr(cm, "events", None) is not None:
         from .events import relations_at
         u0 = relations_at(cm, x0, z0, u0, p, t)
-    chosen_inputs = list(cm.inputs) if inputs is None else _names(inputs, cm.inputs, "inputs")
-    chosen_outputs = [] if outputs is None else _names(outputs, cm.output_names, "outputs")
+    chosen_inputs = (list(cm.inputs) if inputs is None else
+                     _names(inputs, cm.inputs, "inputs", set(cm.parameters)))
+    chosen_outputs = ([] if outputs is None else
+                      _names(outputs, cm.output_names, "outputs", set(cm.parameters)))
     columns = [cm.inputs.index(n) for n in chosen_inputs]
     rows = [cm.output_index[n] for n in chosen_outputs]
 
@@ -296,13 +300,24 @@ def _point(names, values, shown=6) -> str:
     return ", ".join(pairs[:shown]) + (" ..." if len(pairs) > shown else "")
 
 
-def _names(given, known, what) -> list[str]:
+def _names(given, known, what, parameter_names=()) -> list[str]:
+    """The names ``given`` for ``what``, a vector's declared name (``u``) standing for its
+    entries (``u[0]``, ``u[1]``, ...)."""
     if isinstance(given, str):
         given = [given]
     index = set(known)
+    spread = []
+    for name in given:
+        entry = re.compile(re.escape(name) + r"\[\d+(,\d+)?\]")
+        entries = [] if name in index else [n for n in known if entry.fullmatch(n)]
+        spread += entries or [name]
+    given = spread
     unknown = [n for n in given if n not in index]
     if unknown:
+        parameters = [n for n in unknown if n in parameter_names]
+        hint = (f" ({', '.join(map(repr, parameters[:5]))}: a parameter, constant in the "
+                f"linearization)" if parameters else "")
         raise SimulationError(f"linearize({what}=...): the model has no "
                               f"{'input' if what == 'inputs' else 'variable'} "
-                              f"{', '.join(map(repr, unknown[:5]))}")
+                              f"{', '.join(map(repr, unknown[:5]))}{hint}")
     return list(given)

@@ -87,6 +87,10 @@ class Result:
             close = sorted(found, key=lambda n: -difflib.SequenceMatcher(
                 None, name.lower(), n.lower()).ratio())[:6]
             hint = f"; similar names: {', '.join(close)}" if close else ""
+            if name in (getattr(self.compiled, "parameters", None) or ()):
+                hint = (f": it is a parameter, whose value the run took from params= or "
+                        f"the compiled model's defaults (cm.parameter_vector()[cm.parameters"
+                        f".index('{name}')])")
             raise KeyError(f"no variable '{name}' in the result{hint}") from None
         if self._check is not None and not np.all(np.isfinite(row)):
             raise self._check(self, name, row)
@@ -99,22 +103,26 @@ class Result:
         """The value of ``name`` at the last time point."""
         return float(self[name][-1])
 
-    def at(self, t: float, names=None):
-        """Values at time ``t``, interpolated linearly between output times (discrete
-        variables: the value held at the last output time up to ``t``): a float for one
-        name, a dict name -> value for a list (default: every variable).
+    def at(self, t, names=None):
+        """Values at time ``t`` (a number, or an array of times), interpolated linearly
+        between output times (discrete variables: the value held at the last output time
+        up to ``t``): a float (an array) for one name, a dict name -> value for a list
+        (default: every variable).
 
-        Example: ``res.at(0.25, "inertia.w")``"""
-        if not (self.t[0] <= t <= self.t[-1]):
+        Example: ``res.at(0.25, "inertia.w")``, ``res.at([0.1, 0.2], "inertia.w")``"""
+        times = np.asarray(t, dtype=float)
+        if not np.all((self.t[0] <= times) & (times <= self.t[-1])):
             raise ValueError(f"t = {t} is outside the result's times [{self.t[0]}, {self.t[-1]}]")
         discrete = set(getattr(self.compiled, "discrete", None)
                        or getattr(self, "_discrete", None) or ())
 
         def value(name):
             if name in discrete:
-                k = max(int(np.searchsorted(self.t, t, side="right")) - 1, 0)
-                return float(self[name][k])
-            return float(np.interp(t, self.t, self[name]))
+                k = np.maximum(np.searchsorted(self.t, times, side="right") - 1, 0)
+                found = self[name][k]
+            else:
+                found = np.interp(times, self.t, self[name])
+            return float(found) if times.ndim == 0 else np.asarray(found, dtype=float)
         if isinstance(names, str):
             return value(names)
         chosen = self.names if names is None else list(names)
@@ -161,7 +169,8 @@ class Result:
             meta = json.loads(str(archive["meta"]))
             if meta.get("format") != "mbmodel-result":
                 raise ValueError(f"{path} is not a result saved by mbmodel")
-            result = cls(archive["t"], archive["values"], meta["names"])
+            result = cls(archive["t"], archive["values"], meta["names"],
+                         check=_not_finite_in(str(path)))
         result._units = dict(meta["units"])
         result._discrete = list(meta.get("discrete", ()))
         result.methods = list(meta["methods"])
@@ -261,3 +270,16 @@ def format_table(header, rows, left=(0,)) -> str:
 
     head = line(header)
     return "\n".join([head, "-" * len(head), *(line(r) for r in rows)])
+
+
+def _not_finite_in(path):
+    """The check of a loaded result: a trajectory that is not finite raises, as it did in
+    the run that saved it (whose compiled model, which would explain it, is not at hand)."""
+    def check(result, name, row):
+        from .errors import SimulationError
+        bad = np.flatnonzero(~np.isfinite(row))
+        return SimulationError(
+            f"'{name}' is not finite in the result read from {path}: {row[bad[0]]} at t = "
+            f"{result.t[bad[0]]:.9g} ({len(bad)} of {len(row)} output times); the run that "
+            f"saved it computed it so (its own result would have raised, explaining why)")
+    return check

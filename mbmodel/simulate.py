@@ -54,10 +54,21 @@ STIFFNESS_LIMIT = 1e4
 EIGEN_STATES = 300
 
 
-def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=501, times=None, params=None,
+def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, params=None,
                       inputs=None, rtol=1e-8, atol=1e-10, x0=None, steady_state=False,
                       method=None, max_step=None, native="auto", z0=None,
                       state_selection="dynamic", progress="auto") -> Result:
+    if times is not None and n_points is not None:
+        raise SimulationError("give times (the output times) or n_points (that many equally "
+                              "spaced), not both")
+    if x0 is not None and steady_state:
+        raise SimulationError("give either x0 (the initial states) or steady_state=True (the "
+                              "initialization finds them), not both")
+    if z0 is not None and x0 is None:
+        raise SimulationError("z0 (guesses of the algebraic variables) goes with x0; without "
+                              "x0 the initialization finds both (give guesses as Guess(...) "
+                              "starts, or initialize(x_guess=...))")
+    n_points = 501 if n_points is None else n_points
     t_start, t_end, n_points, rtol, atol, max_step = _checked_options(
         t_start, t_end, n_points, rtol, atol, max_step)
     p = cm.parameter_vector(params)
@@ -124,15 +135,11 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
                              steady_state=steady_state)
     else:
         x = vector(x0, len(cm.states), "x0", cm.states)
-        if z0 is None:
-            # consistent with x0 (the first row showed the guesses, not a solution)
-            z = cm.starts(p)[1]
-            try:
-                z = _solve_algebraic(cm, z, p, u_of(t_start), t_start, x)
-            except SimulationError:
-                pass   # the integrator's own start finds them, or says why not
-        else:
-            z = vector(z0, len(cm.algebraic), "z0", cm.algebraic)
+        # consistent with x0, from z0 or the start values as guesses (the first row showed
+        # the guesses, not a solution)
+        z = cm.starts(p)[1] if z0 is None else vector(z0, len(cm.algebraic), "z0",
+                                                        cm.algebraic)
+        z = _made_consistent(cm, z, p, u_of(t_start), t_start, x)
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
     events_inside = time_events(cm, p, u_of, t_start, t_end)
@@ -176,6 +183,11 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
         if not tout or tout[-1] < b:
             tout.append(b)
         u_seg = u_of(0.5 * (a + b))  # inputs are constant between events
+        if n_x and n_z and a > t_start:
+            # after a time event or an input's step the algebraic variables move: solved
+            # for the new inputs here (IDAS's own consistent start from the old ones failed,
+            # "IDA_CONV_FAIL", on a diode's exponential for a step of a volt)
+            z = _made_consistent(cm, z, p, u_seg, a, x)
         if n_x == 0:
             # Purely algebraic: solve g = 0 at each output time, continuing from the last z.
             xs = np.zeros((0, len(tout)))
@@ -548,9 +560,10 @@ def _idas_first_step(first_interval: float) -> float:
 
 
 def _failed_at_start(integrator) -> bool:
-    """Whether the integrator's last call failed before it took a step."""
+    """Whether the integrator's last call failed before it took a step (called through its
+    buffers, :class:`mbmodel.events._Buffered`, it keeps its statistics there)."""
     try:
-        return int(integrator.stats().get("nsteps", 1)) == 0
+        return int(getattr(integrator, "buffer", integrator).stats().get("nsteps", 1)) == 0
     except Exception:  # noqa: BLE001 - stats differ between plugins and versions
         return True
 
@@ -588,6 +601,25 @@ def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
     n = len(xs)
     return (np.column_stack(xs) if n else np.zeros((len(x), 0)),
             np.column_stack(zs) if n else np.zeros((len(z), 0)))
+
+
+def _made_consistent(cm, z, p, u, t, x):
+    """The algebraic variables from ``z`` as a guess, at the states ``x``: ``z`` itself
+    where it solves the equations already (as the integrator left them: a restart is then
+    the same as before), else solved by Newton; where Newton fails, ``z`` (the integrator's
+    own start finds them, or says why not)."""
+    residual = np.array(cm.alg(x, z, u, p, t), dtype=float).reshape(-1)
+    if np.max(np.abs(residual), initial=0.0) <= CONSISTENT * (1.0 + np.max(np.abs(z),
+                                                                             initial=0.0)):
+        return z
+    try:
+        return _solve_algebraic(cm, z, p, u, t, x)
+    except SimulationError:
+        return z
+
+
+#: Algebraic residuals below this (relative to the variables' size) are a solution already.
+CONSISTENT = 1e-10
 
 
 def _solve_algebraic(cm, z, p, u, t, x=None):

@@ -495,8 +495,8 @@ class _Analysis:
             raise StructuralSingularityError(
                 f"the model is singular: these {len(eqs)} equations are linearly dependent "
                 f"and {kind}:\n{quoted(eqs)}\nTypical causes: two ideal voltage sources in "
-                "parallel, a current source in series with an inductor-free branch, two "
-                "position sources on one flange, a circuit part with no Ground. Remove or "
+                "parallel, two ideal current sources in series (a node fed by current "
+                "sources only), two position sources on one flange, a circuit part with no Ground. Remove or "
                 "replace one of the conflicting components (or add the missing reference).")
         for e, (expr, used) in reduction.replaced.items():
             self.equations[e] = expr
@@ -821,8 +821,9 @@ class _Analysis:
         return StructuralSingularityError(
             "the model is structurally singular: these equations over-determine the variables "
             f"{', '.join(vars_)} (and leave others undetermined):\n" + "\n".join(lines) +
-            "\nTypical causes: two ideal voltage sources in parallel, a current source in series "
-            "with an inductor-free branch, two position sources on one flange. Remove or "
+            "\nTypical causes: two ideal voltage sources in parallel, two ideal current sources "
+            "in series (a node fed by current sources only), two position sources on one "
+            "flange. Remove or "
             "replace one of the conflicting components.")
 
     # ---- block solution ---------------------------------------------------------------------
@@ -1039,9 +1040,13 @@ class _Analysis:
                                        for s in ca.symvar(coef)[:4])
                     detail = ("does not depend on it" if coef.is_zero() else
                               f"does not depend on it with the given parameter values (its "
-                              f"coefficient {describe(coef)} is zero at {values}). The model's "
-                              f"equations were sorted for a nonzero value: give one, or use "
-                              f"a component without that term")
+                              f"coefficient {describe(coef)} is zero at {values}). The "
+                              f"equations are sorted on their structure, not on parameter "
+                              f"values, and a value that removes a term leaves the equation "
+                              f"unable to determine what it was sorted for: give a nonzero "
+                              f"value, or model what that value means without the term (e.g. "
+                              f"a zero resistance is a short: connect the two pins instead of "
+                              f"the element)")
                     raise StructuralSingularityError(f"equation {what()}: the equation {detail}")
                 if not ca.depends_on(coef, sym):
                     if on_parameters and not coef.is_constant():

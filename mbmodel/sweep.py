@@ -53,9 +53,11 @@ def runs_of(params=None, inputs=None) -> list[tuple[dict, dict, int | None]]:
 
     ``params``: ``None`` (the defaults), a dict ``name -> sequence of values`` (every
     combination: a full grid, the last name varying fastest) or a list of dicts (one per
-    run). ``inputs``: ``None``, one dict for all runs (as :func:`mbmodel.simulate` takes
-    it), or a list of such dicts, each combined with every parameter set (the input set's
-    position is the run's ``input_set``).
+    run). A vector or matrix parameter may be named as declared, its values arrays
+    (``{"j.n": [[1, 0, 0], [0, 1, 0]]}``: two runs). ``inputs``: ``None``, one dict for
+    all runs (as :func:`mbmodel.simulate` takes it), or a list of such dicts, each
+    combined with every parameter set (the input set's position is the run's
+    ``input_set``).
 
     Example: ``runs_of({"R": [1, 2], "C": [3, 4]})`` gives 4 runs."""
     if params is None:
@@ -67,11 +69,13 @@ def runs_of(params=None, inputs=None) -> list[tuple[dict, dict, int | None]]:
             values = params[name]
             if np.isscalar(values):
                 values = [values]
-            try:
-                columns.append([float(v) for v in values])
+            try:  # (a value of a vector or matrix parameter is an array)
+                columns.append([float(v) if np.isscalar(v) else np.asarray(v, dtype=float)
+                                for v in values])
             except (TypeError, ValueError):
-                raise SimulationError(f"sweep: parameter '{name}': give a sequence of numbers, "
-                                      f"not {values!r}") from None
+                raise SimulationError(f"sweep: parameter '{name}': give a sequence of numbers "
+                                      f"(of arrays for a vector parameter), not "
+                                      f"{values!r}") from None
             if not columns[-1]:
                 raise SimulationError(f"sweep: parameter '{name}' has no values: the grid "
                                       f"would have no runs")
@@ -134,7 +138,11 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
     missing = [n for n in outputs if n not in cm.output_index]
     if missing:
         raise SimulationError(f"sweep: the model has no variable {', '.join(missing)}")
-    runs = runs_of(params, inputs)
+    # (a vector parameter named as declared: a column per entry)
+    runs = [(cm.parameter_entries(p), u, j) for p, u, j in runs_of(params, inputs)]
+    swept = list(dict.fromkeys(n for p, _, _ in runs for n in p))
+    if not isinstance(params, dict):
+        swept.sort()
     defaults = dict(zip(cm.parameters, cm.parameter_defaults.tolist()))
     for name in {n for p, _, _ in runs for n in p}:  # a wrong name fails every run: now
         cm.parameter_vector({name: defaults.get(name, 0.0)})
@@ -162,7 +170,7 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
         if bar is not None:
             bar.close()
     answers.sort(key=lambda a: a[0])
-    return _table(pd, cm, runs, answers, outputs, params, inputs, errors, defaults)
+    return _table(pd, cm, runs, answers, outputs, swept, inputs, errors, defaults)
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -292,15 +300,13 @@ def _run_on_cluster(task, model: bytes, key_of_model: str):
 
 
 # -- answers -------------------------------------------------------------------------------
-def _table(pd, cm, runs, answers, outputs, params, inputs, errors, defaults):
+def _table(pd, cm, runs, answers, outputs, swept, inputs, errors, defaults):
     failed = [(k, message) for k, _, _, message in answers if message is not None]
     if failed and errors == "raise":
         k, message = failed[0]
         shown = ", ".join(f"{n} = {v:g}" for n, v in runs[k][0].items()) or "the defaults"
         more = f" ({len(failed) - 1} more runs failed)" if len(failed) > 1 else ""
         raise SimulationError(f"sweep: run {k} ({shown}) failed{more}: {message}")
-    swept = list(params) if isinstance(params, dict) else \
-        sorted({n for p, _, _ in runs for n in p})
     frames = []
     for k, t, values, message in answers:
         p, _, input_set = runs[k]

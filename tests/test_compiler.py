@@ -196,6 +196,39 @@ def test_input_tables_as_rows_or_as_times_and_values():
         cm.simulate(2.0, inputs={"u": "3"})
 
 
+def test_a_vector_input_by_its_declared_name():
+    """``inputs={"u": ...}`` for an input declared with shape (2,): two numbers, a
+    (times, values) table with a row per time, or rows [time, u0, u1]; linearize takes
+    the name for both entries. It had said "the model has no external input u"."""
+    class Pair(Model):
+        u = mb.Input(shape=(2,))
+        x = Variable(shape=(2,), start=[0.0, 0.0], fixed=True)
+
+        def equations(self):
+            yield der(self.x) == -self.x + self.u
+
+    cm = mb.compile(Pair())
+    t = np.array([0.5, 1.0, 2.0])
+    res = cm.simulate(2.0, inputs={"u": [1.0, 2.0]}, times=t)
+    np.testing.assert_allclose(res["x[0]"], 1 - np.exp(-t), rtol=1e-7)
+    np.testing.assert_allclose(res["x[1]"], 2 * (1 - np.exp(-t)), rtol=1e-7)
+    # u = (1, 2) until 1 s, then (3, 4)
+    def held(a, b):
+        first = a * (1 - np.exp(-np.minimum(t, 1.0)))
+        return np.where(t <= 1.0, first, b + (a * (1 - np.exp(-1.0)) - b) * np.exp(-(t - 1)))
+    for spec in (([0.0, 1.0], [[1.0, 2.0], [3.0, 4.0]]), [[0.0, 1.0, 2.0], [1.0, 3.0, 4.0]]):
+        res = cm.simulate(2.0, inputs={"u": spec}, times=t)
+        np.testing.assert_allclose(res["x[0]"], held(1.0, 3.0), rtol=1e-7)
+        np.testing.assert_allclose(res["x[1]"], held(2.0, 4.0), rtol=1e-7)
+    lin = cm.linearize(inputs=["u"], outputs=["x"])
+    assert lin.inputs == ["u[0]", "u[1]"]
+    np.testing.assert_array_equal(lin.B, np.eye(2))
+    with pytest.raises(mb.SimulationError, match=r"input 'u' has 2 entries \(u\[0\], \.\.\.\)"):
+        cm.simulate(2.0, inputs={"u": [1.0]})
+    with pytest.raises(mb.SimulationError, match=r"gives 'u' and its entry 'u\[1\]'"):
+        cm.simulate(2.0, inputs={"u": [1.0, 2.0], "u[1]": 3.0})
+
+
 def test_steady_state_initialization():
     class Loop(Model):
         src = blocks.Constant(k=3.0)
@@ -206,6 +239,100 @@ def test_steady_state_initialization():
 
     res = mb.simulate(Loop(), 1.0, n_points=5)
     assert np.allclose(res["plant.y"], 6.0, rtol=1e-9)
+
+
+def test_a_steady_state_that_does_not_exist_is_refused():
+    """A mass under a constant force has no steady state: it had been given one with its
+    speed 0 (der(v) = 1.5 there, silently). A free angle moving at a constant speed is a
+    steady motion and stays allowed."""
+    from mbmodel.libraries import translational as tr
+
+    class Pushed(Model):
+        mass = tr.Mass(m=2.0, s=mb.Guess(0.0), v=mb.Guess(0.0))
+        force = tr.ConstantForce(f_constant=3.0)
+
+        def equations(self):
+            yield connect(self.force.flange, self.mass.flange_a)
+
+    cm = mb.compile(Pushed())
+    with pytest.raises(mb.InitializationError, match=r"steady state: there is none .*"
+                                                     r"der\(mass.v\) = 1.5"):
+        cm.initialize(steady_state=True)
+    with pytest.raises(mb.InitializationError, match="steady state: there is none"):
+        cm.simulate(1.0, steady_state=True)
+
+    class Driven(Model):   # a damped inertia at its speed under a constant torque
+        torque = rot.ConstantTorque(tau_constant=2.0)
+        inertia = rot.Inertia(J=1.0, phi=mb.Guess(0.3), w=mb.Guess(0.0))
+        damper = rot.Damper(d=0.5)
+        fixed = rot.Fixed()
+
+        def equations(self):
+            yield connect(self.torque.flange, self.inertia.flange_a)
+            yield connect(self.inertia.flange_b, self.damper.flange_a)
+            yield connect(self.damper.flange_b, self.fixed.flange)
+
+    cm = mb.compile(Driven())
+    x0, _ = cm.initialize(steady_state=True)
+    angle = 1 - cm.states.index("inertia.w")   # (the damper's angle, an alias of phi)
+    assert x0[1 - angle] == pytest.approx(4.0, rel=1e-12)   # w = 2 / 0.5
+    assert x0[angle] == cm.start[angle]   # held at its start: it moves at the steady speed
+
+
+class _Stiff(Model):
+    """z**3 + z = x + u, der(x) = -z: the algebraic variable jumps with the input."""
+    u = mb.Input()
+    x = Variable(1.0, fixed=True)
+    z = Variable(1.0)
+
+    def equations(self):
+        yield self.z ** 3 + self.z == self.x + self.u
+        yield der(self.x) == -self.z
+
+
+def test_an_algebraic_variable_is_solved_again_after_an_input_steps():
+    """IDAS restarted at the input's step from the old z (z**3 + z = x + u with u from 0
+    to 1) failed: "IDACalcIC returned IDA_CONV_FAIL". The reference: scipy with z solved
+    by brentq."""
+    from scipy.integrate import solve_ivp
+    from scipy.optimize import brentq
+
+    def z_of(s):
+        return brentq(lambda z: z ** 3 + z - s, -10, 10, xtol=1e-15)
+    reference = solve_ivp(lambda t, x: [-z_of(x[0] + (1.0 if t >= 1 else 0.0))], [0, 2],
+                          [1.0], rtol=1e-11, atol=1e-12, max_step=1e-3, dense_output=True)
+    cm = mb.compile(_Stiff())
+    for method in ("auto", "idas"):
+        res = cm.simulate(2.0, inputs={"u": ([0.0, 1.0], [0.0, 1.0])}, n_points=5,
+                          method=method)
+        np.testing.assert_allclose(res["x"], reference.sol(res.t)[0], atol=1e-7)
+
+
+def test_z0_is_a_guess_that_is_solved_from():
+    """``simulate(x0=..., z0=...)``: z0 guesses the algebraic variables (the docs), it had
+    been taken as their value: the first row of a pendulum in Cartesian coordinates left
+    its rod (x^2 + y^2 = 0.89). The guess picks the branch: y > 0 here."""
+    class Cartesian(Model):
+        x = Variable(0.5, fixed=True)
+        y = Variable(-0.866)
+        vx = Variable(0.0, fixed=True)
+        vy = Variable(0.0)
+        F = Variable(9.81)
+
+        def equations(self):
+            yield der(self.x) == self.vx
+            yield der(self.y) == self.vy
+            yield der(self.vx) == -self.F * self.x
+            yield der(self.vy) == -self.F * self.y - 9.81
+            yield self.x ** 2 + self.y ** 2 == 1.0
+
+    cm = mb.compile(Cartesian())
+    assert cm.states == ["x", "vx"] and cm.algebraic == ["y"]
+    res = cm.simulate(0.5, x0=[0.5, 0.0], z0=[0.8], n_points=6)
+    assert res["y"][0] == pytest.approx(math.sqrt(0.75), rel=1e-12)
+    # the rod force at rest: the constraint twice differentiated, x ax + y ay = 0 with
+    # ax = -F x, ay = -F y - g, gives F = -g y
+    assert res["F"][0] == pytest.approx(-9.81 * math.sqrt(0.75), rel=1e-9)
 
 
 def test_a_start_fixed_on_an_algebraic_variable_determines_the_state_its_equation_solves():
@@ -677,6 +804,10 @@ def test_result_units_interpolation_and_plot_leave_the_backend_alone(tmp_path):
         0.5 * (res["capacitors[0].v"][5] + res["capacitors[0].v"][6]))
     assert set(res.at(0.5, ["capacitors[0].v", "resistors[0].i"])) == {"capacitors[0].v",
                                                                         "resistors[0].i"}
+    # an array of times gives an array (numpy's "truth value ... ambiguous" before)
+    v = res["capacitors[0].v"]
+    np.testing.assert_allclose(res.at([0.55, 0.1], "capacitors[0].v"),
+                               [0.5 * (v[5] + v[6]), v[1]], rtol=1e-14)
     fig = res.plot("capacitors[0].v", file=tmp_path / "one.png")  # a single name works
     assert fig.axes[0].get_ylabel() == "[V]"
     assert fig.axes[0].get_legend().get_texts()[0].get_text() == "capacitors[0].v [V]"
@@ -1053,6 +1184,70 @@ def test_a_guess_on_a_variable_alias_elimination_removed_reaches_its_root():
         assert cm.initialize()[1].tolist() == [3.0]
     # the guess follows its parameter: b = 4 is a = -3, the other root
     assert cm.initialize(params={"g0": 4.0})[1] == pytest.approx([-3.0], abs=1e-12)
+
+
+def test_states_that_fixed_starts_determine_through_the_equations_are_not_implicit():
+    """m2 moves twice as far as m1 (a lever); m1's position and speed are fixed but never
+    states, so m2's speed is one, with no start of its own: the ImplicitStartWarning said
+    it "starts from 0", though the initialization solves it from m1's (an alias's start is
+    taken over; a lever's is not an alias). A state nothing fixes still warns
+    (test_errors)."""
+    class Flange(Connector):
+        s = Potential()
+        f = Flow()
+
+    class Mass(Model):
+        m = Parameter(1.0)
+        a, b = Flange(), Flange()
+        s, v = Variable(), Variable()
+
+        def equations(self):
+            yield self.s == self.a.s
+            yield self.s == self.b.s
+            yield der(self.s) == self.v
+            yield self.m * der(self.v) == self.a.f + self.b.f
+
+    class Lever(Model):
+        a, b = Flange(), Flange()
+
+        def equations(self):
+            yield self.b.s == 2 * self.a.s
+            yield self.a.f + 2 * self.b.f == 0
+
+    class Spring(Model):
+        a, b = Flange(), Flange()
+
+        def equations(self):
+            yield self.b.f == 4.0 * (self.b.s - self.a.s)
+            yield self.a.f + self.b.f == 0
+
+    class Wall(Model):
+        a = Flange()
+
+        def equations(self):
+            yield self.a.s == 0
+
+    class Levered(Model):
+        m1 = Mass(m=1.0, s=mb.Start(0.5, fixed=True, state_select="never"),
+                  v=mb.Start(0.0, fixed=True, state_select="never"))
+        lever = Lever()
+        m2 = Mass(m=3.0)
+        spring = Spring()
+        wall = Wall()
+
+        def equations(self):
+            yield connect(self.wall.a, self.spring.a)
+            yield connect(self.spring.b, self.m1.a)
+            yield connect(self.m1.b, self.lever.a)
+            yield connect(self.lever.b, self.m2.a)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mb.ImplicitStartWarning)
+        cm = mb.compile(Levered())
+    assert "m2.v" in cm.states and cm.implicit_starts == []
+    # (m1 + 4 m2) s1'' = -4 s1: s1 = 0.5 cos(t/sqrt(3.25)), m2 at twice that
+    res = cm.simulate(1.0, n_points=11)
+    np.testing.assert_allclose(res["m2.s"], np.cos(res.t / math.sqrt(13 / 4)), atol=1e-7)
 
 
 def test_starts_from_parameters_in_vectors_and_what_is_refused():

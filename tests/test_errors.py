@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 import mbmodel as mb
@@ -719,6 +720,10 @@ def test_states_starting_from_an_implicit_zero_are_listed_in_a_warning():
     (dict(n_points=10 ** 12), "would not fit in memory"),
     (dict(x0=["a"]), r"x0 must be 1 finite number \(for c.v\), not \[.a.\]"),
     (dict(rtoll=1e-6), "no option 'rtoll'"),
+    # options that exclude each other had been taken one and ignored the other
+    (dict(x0=[0.2], steady_state=True), "give either x0 .* or steady_state=True"),
+    (dict(z0=[1.0, 2.0, 3.0]), r"z0 \(guesses of the algebraic variables\) goes with x0"),
+    (dict(times=[0.0, 1.0], n_points=5), "give times .* or n_points .*, not both"),
 ])
 def test_more_bad_simulation_options(rc, options, text):
     with pytest.raises(mb.SimulationError, match=text):
@@ -939,9 +944,14 @@ def test_a_zero_parameter_coefficient_names_the_parameter_and_its_value():
             yield self.k * self.y == self.x
 
     with pytest.raises(mb.StructuralSingularityError,
-                       match=r"its coefficient k is zero at k = 0\)\. The model's equations "
-                             r"were sorted for a nonzero value"):
+                       match=r"its coefficient k is zero at k = 0\)\. The equations are "
+                             r"sorted on their structure, not on parameter values.*give a "
+                             r"nonzero value"):
         mb.compile(Gain())
+    # at run time the same value says the same (it had advised compiling with it)
+    with pytest.raises(mb.ParameterError, match=r"divides by zero.*Change those values: the "
+                                                r"equations are sorted on their structure"):
+        mb.compile(Gain(k=2.0)).simulate(1.0, params={"k": 0.0})
 
 
 def test_a_model_whose_init_skips_super_init_is_named():
@@ -987,3 +997,39 @@ def test_a_comparison_yielded_as_an_equation_and_python_logic_on_relations_are_n
     with pytest.raises(mb.DeclarationError, match="Python's &, | or ^ .* use "
                                                   "mbmodel.functions.logic_and"):
         mb.compile(Ampersand())
+
+
+def test_a_saved_result_read_back_still_refuses_to_hand_out_nan(tmp_path):
+    """A trajectory that is not finite raises when read from the run's result, and had been
+    handed out silently once saved and loaded."""
+    from mbmodel.functions import log
+
+    class Logarithm(Model):
+        x = Variable(1.0, fixed=True)
+        y = Variable()
+
+        def equations(self):
+            yield der(self.x) == -1.0
+            yield self.y == log(self.x)
+
+    res = mb.compile(Logarithm()).simulate(2.0, n_points=5)
+    with pytest.raises(mb.SimulationError):
+        res["y"]
+    res.save(tmp_path / "run.npz")
+    read = mb.Result.load(tmp_path / "run.npz")
+    np.testing.assert_array_equal(read["x"], res["x"])
+    with pytest.raises(mb.SimulationError, match=r"'y' is not finite in the result read from "
+                                                r".*run.npz: nan at t = 1.5 \(2 of 5"):
+        read["y"]
+
+
+def test_asking_a_result_or_linearize_for_a_parameter_says_it_is_one(rc):
+    res = rc.simulate(1e-3, n_points=3)
+    name = rc.parameters[0]
+    with pytest.raises(KeyError, match=f"no variable '{name}' in the result: it is a "
+                                       f"parameter"):
+        res[name]
+    with pytest.raises(mb.SimulationError, match=f"no variable '{name}' \\('{name}': a "
+                                                 f"parameter"):
+        rc.linearize(outputs=[name])
+

@@ -221,6 +221,8 @@ def test_result_round_trips_with_units_and_events(tmp_path):
     assert [(e.time, e.causes) for e in back.events] == [(e.time, e.causes) for e in res.events]
     assert back.methods == res.methods
     assert back.at(0.51, "bounces") == res.at(0.51, "bounces")  # held, not interpolated
+    np.testing.assert_array_equal(back.at([0.05, 0.51], "bounces"),
+                                  [res.at(0.05, "bounces"), res.at(0.51, "bounces")])
     back.to_csv(tmp_path / "run.csv")
     assert (tmp_path / "run.csv").read_text().splitlines()[0].startswith("time [s],")
     (tmp_path / "plain.txt").write_text("")  # what open() gives under this umask

@@ -206,3 +206,29 @@ def test_progress_bar_over_simulated_time(rc, capsys, monkeypatch):
     assert [e.time for e in shown.events] == [e.time for e in quiet.events]  # not cut
     rc.simulate(5e-3, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_a_vector_parameter_swept_by_its_declared_name():
+    """``params={"world.n": [...vectors...]}`` sweeps gravity's direction (a column per
+    entry), as ``simulate(params=...)`` takes it; it had said "give a sequence of
+    numbers". A point mass on an arm of 1 m about z, level at the start: with gravity
+    along -y it falls (energy: w^2 = -2 g sin(phi)), along -x it hangs still."""
+    from test_multibody_errors import _pendulum  # world - joint (about z) - body
+    cm = mb.compile(_pendulum(m=1.0, r_CM=[1.0, 0, 0], I_11=0.0, I_22=0.0, I_33=0.0))
+    down, along = [0.0, -1.0, 0.0], [-1.0, 0.0, 0.0]
+    table = mb.sweep(cm, 0.3, {"world.n": [down, along]}, outputs=["joint.phi", "joint.w"],
+                     n_points=31, processes=0, progress=False)
+    assert list(table.columns) == ["run", "world.n[0]", "world.n[1]", "world.n[2]", "time",
+                                   "joint.phi", "joint.w"]
+    falling, hanging = (table[table["run"] == k] for k in (0, 1))
+    assert falling[["world.n[0]", "world.n[1]", "world.n[2]"]].values.tolist() == [down] * 31
+    assert falling["joint.phi"].iloc[-1] < -0.3  # it fell
+    np.testing.assert_allclose(falling["joint.w"] ** 2,
+                               -2 * 9.81 * np.sin(falling["joint.phi"]), rtol=1e-6, atol=1e-9)
+    assert np.abs(hanging[["joint.phi", "joint.w"]].values).max() < 1e-12
+    # a list of runs takes the declared name as well, and one entry alone
+    runs = mb.sweep(cm, 0.3, [{"world.n": down}, {"world.n[0]": -1.0, "world.n[1]": 0.0}],
+                    outputs=["joint.w"], n_points=31, processes=0, progress=False)
+    assert np.array_equal(runs["joint.w"].values, table["joint.w"].values)
+    with pytest.raises(mb.ParameterError, match=r"'world.n' has shape \(3,\)"):
+        mb.sweep(cm, 0.3, {"world.n": [[0.0, 1.0]]}, processes=0, progress=False)
