@@ -27,7 +27,8 @@ from .discrete import (Discrete, change, edge, initial, noEvent, pre, reinit, sa
                        when)
 from .errors import (BalanceError, DeclarationError, ImplicitStartWarning, InitializationError,
                      InvalidConnectionError, KinematicLoopError, LostImpulseWarning, ModelError,
-                     NotUniqueWarning, ParameterError, SimulationError, StructuralSingularityError)
+                     NoValueWarning, NotUniqueWarning, ParameterError, SimulationError,
+                     StructuralSingularityError)
 from . import functions
 from .flatten import FlatModel, flatten
 from .structure import SortedSystem, analyze
@@ -49,7 +50,7 @@ __all__ = [
     "noEvent", "sample",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
-    "InitializationError", "SimulationError", "ImplicitStartWarning", "LostImpulseWarning", "NotUniqueWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
+    "InitializationError", "SimulationError", "ImplicitStartWarning", "LostImpulseWarning", "NoValueWarning", "NotUniqueWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
     "load", "PersistError", "sweep", "VisualShape", "UnitError",
 ]

@@ -23,7 +23,8 @@ import numpy as np
 from .checks import scalar
 from .core import Model, check_parameter_value
 from .core import time as TIME
-from .errors import DeclarationError, ImplicitStartWarning, ParameterError, SimulationError
+from .errors import (DeclarationError, ImplicitStartWarning, NoValueWarning, ParameterError,
+                     SimulationError)
 from .flat import FlatModel, describe, resolve_bindings, stacked
 from .flatten import flatten
 from .structure import SortedSystem, affine_expression, analyze
@@ -751,6 +752,13 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     with collector_paused():
         t0 = _clock.perf_counter()
         flat = flatten(model, analysis, parameters)       # instance tree -> flat DAE
+        if flat.unvalued_parameters:
+            shown = ", ".join(flat.unvalued_parameters[:10])
+            more = len(flat.unvalued_parameters) - 10
+            warnings.warn(NoValueWarning(
+                f"{type(model).__name__}: these parameters have no value and are 0: {shown}"
+                f"{f' and {more} more' if more > 0 else ''}. Declare one (Parameter(1.0)) or "
+                f"give one (as a modifier, e.g. Resistor(R=100.0))."), stacklevel=2)
         if check_units:
             from .units import check_units as units_agree
             units_agree(flat)                             # pint: both sides alike

@@ -252,9 +252,13 @@ class Parameter(Declaration):
     Example: ``R = Parameter(1.0, unit="Ohm", min=0.0, doc="Resistance")``
     """
 
-    def __init__(self, value=0.0, *, unit: str = "", min: float = -math.inf,
+    def __init__(self, value=None, *, unit: str = "", min: float = -math.inf,
                  max: float = math.inf, shape=(), doc: str = ""):
         super().__init__(doc=doc)
+        #: whether the declaration or a modifier gave a value (else 0 is used, and the
+        #: compiler warns: :class:`~mbmodel.errors.NoValueWarning`)
+        self.valued = value is not None
+        value = 0.0 if value is None else value
         self.default = value
         self.unit = unit
         if min > max:
@@ -280,6 +284,7 @@ class Parameter(Declaration):
         new = self._copy_for(owner, name)
         value = self.default if modifier is None else modifier
         new.set(value)
+        new.valued = self.valued or modifier is not None
         return new
 
     def set(self, value):
@@ -289,6 +294,7 @@ class Parameter(Declaration):
                 raise ParameterError(f"parameter '{self.path}': binding of shape {value.shape} "
                                      f"does not fit shape {self.shape}")
             self.value = ca.reshape(value, *self.shape)
+            self.valued = True
             return
         if isinstance(value, (Parameter,)):
             raise DeclarationError(f"parameter '{self.path}': bind to another parameter by "
@@ -302,6 +308,7 @@ class Parameter(Declaration):
                  else self.path)
         check_parameter_value(where, arr, self.min, self.max)
         self.value = arr
+        self.valued = True
 
 
 def check_parameter_value(path: str, arr, lo, hi):

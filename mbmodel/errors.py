@@ -62,6 +62,12 @@ class ImplicitStartWarning(UserWarning):
     hard initial condition, ``Guess(value)`` for a guess) to silence it."""
 
 
+class NoValueWarning(UserWarning):
+    """Parameters that no declaration, modifier or assignment gave a value: 0 is used.
+    Dymola warns the same way; declare a value (``Parameter(1.0)``) or give one
+    (``Resistor(R=100.0)``) to silence it."""
+
+
 class NotUniqueWarning(UserWarning):
     """A steady state (or initial state) was found where the equations leave directions
     free (two tanks without outflow: any common level; a quaternion's norm and the turn

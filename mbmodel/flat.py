@@ -212,6 +212,8 @@ class FlatModel:
     #: the equations that set an unconnected connector's flow to zero, by position: the
     #: connector's path
     unconnected_flows: dict = field(default_factory=dict)
+    #: parameters that no declaration, modifier or assignment gave a value (0 is used)
+    unvalued_parameters: list = field(default_factory=list)
     #: the components that explain their non-finite values (:meth:`Model.explain_non_finite`
     #: overridden), by path, and the analysis: asked by the diagnosis of a failed run
     explainers: dict = field(default_factory=dict)

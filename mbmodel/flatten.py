@@ -87,6 +87,7 @@ class _Flattener:
         self.loop_components: set[str] = set()  # paths of components on kinematic loops
         self.tear_hints: set[str] = set()  # flows at loop cuts
         self.unconnected_flows: dict[int, str] = {}  # equation -> its unconnected connector
+        self.unvalued: list[str] = []  # parameters no one gave a value (0 is used)
         self.loop_closers: list = []  # ClosesLoop roles: (a, b, component)
         self.one_way_branches: list = []  # Branch roles with one_way: (a, b, component, text)
         self.roles = ([], [], [])  # roots, potential roots, branches (collect_roles)
@@ -209,6 +210,8 @@ class _Flattener:
 
     def _add_parameter(self, comp, par: Parameter):
         names = _element_names(par.path, par.shape)
+        if not getattr(par, "valued", True):
+            self.unvalued.append(par.path)
         value = par.value
         elements = par.symbol.elements()
         if isinstance(value, ca.SX):
@@ -799,6 +802,7 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
     flat.loop_components = fl.loop_components
     flat.tear_hints = fl.tear_hints
     flat.unconnected_flows = fl.unconnected_flows
+    flat.unvalued_parameters = fl.unvalued
     flat.visuals = _visuals(fl)
     flat.explainers = _explainers(fl.components)
     flat.analysis = analysis

@@ -1033,3 +1033,28 @@ def test_asking_a_result_or_linearize_for_a_parameter_says_it_is_one(rc):
                                                  f"parameter"):
         rc.linearize(outputs=[name])
 
+
+def test_a_parameter_no_one_gave_a_value_is_named():
+    """``Parameter(unit="S")`` with no value is 0, as documented, and had been silently: a
+    conductor carried no current. Dymola warns; so does compile, naming it, at the user's
+    line. A modifier or a declared value (0 included) is a value."""
+    class Conductor(Model):
+        G = Parameter(unit="S")
+        Z = Parameter(0.0)
+        v = Variable()
+        i = Variable()
+
+        def equations(self):
+            yield self.i == (self.G + self.Z) * self.v
+            yield self.v == 1.0
+
+    class Pair(Model):
+        a = Conductor()
+        b = Conductor(G=2.0)
+
+    with pytest.warns(mb.NoValueWarning, match=r"Pair: these parameters have no value and "
+                                               r"are 0: a\.G\. Declare one") as record:
+        cm = mb.compile(Pair())
+    assert len(record) == 1 and record[0].filename == __file__
+    assert cm.simulate(1.0, n_points=2)["b.i"][-1] == 2.0
+
