@@ -172,7 +172,7 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
         events=ca.Function("events", [p], [stacked(ev_e)], ["p"], ["t_events"]),
         time_scales=ca.Function("time_scales", [p], [stacked(scale_e)], ["p"], ["periods"]),
         event_values=(ca.Function("event_values", args, [stacked(hybrid_e)], names, ["v"])
-                      if n_hybrid else None),
+                      if sys_.hybrid is not None and not sys_.hybrid.empty else None),
         sample_times=(ca.Function("sample_times", [p], [stacked(sample_e)], ["p"],
                                   ["starts_intervals"]) if n_s else None))
 
@@ -233,7 +233,9 @@ def _outputs(system, wanted, symbols: ca.SX) -> tuple[list[str], ca.SX]:
     own = np.flatnonzero(rows < 0)
     rows[own] = len(system.symbols) + 1 + np.arange(len(own))
     extra = [ca.SX(0)] + [_expression_of(system, names[k]) for k in own]
-    return names, (ca.vertcat(symbols, *extra)[rows.tolist()] * ca.DM(signs)
+    # ([rows, 0]: a column also when there is only the zero, 1 x 1, as in a model whose
+    # unknowns are all constants: linear indexing of a 1 x 1 matrix gives a row)
+    return names, (ca.vertcat(symbols, *extra)[rows.tolist(), 0] * ca.DM(signs)
                    + ca.DM(offsets))
 
 

@@ -180,9 +180,24 @@ def _relation_method(name):
     return relation
 
 
+#: Python's abs() and numpy's abs/sign/maximum/minimum on SX (which call these methods)
+#: switch at events like :mod:`mbmodel.functions`' (Modelica's abs, sign, max, min): as
+#: casadi's own they were accepted and never switched (an integrator steps over the kink).
+_SWITCHING = ("__abs__", "fabs", "sign", "fmax", "fmin")
+_ORIGINAL_SWITCHING = {name: getattr(ca.SX, name) for name in _SWITCHING}
+
+
+def _switching_method(name):
+    from . import functions
+    switching = {"__abs__": functions.fabs, "fabs": functions.fabs, "sign": functions.sign,
+                 "fmax": functions.fmax, "fmin": functions.fmin}[name]
+    return lambda *args: switching(*args)
+
+
 class RelationsSwitchAtEvents:
     """Context manager: comparisons on SX create relation variables while it is active in
-    this thread (re-entrant; the methods are swapped once)."""
+    this thread, and abs/sign/max/min through SX's methods switch at events (re-entrant;
+    the methods are swapped once)."""
 
     _depth = 0
 
@@ -190,12 +205,14 @@ class RelationsSwitchAtEvents:
         if RelationsSwitchAtEvents._depth == 0:
             for name in _ORIGINAL:
                 setattr(ca.SX, name, _relation_method(name))
+            for name in _SWITCHING:
+                setattr(ca.SX, name, _switching_method(name))
         RelationsSwitchAtEvents._depth += 1
 
     def __exit__(self, *exc):
         RelationsSwitchAtEvents._depth -= 1
         if RelationsSwitchAtEvents._depth == 0:
-            for name, method in _ORIGINAL.items():
+            for name, method in {**_ORIGINAL, **_ORIGINAL_SWITCHING}.items():
                 setattr(ca.SX, name, method)
         return False
 

@@ -564,9 +564,9 @@ class _Run:
                 cond_left = cond  # pre() of the conditions: a clause fires once per rise
             if np.array_equal(u[lay.iterated], left[lay.iterated]) and not fired.any():
                 break
-            left = u.copy()  # pre(v) := v
+            before, left = left, u.copy()  # pre(v) := v
         else:
-            raise self.not_converging(t, u, left)
+            raise self.not_converging(t, u, before)
         self.chosen = None  # "auto" chooses anew for the next stretch
         # After the event: samples and initial() are false, pre(v) = v between events.
         u[lay.sample_slots] = 0.0
@@ -669,6 +669,11 @@ class _Run:
         lay = self.layout
         toggling = [lay.relation_text(i) for i, s in enumerate(lay.relation_slots)
                     if u[s] != left[s]][:5]
+        if not toggling:  # the discrete variables that keep changing, by name
+            names = list(getattr(self.cm, "discrete", ()))
+            toggling = [name for k, name in enumerate(names) if not name.startswith("pre(")
+                        and lay.n_ext + k < len(u) and u[lay.n_ext + k] != left[lay.n_ext + k]]
+            toggling = toggling[:5]
         return self.failure(
             t, f"the event iteration at t = {t:.12g} does not converge: discrete values keep "
             f"changing ({'; '.join(toggling) or 'discrete variables'}); a discrete variable "

@@ -170,7 +170,10 @@ class HybridPart:
 
     @property
     def empty(self) -> bool:
-        return not (self.relations or self.discrete_equations or self.whens or self.samples)
+        # (initial() and pre() alone need the event simulator too: initial() turns false
+        # after the initial event, which a run without events never has)
+        return not (self.relations or self.discrete_equations or self.whens or self.samples
+                    or self.pre or self.initial is not None)
 
     def expressions(self, crossings: bool = True) -> list:
         """What the simulator evaluates at events, in this order: the relations'

@@ -220,6 +220,13 @@ class HybridCollector:
                         f"{_where(comp)}: reinit({describe(stmt.variable)}, ...) in '{shown}': "
                         f"only continuous variables of the model can be re-initialized")
                 var.state_select = "always"  # reinit acts on states (Modelica's rule)
+                if self._initial is not None and any(
+                        ca.is_equal(c, self._initial) for c in written):
+                    raise DeclarationError(
+                        f"{_where(comp)}: reinit({describe(stmt.variable)}, ...) in '{shown}': "
+                        f"initialization sets the states' values, which reinit does not "
+                        f"change: give {var.name} its initial value as a fixed start "
+                        f"(Fixed(value)) or an initial equation instead")
                 reinits.append((rec.position, stmt.value))
                 continue
             for k in range(stmt.numel()):

@@ -491,13 +491,16 @@ class _Analysis:
             eqs, redundant = reduction.dependent[0]
             kind = ("redundant: together they say 0 = 0, so one equation is missing for the "
                     "variables they contain" if redundant else
-                    "contradictory: combined they reduce to 0 = c with c not zero")
+                    "contradictory: combined they reduce to 0 = c, with c a number or "
+                    "an expression of parameters (two sources' values: singular whatever "
+                    "they are, equal ones included) rather than an equation")
             raise StructuralSingularityError(
                 f"the model is singular: these {len(eqs)} equations are linearly dependent "
                 f"and {kind}:\n{quoted(eqs)}\nTypical causes: two ideal voltage sources in "
                 "parallel, two ideal current sources in series (a node fed by current "
-                "sources only), two position sources on one flange, a circuit part with no Ground. Remove or "
-                "replace one of the conflicting components (or add the missing reference).")
+                "sources only), two position sources on one flange, a circuit part with no "
+                "Ground. Remove or replace one of the conflicting components (or add the "
+                "missing reference).")
         for e, (expr, used) in reduction.replaced.items():
             self.equations[e] = expr
             self.slopes[e] = None

@@ -112,10 +112,13 @@ def test_connecting_different_domains():
         mb.flatten(Bad())
 
 
-def test_two_voltage_sources_in_parallel_are_structurally_singular():
+@pytest.mark.parametrize("volts", [2.0, 1.0])
+def test_two_voltage_sources_in_parallel_are_structurally_singular(volts):
+    """Equal voltages too: the message had said '0 = c with c not zero' for them, where c
+    is the difference of two parameters, which the structure cannot look at."""
     class Parallel(Model):
         v1 = el.ConstantVoltage(V=1.0)
-        v2 = el.ConstantVoltage(V=2.0)
+        v2 = el.ConstantVoltage(V=volts)
         ground = el.Ground()
 
         def equations(self):
@@ -126,7 +129,9 @@ def test_two_voltage_sources_in_parallel_are_structurally_singular():
         mb.compile(Parallel())
     msg = str(info.value)
     assert "v1" in msg and "v2" in msg
-    assert "Remove or replace one of the conflicting" in msg or "remove one" in msg
+    assert "Remove or replace one of the conflicting" in msg
+    assert ("0 = c, with c a number or an expression of parameters (two sources' values: "
+            "singular whatever they are, equal ones included)") in msg
 
 
 class TwiceAndOnce(Model):
@@ -1058,3 +1063,20 @@ def test_a_parameter_no_one_gave_a_value_is_named():
     assert len(record) == 1 and record[0].filename == __file__
     assert cm.simulate(1.0, n_points=2)["b.i"][-1] == 2.0
 
+
+def test_a_model_of_constants_only_simulates():
+    """Two or more unknowns that are all constants crashed in casadi (a 1 x 2 row times a
+    2 x 1 column building the outputs)."""
+    class Constants(Model):
+        x = Variable()
+        y = Variable()
+        z = Variable(shape=3)
+
+        def equations(self):
+            yield self.x == 1.0
+            yield self.y == 2.0
+            yield self.z == 4.0
+
+    res = mb.simulate(Constants(), 1.0, n_points=3)
+    assert res["x"].tolist() == [1.0] * 3 and res["y"].tolist() == [2.0] * 3
+    assert res["z[2]"].tolist() == [4.0] * 3

@@ -983,3 +983,65 @@ def test_a_non_finite_value_in_a_model_with_events_is_located_and_explained():
     res = mb.simulate(Tank(guarded=True), 6.0, n_points=13, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(res["h"], np.where(res.t < 4, (1 - 0.25 * res.t) ** 2, 0.0),
                                atol=1e-6)
+
+
+def test_initial_is_true_at_the_start_only_also_in_a_model_with_no_other_event():
+    """A model whose only event construct is initial() ran without the event simulator,
+    and initial() stayed true for the whole run: der(x) = 100 throughout."""
+    class Kicked(mb.Model):
+        x = mb.Variable(start=1.0, fixed=True)
+        y = mb.Variable()
+
+        def equations(self):
+            yield mb.der(self.x) == if_else(mb.initial(), 100.0, -self.x)
+            yield self.y == if_else(mb.initial(), 10.0, self.x)
+
+    res = mb.simulate(Kicked(), 1.0, n_points=3)
+    np.testing.assert_allclose(res["x"], np.exp(-res.t), rtol=1e-7)
+    np.testing.assert_allclose(res["y"], res["x"], rtol=0)   # rows after the initial event
+
+
+def test_reinit_in_when_initial_is_refused():
+    """It was accepted and did nothing (x stayed at its start)."""
+    class Reset(mb.Model):
+        x = mb.Variable(start=1.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+            yield mb.when(mb.initial(), mb.reinit(self.x, 3.0))
+
+    with pytest.raises(mb.DeclarationError, match=r"reinit\(x, \.\.\.\) in 'when initial\(\)': "
+                                                  r"initialization sets the states' values"):
+        mb.compile(Reset())
+
+
+def test_python_abs_switches_at_events_like_fabs():
+    """abs(x) on a symbol was casadi's fabs, which never switches: the integrator stepped
+    over the kink (an error of 5e-10 where the switching one is exact). x = 0.5 - t crosses
+    0 at 0.5: z = integral of |x| = 0.25 at t = 1."""
+    class Kink(mb.Model):
+        x = mb.Variable(start=0.5, fixed=True)
+        z = mb.Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == -1.0
+            yield mb.der(self.z) == abs(self.x)
+
+    res = mb.simulate(Kink(), 1.0, n_points=3)
+    assert [round(e.time, 12) for e in res.events[1:]] == [0.5]
+    assert res["z"][-1] == pytest.approx(0.25, abs=1e-14)
+
+
+def test_a_discrete_variable_defined_through_itself_is_named():
+    class Runaway(mb.Model):
+        x = mb.Variable(0.0, fixed=True)
+        d = mb.Discrete(0)
+
+        def equations(self):
+            yield mb.der(self.x) == 1
+            yield self.d == mb.pre(self.d) + 1
+
+    with pytest.raises(mb.SimulationError, match=r"does not converge: discrete values keep "
+                                                 r"changing \(d\)"):
+        mb.simulate(Runaway(), 1.0)
+
