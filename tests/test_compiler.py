@@ -312,21 +312,10 @@ def test_z0_is_a_guess_that_is_solved_from():
     """``simulate(x0=..., z0=...)``: z0 guesses the algebraic variables (the docs), it had
     been taken as their value: the first row of a pendulum in Cartesian coordinates left
     its rod (x^2 + y^2 = 0.89). The guess picks the branch: y > 0 here."""
-    class Cartesian(Model):
-        x = Variable(0.5, fixed=True)
-        y = Variable(-0.866)
-        vx = Variable(0.0, fixed=True)
-        vy = Variable(0.0)
-        F = Variable(9.81)
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "examples"))
+    from cartesian_pendulum import CartesianPendulum  # x = 0.5 fixed, rod of 1 m, m = 1
 
-        def equations(self):
-            yield der(self.x) == self.vx
-            yield der(self.y) == self.vy
-            yield der(self.vx) == -self.F * self.x
-            yield der(self.vy) == -self.F * self.y - 9.81
-            yield self.x ** 2 + self.y ** 2 == 1.0
-
-    cm = mb.compile(Cartesian())
+    cm = mb.compile(CartesianPendulum())
     assert cm.states == ["x", "vx"] and cm.algebraic == ["y"]
     res = cm.simulate(0.5, x0=[0.5, 0.0], z0=[0.8], n_points=6)
     assert res["y"][0] == pytest.approx(math.sqrt(0.75), rel=1e-12)
