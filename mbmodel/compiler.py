@@ -24,8 +24,8 @@ from .checks import scalar
 from .core import Model, check_parameter_value
 from .core import time as TIME
 from .errors import (DeclarationError, ImplicitStartWarning, NoValueWarning, ParameterError,
-                     SimulationError)
-from .flat import FlatModel, describe, resolve_bindings, stacked
+                     SimulationError, user_stacklevel)
+from .flat import FlatModel, describe, entries_named, resolve_bindings, stacked
 from .flatten import flatten
 from .structure import SortedSystem, affine_expression, analyze
 
@@ -172,7 +172,7 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
         events=ca.Function("events", [p], [stacked(ev_e)], ["p"], ["t_events"]),
         time_scales=ca.Function("time_scales", [p], [stacked(scale_e)], ["p"], ["periods"]),
         event_values=(ca.Function("event_values", args, [stacked(hybrid_e)], names, ["v"])
-                      if sys_.hybrid is not None and not sys_.hybrid.empty else None),
+                      if n_hybrid else None),
         sample_times=(ca.Function("sample_times", [p], [stacked(sample_e)], ["p"],
                                   ["starts_intervals"]) if n_s else None))
 
@@ -269,15 +269,12 @@ def _entries_given(params: dict, *known) -> dict:
         if any(name in names for names in known):
             spread[name] = value
             continue
-        entry = re.compile(re.escape(name) + r"\[(\d+(?:,\d+)?)\]$")
-        matched = [(n, m) for names in known for n in names
-                   for m in [entry.match(n)] if m is not None]
+        matched = entries_named(name, [n for names in known for n in names])
         if not matched:
             spread[name] = value  # (reported as unknown by the caller)
             continue
-        matched.sort(key=lambda nm: tuple(int(k) for k in nm[1].group(1).split(",")))
-        entries = [n for n, _ in matched]
-        positions = [tuple(int(k) for k in m.group(1).split(",")) for _, m in matched]
+        positions = [position for position, _ in matched]
+        entries = [n for _, n in matched]
         twice = [n for n in entries if n in params]
         if twice:
             raise ParameterError(f"params gives '{name}' and its entry '{twice[0]}': give "
@@ -389,7 +386,7 @@ class CompiledModel:
             warnings.warn(ImplicitStartWarning(
                 f"{self.name}: these states and iteration variables have no start value and "
                 f"start from 0: {shown}{more}. Give them one (Fixed(value) or Guess(value) as "
-                f"a modifier, or a start in the declaration)."), stacklevel=3)
+                f"a modifier, or a start in the declaration)."), stacklevel=user_stacklevel())
 
     # -- parameters -------------------------------------------------------------------------
     def parameter_vector(self, params: dict | None = None) -> np.ndarray:
@@ -760,7 +757,8 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
             warnings.warn(NoValueWarning(
                 f"{type(model).__name__}: these parameters have no value and are 0: {shown}"
                 f"{f' and {more} more' if more > 0 else ''}. Declare one (Parameter(1.0)) or "
-                f"give one (as a modifier, e.g. Resistor(R=100.0))."), stacklevel=2)
+                f"give one (as a modifier, e.g. Resistor(R=100.0))."),
+                stacklevel=user_stacklevel())
         if check_units:
             from .units import check_units as units_agree
             units_agree(flat)                             # pint: both sides alike

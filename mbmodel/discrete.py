@@ -26,6 +26,8 @@ Example::
 
 from __future__ import annotations
 
+import threading
+
 import casadi as ca
 
 from .core import Variable, _FlattenContext, _where
@@ -180,9 +182,11 @@ def _relation_method(name):
     return relation
 
 
-#: Python's abs() and numpy's abs/sign/maximum/minimum on SX (which call these methods)
-#: switch at events like :mod:`mbmodel.functions`' (Modelica's abs, sign, max, min): as
-#: casadi's own they were accepted and never switched (an integrator steps over the kink).
+#: Python's abs() and SX's own methods (x.fabs(), x.fmax(y), ...) switch at events like
+#: :mod:`mbmodel.functions`' (Modelica's abs, sign, max, min): as casadi's ops they were
+#: accepted and never switched (an integrator steps over the kink). numpy's ufuncs
+#: (np.abs, np.maximum) and casadi's module functions (ca.fabs) do not go through these
+#: methods and stay as written (docs/components.md says so).
 _SWITCHING = ("__abs__", "fabs", "sign", "fmax", "fmin")
 _ORIGINAL_SWITCHING = {name: getattr(ca.SX, name) for name in _SWITCHING}
 
@@ -200,20 +204,23 @@ class RelationsSwitchAtEvents:
     the methods are swapped once)."""
 
     _depth = 0
+    _lock = threading.Lock()   # (compiles in two threads: the count and the swap together)
 
     def __enter__(self):
-        if RelationsSwitchAtEvents._depth == 0:
-            for name in _ORIGINAL:
-                setattr(ca.SX, name, _relation_method(name))
-            for name in _SWITCHING:
-                setattr(ca.SX, name, _switching_method(name))
-        RelationsSwitchAtEvents._depth += 1
+        with RelationsSwitchAtEvents._lock:
+            if RelationsSwitchAtEvents._depth == 0:
+                for name in _ORIGINAL:
+                    setattr(ca.SX, name, _relation_method(name))
+                for name in _SWITCHING:
+                    setattr(ca.SX, name, _switching_method(name))
+            RelationsSwitchAtEvents._depth += 1
 
     def __exit__(self, *exc):
-        RelationsSwitchAtEvents._depth -= 1
-        if RelationsSwitchAtEvents._depth == 0:
-            for name, method in {**_ORIGINAL, **_ORIGINAL_SWITCHING}.items():
-                setattr(ca.SX, name, method)
+        with RelationsSwitchAtEvents._lock:
+            RelationsSwitchAtEvents._depth -= 1
+            if RelationsSwitchAtEvents._depth == 0:
+                for name, method in {**_ORIGINAL, **_ORIGINAL_SWITCHING}.items():
+                    setattr(ca.SX, name, method)
         return False
 
 

@@ -5,6 +5,9 @@ to change. They all derive from :class:`ModelError`, so ``except mbmodel.ModelEr
 catches any problem with a model (as opposed to a bug in mbmodel).
 """
 
+import os
+import sys
+
 
 class ModelError(Exception):
     """Base class of all errors about a user's model."""
@@ -80,3 +83,14 @@ class LostImpulseWarning(UserWarning):
     angle following a ``Step``): the derivative of the jump is an impulse, which the results
     do not hold. Make the variable as smooth as the derivatives taken of it (a smooth
     reference, a filter) or model the impact. See :mod:`mbmodel.impulses`."""
+
+
+def user_stacklevel() -> int:
+    """The stack level (for ``warnings.warn`` called by the caller of this function) of
+    the first frame outside mbmodel: the user's call, however deep inside mbmodel the
+    warning is raised (``simulate`` compiling, ``linearize`` solving, ``sweep``)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -218,12 +218,14 @@ def relations_at(cm, x, z, u, p, t, evaluate=None):
 
 
 def simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, method,
-                         rtol, atol, max_step, native, params, inputs, progress=None):
+                         rtol, atol, max_step, native, params, inputs, progress=None, z0=None):
     """The run of a model with events; returns (X, Z, U, events, methods) on ``grid``.
     A SimulationError carries ``reached`` = (X, Z, U, rows filled) for the partial result.
-    ``progress(t)``, if given, is told the time reached after each integrator call."""
+    ``progress(t)``, if given, is told the time reached after each integrator call; ``z0``
+    (with ``x0``) guesses the algebraic variables."""
     run = _Run(cm, p, u_of, method, rtol, atol, max_step, native, t_start, t_end)
     run.progress = progress
+    run.z_guess = z0
     try:
         return run.run(grid, x0, steady_state, params, inputs)
     except SimulationError as exc:
@@ -272,6 +274,7 @@ class _Run:
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
         self.progress = None  # told the time reached (a progress bar)
         self.impulses = ImpulseWatch(cm)  # differentiated variables that must not jump
+        self.z_guess = None   # simulate(x0=..., z0=...): the algebraic variables' guess
 
     # -- evaluation ----------------------------------------------------------------------
     def values(self, x, z, u, t):
@@ -486,7 +489,9 @@ class _Run:
                 x, z = cm.initialize(params=params, inputs=inputs, t_start=t,
                                      steady_state=steady_state, discrete=D)
             else:
-                x, z = np.asarray(x0, dtype=float), cm.starts(self.p)[1]
+                x = np.asarray(x0, dtype=float)
+                z = cm.starts(self.p)[1] if self.z_guess is None else np.asarray(
+                    self.z_guess, dtype=float)
             u = self.u_out(t, D)
             z = self.consistent_z(x, z, u, t)
             # when clauses fire at initialization only through initial(): a condition
@@ -805,7 +810,7 @@ class _Run:
         # 0.6 ms) is otherwise missed, and whether it was found depended on the output grid.
         # Check points per output check point: as many as the last stretch needed, more
         # (and the stretch integrated again) when this one takes more steps.
-        finer = self.finer
+        finer = min(self.finer, max(1, MAX_STEP_CHECKS // m))   # (learned for another m)
         for _ in range(3):  # (steps do not depend on the check points: a second pass holds)
             found = self.advance_checked(t0, t1, m * finer, x, z, u, False, ends_at_event)
             need = _finer_checks(self.stretch_steps, m)

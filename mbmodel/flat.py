@@ -9,6 +9,8 @@ Example::
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 import casadi as ca
@@ -170,10 +172,7 @@ class HybridPart:
 
     @property
     def empty(self) -> bool:
-        # (initial() and pre() alone need the event simulator too: initial() turns false
-        # after the initial event, which a run without events never has)
-        return not (self.relations or self.discrete_equations or self.whens or self.samples
-                    or self.pre or self.initial is not None)
+        return not (self.relations or self.discrete_equations or self.whens or self.samples)
 
     def expressions(self, crossings: bool = True) -> list:
         """What the simulator evaluates at events, in this order: the relations'
@@ -281,3 +280,16 @@ def describe(expr) -> str:
     """An expression as text for messages, cut to a readable length."""
     text = str(expr)
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+def entries_named(name: str, known) -> list[tuple[tuple[int, ...], str]]:
+    """The entries of a vector or matrix declared as ``name`` among the names ``known``
+    (``name[0]``, ... or ``name[i,j]``, as flattening names them), each with its position
+    (a tuple of one or two indices), in index order; [] if ``name`` is not one.
+
+    Example: ``entries_named("j.n", ["j.n[1]", "j.n[0]", "x"])`` gives
+    ``[((0,), "j.n[0]"), ((1,), "j.n[1]")]``."""
+    entry = re.compile(re.escape(name) + r"\[(\d+(?:,\d+)?)\]$")
+    found = [(tuple(int(k) for k in m.group(1).split(",")), n)
+             for n in known for m in [entry.match(n)] if m is not None]
+    return sorted(found)

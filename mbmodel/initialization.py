@@ -264,17 +264,26 @@ def _problem(cm, steady_state: bool, fixed_states_from_start: bool = False) -> _
         # Steady state fills the states left free by the fixed conditions.
         st_inc = _incidence(ca.vertcat(*steady), X) if steady else []
         free = set(free_states)
-        m_eq, _ = graph.maximum_matching([[v for v in vs if v in free] for vs in st_inc], n_x)
+        # A free state nothing depends on (a free angle: a cyclic coordinate) may move at a
+        # steady rate (a drive at its speed); any other must come to rest. So the rows
+        # der(x) = 0 of states something reads are matched first, and those of cyclic
+        # coordinates are the ones left over (der(phi) = w and der(w) = f(w) both need w:
+        # by declaration order der(phi) = 0 took it, and w = 0 was a "steady state" that
+        # accelerates). A row left over of a state something reads is checked on the
+        # solution (a mass under a constant force has no steady state).
+        read = {v for row in st_inc + g_inc for v in row}
+        order = sorted(range(len(st_inc)), key=lambda k: (k not in read, k))
+        m_sorted, _ = graph.maximum_matching(
+            [[v for v in st_inc[k] if v in free] for k in order], n_x)
+        m_eq = [graph.UNMATCHED] * len(st_inc)
+        for k, v in zip(order, m_sorted):
+            m_eq[k] = v
         used = set()
         for k, v in enumerate(m_eq):
             if v != graph.UNMATCHED:
                 extra.append(steady[k])
                 extra_labels.append(f"der({cm.states[k]}) = 0 (steady state)")
                 used.add(v)
-        # A free state nothing depends on (a free angle: a cyclic coordinate) may move at a
-        # steady rate (a drive at its speed); any other must come to rest, which is checked
-        # on the solution (a mass under a constant force has no steady state).
-        read = {v for row in st_inc + g_inc for v in row}
         unmet = [k for k, v in enumerate(m_eq)
                  if v == graph.UNMATCHED and k in free and k in read]
         free_states = [i for i in free_states if i not in used]

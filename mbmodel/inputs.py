@@ -3,11 +3,10 @@ simulation)."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from .errors import SimulationError
+from .flat import entries_named
 
 __all__ = ["input_function"]
 
@@ -75,10 +74,8 @@ def _entries_given(cm, inputs: dict) -> dict:
     entries (the compiled model's inputs ``name[0]``, ...); other names stay."""
     spread = {}
     for name, spec in inputs.items():
-        pattern = re.compile(re.escape(name) + r"\[(\d+)\]$")
-        entries = sorted(((int(m.group(1)), n) for n in cm.inputs
-                          for m in [pattern.match(n)] if m), key=lambda e: e[0])
-        if name in cm.inputs or not entries:
+        entries = [] if name in cm.inputs else entries_named(name, cm.inputs)
+        if not entries or len(entries[0][0]) != 1:   # (inputs are vectors)
             spread[name] = spec   # (a name the model does not have is reported as such)
             continue
         twice = [n for _, n in entries if n in inputs]

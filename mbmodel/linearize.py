@@ -9,8 +9,6 @@ any of the model's variables (``cm.output_names``), differentiated the same way.
 
 from __future__ import annotations
 
-import re
-
 from dataclasses import dataclass, field
 
 import casadi as ca
@@ -19,6 +17,7 @@ import numpy as np
 from .core import time as TIME
 from .checks import scalar, vector
 from .errors import ModelError, SimulationError
+from .flat import entries_named
 from .minimum_norm import MinimumNormNewton
 from .quiet import casadi_lines_dropped
 from .workspace import remember, workspace
@@ -308,8 +307,7 @@ def _names(given, known, what, parameter_names=()) -> list[str]:
     index = set(known)
     spread = []
     for name in given:
-        entry = re.compile(re.escape(name) + r"\[\d+(,\d+)?\]")
-        entries = [] if name in index else [n for n in known if entry.fullmatch(n)]
+        entries = [] if name in index else [n for _, n in entries_named(name, known)]
         spread += entries or [name]
     given = spread
     unknown = [n for n in given if n not in index]

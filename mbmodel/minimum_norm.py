@@ -12,14 +12,12 @@ solution near its start: the pendulum hangs, turned about gravity as it started.
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 
 import casadi as ca
 import numpy as np
 
-from .errors import NotUniqueWarning
+from .errors import NotUniqueWarning, user_stacklevel
 from .quiet import lines_shown
 
 
@@ -101,15 +99,4 @@ class MinimumNormNewton:
                 f"{', '.join(moved)}; the point found is the nearest to the start values "
                 f"(Newton's method with minimum-norm steps). Give the missing condition (a "
                 f"fixed start, an initial equation) to choose another"),
-                stacklevel=_first_call_outside())
-
-
-def _first_call_outside() -> int:
-    """The stack level (for ``warnings.warn`` called by the caller of this function) of
-    the first frame outside mbmodel: the user's call, however deep inside mbmodel the
-    solver ran (linearize, initialize, simulate)."""
-    package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
+                stacklevel=user_stacklevel())

@@ -129,7 +129,8 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     if cm.events is not None:
         return _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state,
                                      method, rtol, atol, max_step, native, params, inputs,
-                                     bar)
+                                     bar, z0)
+    u_of = _after_initialization(cm, u_of)
     if x0 is None:
         x, z = cm.initialize(params=params, inputs=inputs, t_start=t_start,
                              steady_state=steady_state)
@@ -228,17 +229,20 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
 
 
 def _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, method, rtol,
-                          atol, max_step, native, params, inputs, bar=None) -> Result:
+                          atol, max_step, native, params, inputs, bar=None,
+                          z0=None) -> Result:
     """A model with events (see :mod:`mbmodel.events`); the result has ``events``."""
     from .events import simulate_with_events
     if x0 is not None:
         x0 = vector(x0, len(cm.states), "x0", cm.states)
+    if z0 is not None:
+        z0 = vector(z0, len(cm.algebraic), "z0", cm.algebraic)
     if max_step is None:
         max_step = default_max_step(cm, p, t_end - t_start)
     try:
         X, Z, U, events, methods = simulate_with_events(
             cm, grid, t_start, t_end, p, u_of, x0, steady_state, method, rtol, atol, max_step,
-            native, params, inputs, bar)
+            native, params, inputs, bar, z0)
     except SimulationError as exc:
         reached = getattr(exc, "reached", None)
         if reached is not None and exc.result is None:
@@ -601,6 +605,22 @@ def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
     n = len(xs)
     return (np.column_stack(xs) if n else np.zeros((len(x), 0)),
             np.column_stack(zs) if n else np.zeros((len(z), 0)))
+
+
+def _after_initialization(cm, u_of):
+    """``u_of`` with ``initial()`` false: a model without events reads it only in its
+    initialization (``cm.initialize`` sets it); it had stayed true for the whole run."""
+    names = list(getattr(cm, "discrete", ()))
+    if "initial()" not in names:
+        return u_of
+    slot = len(cm.inputs) + names.index("initial()")
+
+    def u_at(t):
+        u = u_of(t)
+        u[slot] = 0.0
+        return u
+    u_at.breakpoints = getattr(u_of, "breakpoints", [])
+    return u_at
 
 
 def _made_consistent(cm, z, p, u, t, x):

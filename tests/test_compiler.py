@@ -278,6 +278,19 @@ def test_a_steady_state_that_does_not_exist_is_refused():
     assert x0[1 - angle] == pytest.approx(4.0, rel=1e-12)   # w = 2 / 0.5
     assert x0[angle] == cm.start[angle]   # held at its start: it moves at the steady speed
 
+    class AngleFirst(Model):   # the same, its angle declared first
+        phi = Variable(start=mb.Guess(0.3))
+        w = Variable(start=mb.Guess(0.0))
+
+        def equations(self):
+            yield der(self.phi) == self.w
+            yield der(self.w) == 2.0 - 0.5 * self.w
+
+    # der(phi) = 0 had taken w (declaration order): w = 0, accelerating; then refused
+    cm = mb.compile(AngleFirst())
+    assert cm.states == ["phi", "w"]
+    assert cm.initialize(steady_state=True)[0].tolist() == [0.3, 4.0]
+
 
 class _Stiff(Model):
     """z**3 + z = x + u, der(x) = -z: the algebraic variable jumps with the input."""
@@ -319,6 +332,16 @@ def test_z0_is_a_guess_that_is_solved_from():
     assert cm.states == ["x", "vx"] and cm.algebraic == ["y"]
     res = cm.simulate(0.5, x0=[0.5, 0.0], z0=[0.8], n_points=6)
     assert res["y"][0] == pytest.approx(math.sqrt(0.75), rel=1e-12)
+
+    class Counting(CartesianPendulum):   # with events (a when that never fires)
+        d = mb.Discrete(0)
+
+        def equations(self):
+            yield from super().equations()
+            yield mb.when(self.x > 10.0, self.d == 1)
+
+    counted = mb.compile(Counting()).simulate(0.5, x0=[0.5, 0.0], z0=[0.8], n_points=6)
+    assert counted["y"][0] == pytest.approx(math.sqrt(0.75), rel=1e-12)   # (was -0.866)
     # the rod force at rest: the constraint twice differentiated, x ax + y ay = 0 with
     # ax = -F x, ay = -F y - g, gives F = -g y
     assert res["F"][0] == pytest.approx(-9.81 * math.sqrt(0.75), rel=1e-9)
