@@ -814,20 +814,24 @@ class _Run:
         # Check points per output check point: as many as the last stretch needed, more
         # (and the stretch integrated again) when this one takes more steps.
         finer = min(self.finer, max(1, MAX_STEP_CHECKS // m))   # (learned for another m)
+        # (a pass flips the relations it passes as inert in u, and counts them)
+        relations, inert = u[lay.relation_slots].copy(), self.inert_crossings
         for _ in range(3):  # (steps do not depend on the check points: a second pass holds)
-            found = self.advance_checked(t0, t1, m * finer, x, z, u, False, ends_at_event)
+            used = finer
+            u[lay.relation_slots], self.inert_crossings = relations, inert
+            found = self.advance_checked(t0, t1, m * used, x, z, u, False, ends_at_event)
             need = _finer_checks(self.stretch_steps, m)
-            if need <= finer or self.stretch_cut:
+            if need <= used or self.stretch_cut:
                 break   # (or the integration failed and a first part was taken instead)
             finer = need
         # the next stretch starts with as many, or half as many where this one needed fewer
         # (the steps grow back gradually after an event: fewer stretches integrated twice)
-        self.finer = max(need, finer // 2)
-        if finer == 1:
+        self.finer = max(need, used // 2)
+        if used == 1:
             return found
         t, x_end, z_end, crossed, xs, zs, valid = found
-        return t, x_end, z_end, crossed, xs[:, finer - 1::finer], zs[:, finer - 1::finer], \
-            valid // finer
+        return t, x_end, z_end, crossed, xs[:, used - 1::used], zs[:, used - 1::used], \
+            valid // used
 
     def advance_checked(self, t0, t1, m, x, z, u, geometric=False, ends_at_event=False):
         """:meth:`advance` with exactly ``m`` check points."""

@@ -20,6 +20,9 @@ from .flat import (FlatDiscreteEquation, FlatRelation, FlatSample, FlatVariable,
                    HybridPart, describe)
 
 
+#: The name of initial()'s value among the compiled model's discrete values.
+INITIAL = "initial()"
+
 class HybridCollector:
     """Collects the hybrid part for one flattening (``_Flattener.hybrid``)."""
 
@@ -140,7 +143,7 @@ class HybridCollector:
 
     def initial_symbol(self) -> ca.SX:
         if self._initial is None:
-            self._initial, self.part.initial = self._known("initial()", "initial", 1.0, "")
+            self._initial, self.part.initial = self._known(INITIAL, "initial", 1.0, "")
         return self._initial
 
     def sample(self, start, interval) -> ca.SX:

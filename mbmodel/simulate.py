@@ -610,10 +610,11 @@ def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
 def _after_initialization(cm, u_of):
     """``u_of`` with ``initial()`` false: a model without events reads it only in its
     initialization (``cm.initialize`` sets it); it had stayed true for the whole run."""
+    from .hybrid import INITIAL
     names = list(getattr(cm, "discrete", ()))
-    if "initial()" not in names:
+    if INITIAL not in names:
         return u_of
-    slot = len(cm.inputs) + names.index("initial()")
+    slot = len(cm.inputs) + names.index(INITIAL)
 
     def u_at(t):
         u = u_of(t)
