@@ -40,7 +40,7 @@ import casadi as ca
 import numpy as np
 
 from .errors import DeclarationError, SimulationError
-from .explicit import CROSSED
+from .explicit import CROSSED, MAX_STEPS
 from .explicit import guard as explicit_guard
 from .explicit import integrator as explicit_integrator
 from .impulses import ImpulseWatch
@@ -79,6 +79,18 @@ ZENO_HORIZON = 0.01
 CHECKS_PER_RUN = 1000
 #: Most check points one stretch of casadi's integrators gets to have one per step.
 MAX_STEP_CHECKS = 4096
+#: Steps an integrator may take between two check points of a stretch that can be halved
+#: (CVODES' ``max_num_steps``, the C loops' per output time): past a crossing the old
+#: branch's equations may have no solution (a cylinder through its end stop, its chamber
+#: volume negative), and the integrator grinds through the full budget before it fails
+#: (the hydraulic press: 100 000 steps, 1.5 s, per failed stretch, 35 s a run with two
+#: output times). A stretch that needs more is halved as one that fails; only the last,
+#: whose failure is reported, has the integrator's full budget.
+STEPS_PER_CHECK = 1000
+#: A stretch of one check point that fails is halved down to this length (relative to the
+#: time, at least 1 s), in case a crossing comes before the failure; then the failure is
+#: reported.
+MIN_HALVED = 1e-9
 #: Check points right after an event, at distances halving from the check spacing down to
 #: 2^-(PROBE_POINTS-1) of it.
 PROBE_POINTS = 40
@@ -840,7 +852,9 @@ class _Run:
         fractions = _fractions(m, geometric)
         ts = t0 + (t1 - t0) * fractions
         ts[-1] = t1
-        halving = m >= 2 and not geometric
+        # (one check point: halved in time while a crossing may come before the failure)
+        halving = not geometric and (m >= 2 or (
+            len(lay.relation_slots) and t1 - t0 > MIN_HALVED * max(1.0, abs(t1))))
         try:
             xs, zs = self.integrate(t0, t1, m, x, z, u, geometric, diagnose=not halving)
         except SimulationError:
@@ -848,10 +862,11 @@ class _Run:
                 raise
             # Crossings are looked for after the whole stretch is integrated; past one the
             # equations of the old branch may have no solution (a cylinder through its end
-            # stop, with a negative chamber volume): the first half of the stretch, same
-            # check points, finds the crossing before the failure.
-            half = m // 2
-            found = self.advance_checked(t0, t0 + (t1 - t0) * half / m, half, x, z, u)
+            # stop, with a negative chamber volume; a pole just past a stop): the first half
+            # of the stretch, same check points, finds the crossing before the failure.
+            half = max(1, m // 2)
+            found = self.advance_checked(t0, t0 + (t1 - t0) * (half / m if m >= 2 else 0.5),
+                                         half, x, z, u)
             self.stretch_cut = True
             return found
         self.stretch_steps = self.steps_taken   # (locating a crossing integrates again)
@@ -1095,12 +1110,15 @@ class _Run:
             return xs, zs
         method = self.choose_method(x, z, u, t0)
         self.used(method)
+        # (a stretch whose failure is not diagnosed is halved: it has the smaller budget)
+        budget = None if diagnose else STEPS_PER_CHECK
         if method in ("dop853", "abm"):
             ts = t0 + (t1 - t0) * _fractions(m, geometric)
             ts[-1] = t1
             run = self.c_loop()(
                 t0, x, np.concatenate([self.p, u]), ts, rtol=self.rtol, atol=self.atol,
-                max_step=self.max_step, first_step=self.next_step, method=method)
+                max_step=self.max_step, first_step=self.next_step, method=method,
+                max_steps=budget or MAX_STEPS)
             if run.ok:
                 self.next_step = run.next_step
                 self.steps_taken = run.steps
@@ -1114,9 +1132,9 @@ class _Run:
             if restart == "consistent":   # (the slopes at the start given: one integrator)
                 slopes = (t1 - t0) * np.array(self.cm.ode(x, z, u, self.p, t0),
                                               dtype=float).reshape(-1)
-                F = self.stepper(method, m, t1 - t0, geometric, restart, slopes)
+                F = self.stepper(method, m, t1 - t0, geometric, restart, slopes, budget)
             else:
-                F = self.stepper(method, m, t1 - t0, geometric, restart)
+                F = self.stepper(method, m, t1 - t0, geometric, restart, budget=budget)
             try:
                 with casadi_lines_dropped():
                     xs, zs = F(x, z, np.concatenate([self.p, u, [t0, t1 - t0]]))
@@ -1185,7 +1203,8 @@ class _Run:
             self._c_loop = explicit_integrator(dynamics(self.cm, self.native))
         return self._c_loop
 
-    def stepper(self, method, m, dt, geometric=False, restart=None, slopes=None):
+    def stepper(self, method, m, dt, geometric=False, restart=None, slopes=None,
+                budget=None):
         scaled = None
         if self.max_step is not None and self.max_step < dt:
             # few distinct values, so few integrators: rounded down to two digits
@@ -1193,7 +1212,7 @@ class _Run:
             e = math.floor(math.log10(q))
             scaled = math.floor(q / 10 ** (e - 1)) * 10 ** (e - 1)
         return _stepper(self.cm, method, m, self.rtol, self.atol, scaled, self.native,
-                        geometric, restart, slopes)
+                        geometric, restart, slopes, budget)
 
 
 def _due(event_time, t) -> bool:
@@ -1266,20 +1285,23 @@ def _fractions(m, geometric) -> np.ndarray:
 
 
 def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False,
-             restart=None, slopes=None):
+             restart=None, slopes=None, budget=None):
     """An integrator over scaled time s in [0, 1] with outputs at the fractions of
     :func:`_fractions`; parameters ``(p, u, t0, dt)``. ``restart`` (IDAS, where its start
     failed): ``"first_step"`` gives its first step (:func:`simulate._idas_first_step`);
     ``"consistent"`` skips IDACalcIC, which near a contact's switch failed on a start that
     the event iteration had made consistent (algebraic residuals 1e-16): "IDA_NO_RECOVERY"
     at one of every four nearby tolerances; the states' ``slopes`` (in scaled time) are
-    given instead, and the integrator is built for this call only."""
+    given instead, and the integrator is built for this call only. ``budget``: the steps
+    allowed between two output points (None: the simulator's own, see
+    :data:`STEPS_PER_CHECK`)."""
     from .native import dynamics
     from .simulate import _solver_options, newton_dynamics
     # The C dynamics replace the virtual machine's once a background build is done.
     rhs = dynamics(cm, native) if method == "adams" else newton_dynamics(cm, native)
     cache = workspace(cm, "integrators")
-    key = ("events", method, m, rtol, atol, max_step_scaled, id(rhs), geometric, restart)
+    key = ("events", method, m, rtol, atol, max_step_scaled, id(rhs), geometric, restart,
+           budget)
 
     def build():
         n_x, n_z = cm.symbols.x.numel(), cm.symbols.z.numel()
@@ -1292,6 +1314,8 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
         if n_z:
             dae.update(z=Z, alg=out[1])
         opts = _solver_options(rtol, atol, max_step_scaled)
+        if budget is not None:   # steps between two check points (see STEPS_PER_CHECK)
+            opts["max_num_steps"] = budget
         if method == "adams":
             opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
         grid = [float(f) for f in _fractions(m, geometric)]

@@ -50,7 +50,8 @@ STATUS = {0: "reached the end", 1: "took the most steps allowed",
 #: The return code of a guarded run stopped at a crossing (:class:`Guard`).
 CROSSED = 5
 
-#: Steps (accepted and rejected) one run may take, as for CVODES (``max_num_steps``).
+#: Steps (accepted and rejected) a run may take between two output times (or before the
+#: first), as CVODES' ``max_num_steps``.
 MAX_STEPS = 100_000
 
 _lock = threading.Lock()

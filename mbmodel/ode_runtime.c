@@ -595,6 +595,8 @@ static int guard_step(Guarded *q, Step *s, const double *t_out, int n_out, int w
  * eval, iw, w, sz_arg, sz_res, mem: the generated function, its integer and real work
  * arrays and the sizes of its argument and result pointer arrays, and its memory slot.
  * pu: its parameter input (parameters, then inputs). h_max <= 0: no step limit.
+ * max_steps: the steps (accepted and rejected) allowed between two output times, as
+ * CVODES' mxstep (a run with more output times may take more steps in all).
  * info (in): info[0] > 0 is the first step to try; info[6] = 1: evaluate f at t_end a
  * rounding before (see rhs). info (out): [0] the next step the
  * control proposes (for a run that goes on from the last output time), [1] the time
@@ -617,7 +619,7 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
     }
     if (guard) r.pu = q.pu; /* the continuous part does not read what inert flips change */
     double *y = K + EXTENDED * n, *y_new = y + n, *point = y_new + n, *dense = point + n;
-    long accepted = 0, rejected = 0;
+    long accepted = 0, rejected = 0, at_output = 0; /* steps when an output was last written */
     int written = 0, status = MB_OK, just_rejected = 0;
     double t = t0, t_end = t_out[n_out - 1], h = info[0];
     memcpy(y, x0, sizeof(double) * (size_t)n);
@@ -627,7 +629,7 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
     if (!status && !(h > 0.0))
         status = first_step(&r, t, y, K, n, rtol, atol, 8, point, K + n, &h);
     while (!status && written < n_out) {
-        if (accepted + rejected >= max_steps) {
+        if (accepted + rejected - at_output >= max_steps) {
             status = MB_TOO_MANY_STEPS;
             break;
         }
@@ -680,6 +682,7 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
             continue;
         }
         /* accepted: with a guard, the crossings in the step */
+        int written_before = written;
         Step step = {&r, t, h, y, y_new, K, point, dense, n, 0};
         int crossed = 0;
         double t_l = t_new, t_r = t_new;
@@ -704,6 +707,7 @@ int mb_dop853(mb_eval eval, mb_int *iw, double *w, int sz_arg, int sz_res, int m
         if (just_rejected && factor > 1.0) factor = 1.0;
         just_rejected = 0;
         accepted++;
+        if (written > written_before) at_output = accepted + rejected;
         h *= factor;
         if (crossed) {
             t = t_r;
@@ -788,7 +792,7 @@ int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, i
     const double fouru = 4.0 * DBL_EPSILON, p5eps = 0.5;
     double t = t0, t_end = t_out[n_out - 1], h = 0.0, hold = 0.0, absh = 0.0, erk = 0.0;
     int k = 1, kold = 0, ns = 0, phase1 = 1, written = 0, status = MB_OK;
-    long accepted = 0, rejected = 0;
+    long accepted = 0, rejected = 0, at_output = 0; /* steps when an output was last written */
     two[1] = 2.0;
     for (int i = 2; i <= MAX_ORDER + 1; i++) two[i] = 2.0 * two[i - 1];
     g[1] = 1.0;
@@ -817,7 +821,7 @@ int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, i
         h = fmax(absh, fouru * fabs(t));   /* a multistep method starts afresh */
     }
     while (!status && written < n_out) {
-        if (accepted + rejected >= max_steps) {
+        if (accepted + rejected - at_output >= max_steps) {
             status = MB_TOO_MANY_STEPS;
             break;
         }
@@ -932,7 +936,7 @@ int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, i
                 status = MB_STEP_TOO_SMALL;
                 break;
             }
-            if (accepted + rejected >= max_steps) {
+            if (accepted + rejected - at_output >= max_steps) {
                 status = MB_TOO_MANY_STEPS;
                 break;
             }
@@ -957,6 +961,7 @@ int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, i
             for (int l = 0; l < n; l++) PHI(i)[l] += PHI(kp1)[l];
         accepted++;
         /* outputs passed by this step */
+        int written_before = written;
         while (written < n_out && t_out[written] < t) {
             adams_interpolate(n, t, y, t_out[written], x_out + (size_t)written * n, kold, phi,
                               psi);
@@ -966,6 +971,7 @@ int mb_adams(mb_eval eval, mb_int *iw, double *w_work, int sz_arg, int sz_res, i
             memcpy(x_out + (size_t)written * n, y, sizeof(double) * (size_t)n);
             written++;
         }
+        if (written > written_before) at_output = accepted + rejected;
         /* the order for the next step */
         double erkp1 = 0.0;
         if (knew == km1 || k == MAX_ORDER) phase1 = 0;

@@ -989,6 +989,28 @@ def test_a_non_finite_value_in_a_model_with_events_is_located_and_explained():
                                atol=1e-6)
 
 
+class StopBeforePole(mb.Model):
+    """der(x) = -0.5/(x + 0.01) until a stop at x = 0: x reaches 0 at t = 1.02 exactly
+    ((x + 0.01)^2 = 1.0201 - t), and the old branch has its pole 1e-4 s later."""
+    x = mb.Variable(start=1.0, fixed=True)
+
+    def equations(self):
+        yield mb.der(self.x) == if_else(self.x > 0, -0.5 / (self.x + 0.01), 0.0)
+
+
+@pytest.mark.parametrize("method", ["auto", "bdf", "idas", "adams", "abm"])
+@pytest.mark.parametrize("n_points", [2, 1001])
+def test_a_stop_just_before_a_pole_of_the_old_branch_is_found(method, n_points):
+    """A stretch that passes the crossing fails at the pole; halved, it finds the crossing
+    first. Halving stopped at one check point, which still held both (BDF, IDAS, Adams
+    failed with "CV_TOO_MUCH_WORK" at every output grid)."""
+    cm = mb.compile(StopBeforePole())
+    res = cm.simulate(1.5, n_points=n_points, method=method, rtol=1e-8, atol=1e-10)
+    crossings = [e.time for e in res.events if e.causes != ["initialization"]]
+    assert len(crossings) == 1 and abs(crossings[0] - 1.02) < 1e-5, crossings
+    assert res.t[-1] == 1.5 and abs(res["x"][-1]) < 1e-9
+
+
 def test_initial_is_true_at_the_start_only_also_in_a_model_with_no_other_event():
     """A model whose only event construct is initial() ran without the event simulator,
     and initial() stayed true for the whole run: der(x) = 100 throughout."""

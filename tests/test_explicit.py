@@ -200,6 +200,25 @@ def test_max_step_bounds_every_step(method):
     assert abs(bounded.xs[0, -1] - np.cos(10.0)) < 1e-6
 
 
+@pytest.mark.parametrize("method", ["abm", "dop853"])
+def test_the_step_budget_is_per_output_interval(method):
+    """``max_steps`` bounds the steps between two output times, as CVODES' mxstep: a run
+    over many output times may take more in all; one interval that needs more stops
+    there with the outputs before it written."""
+    cm = mb.compile(Oscillator())
+    run = explicit.integrator(native.dynamics(cm, True))
+    p, tout = cm.parameter_vector(), np.linspace(0.01, 1.0, 100)
+    options = dict(rtol=1e-6, atol=1e-8, max_step=2e-3, method=method)
+    # (ABM starts at order 1 with short steps: some 20 before the first output)
+    whole = run(0.0, cm.start, p, tout, max_steps=40, **options)
+    assert whole.ok and whole.steps >= 500 and whole.written == 100   # ~5 per interval
+    assert abs(whole.xs[0, -1] - np.cos(10.0)) < 1e-6
+    cut = run(0.0, cm.start, p, np.concatenate([tout[:50], [2.0]]), max_steps=40, **options)
+    assert not cut.ok and cut.written == 50 and "most steps" in cut.reason
+    # the step that wrote 0.5, then the 40 allowed: 41 of at most 2 ms
+    assert 0.5 < cut.time <= 0.5 + 41 * 2e-3 + 1e-12
+
+
 class Blowup(mb.Model):
     """dx/dt = x^2 from x = 1: x = 1/(1 - t), infinite at t = 1."""
 
