@@ -131,8 +131,11 @@ def _shape_of(shape) -> tuple[int, int]:
 
 
 def _as_array(value, shape: tuple[int, int], what: str) -> np.ndarray:
+    """``value`` as a float array of ``shape`` (a number fills it): always a copy, so that
+    an array the caller fills again (one buffer for components built in a loop) does not
+    change the values given before."""
     try:
-        arr = np.asarray(value, dtype=float)
+        arr = np.array(value, dtype=float)
     except (TypeError, ValueError):
         raise DeclarationError(f"{what}: {value!r} is not a number") from None
     if arr.size == 1:

@@ -1314,3 +1314,33 @@ def test_a_member_kept_at_its_default_or_set_inside_equations():
                                                   "be set while the model's equations are "
                                                   "collected"):
         mb.compile(Late())
+
+
+def test_an_array_given_as_a_value_is_copied_not_kept():
+    """Components built in a loop from one buffer filled again for each (a numpy habit):
+    the values given are the ones each component keeps, for parameters and for starts.
+    Parameters kept the buffer, so all three drifted at the last rate (x(1) = 2, 2, 2)."""
+    class Drift(mb.Model):
+        rate = mb.Parameter(np.zeros(2))
+        x = mb.Variable(shape=2, start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == self.rate
+
+    class Bank(mb.Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            rate, start = np.empty(2), np.empty(2)
+            for k in range(3):
+                rate[:], start[:] = [k, 10.0 * k], [-k, 1.0]
+                self.add(f"d{k}", Drift(rate=rate, x=mb.Fixed(start)))
+
+    res = mb.simulate(Bank(), 1.0, n_points=3)
+    for k in range(3):   # x(1) = start + rate
+        np.testing.assert_allclose(res[f"d{k}.x[0]"][-1], 0.0, atol=1e-9)
+        np.testing.assert_allclose(res[f"d{k}.x[1]"][-1], 1.0 + 10.0 * k, rtol=1e-9)
+    given = np.array([1.0, 2.0])
+    drift = Drift(rate=given)
+    given[0] = np.nan   # after construction: not the component's value any more
+    np.testing.assert_allclose(mb.simulate(drift, 1.0, n_points=2)["x[0]"][-1], 1.0,
+                               rtol=1e-9)
