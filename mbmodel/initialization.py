@@ -83,7 +83,8 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
             continue
         res = np.array(F(cand, known)).reshape(-1)
         if np.all(np.isfinite(res)) and np.max(np.abs(res), initial=0.0) < 1e-8 * (
-                1 + np.max(np.abs(cand), initial=0.0)):
+                1 + np.max(np.abs(cand), initial=0.0)) and not _ran_away(rf, cand, res, w0,
+                                                                         F, known):
             sol = cand
             break
         last_error = res
@@ -110,6 +111,30 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     if problem.unmet:
         _check_at_rest(cm, problem, sol, known)
     return sol[:n_x], sol[n_x:]
+
+
+#: A solver that did not converge has run away when its answer is this many times larger
+#: than the start guess and its residuals fell by less than this factor.
+RUNAWAY = 1e6
+
+
+def _ran_away(solver, candidate, residuals, guess, F, known) -> bool:
+    """Whether ``solver`` gave up far from the guess without solving anything. The
+    residuals are compared with the size of the answer (a pressure of 1e7 Pa is solved to
+    1e-9 Pa at best, and Newton then reports no convergence), so an answer that diverged
+    (a loop's angles at 1e14 rad, where sin and cos have no digits left) would pass as
+    solved, its residuals 0.05 against a scale of 1e14. (Not the parameters' sizes: a
+    World's gravity constant is 4e14.)"""
+    try:
+        if solver.stats().get("success", False):
+            return False
+    except RuntimeError:  # (a solver of our own keeps no statistics)
+        return False
+    if np.max(np.abs(candidate), initial=0.0) <= RUNAWAY * (
+            1.0 + np.max(np.abs(guess), initial=0.0)):
+        return False
+    at_guess = np.max(np.abs(np.array(F(guess, known), dtype=float)), initial=0.0)
+    return not np.max(np.abs(residuals), initial=0.0) <= at_guess / RUNAWAY
 
 
 def _check_at_rest(cm, problem, sol, known):
