@@ -99,8 +99,11 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
             raise SimulationError("linearize(): give either x (an operating point) or "
                                   "steady_state=True (find one), not both")
         x0 = vector(x, len(cm.states), "x", cm.states)
-        if z is not None:
-            z0 = vector(z, len(cm.algebraic), "z", cm.algebraic)
+        if z is not None and len(cm.algebraic):
+            z0 = _solved_from(cm, x0, u0, p, t, vector(z, len(cm.algebraic), "z",
+                                                         cm.algebraic))
+        elif z is not None:
+            z0 = vector(z, 0, "z", cm.algebraic)
         elif len(cm.algebraic):
             z0 = _followed(cm, x0, u0, p, t, _assembled(cm, params, inputs_given, t))
         else:
@@ -198,6 +201,28 @@ def _followed(cm, x, u, p, t, start):
             f"linearize(): no algebraic variables {', '.join(cm.algebraic[:6])} solve the "
             f"model at x = {x.tolist()}, neither followed from the initialized model nor "
             f"from their start values; give z") from None
+
+
+def _solved_from(cm, x, u, p, t, guess):
+    """The algebraic variables that solve the model at ``x``, by Newton's method from the
+    ``guess`` given as ``z`` (which assembly of a loop, which root of a nonlinear
+    element). A ``z`` that does not solve the equations was taken as it was: the four-bar's
+    A came out with the wrong sign of its stiffness, at a point that is no assembly."""
+    solve = cm.explicit_ode(guess=True)
+    try:
+        found = np.array(solve(x, u, p, t, guess)[1], dtype=float).reshape(-1)
+    except RuntimeError:
+        found = None
+    if found is not None and np.all(np.isfinite(found)):
+        residuals = np.array(cm.alg(x, found, u, p, t), dtype=float).reshape(-1)
+        if np.max(np.abs(residuals), initial=0.0) <= 1e-8 * (
+                1.0 + np.max(np.abs(found), initial=0.0)):
+            return found
+    raise SimulationError(
+        f"linearize(): no algebraic variables {', '.join(cm.algebraic[:6])} solve the model "
+        f"at x = {np.asarray(x).tolist()} from the z given ({np.asarray(guess).tolist()}, "
+        f"taken as Newton's start); give z nearer a solution, or leave it out (then they "
+        f"are followed from the initialized model)")
 
 
 def _assembled(cm, params, inputs, t):

@@ -371,6 +371,24 @@ def test_linearization_on_a_loop_keeps_the_assembly_the_model_runs_in():
         assert lin.z0[2] == pytest.approx(psi, abs=1e-9), theta
 
 
+def test_a_z_given_to_linearize_is_newtons_start_not_the_point():
+    """linearize(x=..., z=...) took z as it was: a z off the assembly (closure residuals
+    0.4, 0.36, 3.0) gave A[1] = [4.0, 3.3], a stiffness of the wrong sign, with no error.
+    z now chooses the assembly by Newton's method from it; near the one the model runs in,
+    the answer is the same as without z (the four-bar's A from the Lagrangian in
+    test_fourbar_keeps_one_state...)."""
+    cm = mb.compile(Fourbar())
+    x = [0.3, 2.0]
+    plain = cm.linearize(x=x)
+    assert np.max(np.abs(np.array(cm.alg(x, plain.z0, [], cm.parameter_vector(), 0.0)))) \
+        < 1e-12
+    near = cm.linearize(x=x, z=plain.z0 + 0.1)
+    np.testing.assert_allclose(near.z0, plain.z0, atol=1e-10)
+    np.testing.assert_allclose(near.A, plain.A, rtol=1e-9, atol=1e-9)
+    # started at the assembly itself, it is kept
+    np.testing.assert_allclose(cm.linearize(x=x, z=plain.z0).A, plain.A, rtol=1e-12)
+
+
 def test_a_universal_joint_on_a_loop_takes_guesses_and_runs_inverse():
     """Universal took no start values (its angles started at 0 and a loop could assemble
     2 pi away) and its revolutes were always prescribed, so a loop through it could not be
