@@ -121,7 +121,8 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
     xdot = [sys_.symbols[d] for d in sys_.state_derivatives]
     states = [sys_.names[v] for v in sys_.states]
     out_names, out_vector = _outputs(sys_, None if outputs is None else
-                                     set(outputs) | set(states), symbol_vector)
+                                     set(outputs) | set(states) | _state_choice_reads(sys_),
+                                     symbol_vector)
     # computed with the outputs, split off below
     out_exprs = [out_vector] + _hybrid_expressions(sys_)
     n_hybrid = len(out_exprs) - 1
@@ -175,6 +176,20 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
                       if n_hybrid else None),
         sample_times=(ca.Function("sample_times", [p], [stacked(sample_e)], ["p"],
                                   ["starts_intervals"]) if n_s else None))
+
+
+def _state_choice_reads(system) -> set:
+    """The variables the run-time state choice reads (:mod:`mbmodel.state_selection`):
+    those of its Jacobian, and the candidates along their derivatives (the states of
+    another choice start from their values); outputs a model compiled with ``outputs=``
+    keeps besides those asked for."""
+    chosen = system.state_set
+    if chosen is None:
+        return set()
+    by_hash = {s.element_hash(): n for n, s in zip(system.names, system.symbols)}
+    read = {by_hash[s.element_hash()] for s in ca.symvar(chosen.jacobian)
+            if s.element_hash() in by_hash}
+    return read | {name for chain in chosen.chains for name in chain}
 
 
 def input_order(system) -> list[int]:
