@@ -125,10 +125,9 @@ def _ran_away(solver, candidate, residuals, guess, F, known) -> bool:
     (a loop's angles at 1e14 rad, where sin and cos have no digits left) would pass as
     solved, its residuals 0.05 against a scale of 1e14. (Not the parameters' sizes: a
     World's gravity constant is 4e14.)"""
-    try:
-        if solver.stats().get("success", False):
-            return False
-    except RuntimeError:  # (a solver of our own keeps no statistics)
+    if not isinstance(solver, ca.Function):
+        return False   # (a solver of our own: it raises where it fails)
+    if solver.stats().get("success", False):
         return False
     if np.max(np.abs(candidate), initial=0.0) <= RUNAWAY * (
             1.0 + np.max(np.abs(guess), initial=0.0)):
