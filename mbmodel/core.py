@@ -975,7 +975,26 @@ class Model:
                 else:
                     member.modify(value)
             else:
+                if members:
+                    self._check_not_a_misspelt_member(key, value, members)
                 object.__setattr__(self, key, value)
+
+    def _check_not_a_misspelt_member(self, key, value, members):
+        """A start modifier set on a name that is no variable, or a value on a name that
+        differs from a declared parameter's or variable's only in case (``cap.c = 20`` for
+        ``C``), is a misspelt member: stored as a plain attribute it was ignored without a
+        word, where the keyword raises."""
+        declared = [k for k, m in members.items() if isinstance(m, (Parameter, Variable))]
+        same = [k for k in declared if k.lower() == key.lower()]
+        if not same and not isinstance(value, Start):
+            return
+        variables = [k for k in declared if isinstance(members[k], Variable)]
+        hint = (f"did you mean '{same[0]}'?" if same else
+                f"its variables: {', '.join(variables) or 'none'}")
+        raise DeclarationError(
+            f"{_where(self)}: '{key}' is not a declared parameter or variable of "
+            f"{type(self).__name__} ({hint}); set a declared one (it then takes the value as "
+            f"the keyword would), or use another name for a plain attribute")
 
     def _claim(self, key):
         """A member name is used once: a second member under the same name would silently

@@ -1144,6 +1144,13 @@ def test_members_set_after_construction_take_effect_or_are_refused():
         model.load.w = 3.0
     with pytest.raises(mb.ParameterError, match="outside its bounds"):
         model.load.J = -1.0
+    # a misspelt member was a plain attribute, ignored: J = 5 ran on (review)
+    with pytest.raises(mb.DeclarationError, match="did you mean 'J'"):
+        model.load.j = 8.0
+    with pytest.raises(mb.DeclarationError, match="'w0' is not a declared.*its variables: "):
+        model.load.w0 = Fixed(3.0)
+    model.load.note = "plain attributes of other names stay allowed"
+    assert mb.simulate(model, 1.0)["load.phi"][-1] == pytest.approx(0.7 + 1.0 + 1.0, abs=1e-9)
 
 
 def test_initial_conditions_on_a_variable_alias_elimination_removed():
