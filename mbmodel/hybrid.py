@@ -76,7 +76,11 @@ class HybridCollector:
             return self._scalar_relation(result, crossing, strict, parts)
         if crossing.numel() == 1:
             crossing = ca.repmat(crossing, *result.shape)
-        out = [self._scalar_relation(result[k], crossing[k], strict, parts)
+        # each element its own operands: with the whole vectors' they were one relation
+        # (x > 0.5 on a vector x switched every element where the first one crossed)
+        a, op, b = parts
+        out = [self._scalar_relation(result[k], crossing[k], strict,
+                                     (_entry(a, k), op, _entry(b, k)))
                for k in range(result.numel())]
         return ca.reshape(ca.vertcat(*out), *result.shape)
 
@@ -270,6 +274,13 @@ class HybridCollector:
                 raise DeclarationError(
                     f"{_where(comp)}: the discrete variable '{var.name}' is never assigned; "
                     f"define it by an equation (self.d == expr) or in a when clause")
+
+
+def _entry(operand, k):
+    """Entry ``k`` (column-major) of a comparison's operand; a scalar stands for every
+    entry."""
+    sx = ca.SX(operand)
+    return sx if sx.numel() == 1 else sx[k]
 
 
 def _node_key(value):

@@ -989,6 +989,24 @@ def test_a_non_finite_value_in_a_model_with_events_is_located_and_explained():
                                atol=1e-6)
 
 
+def test_a_relation_on_a_vector_switches_each_entry_at_its_own_crossing():
+    """if_else(x > 0.5, -1, 0) on a vector x made one relation, the first entry's: both
+    entries stopped when x[0] reached 0.5 (x[1] held 1.5, silently). Each entry now has
+    its own: x[k] falls at unit speed from its start to 0.5 and stays."""
+    class Falls(mb.Model):
+        x = mb.Variable(shape=3, start=[1.0, 2.0, 0.25], fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == if_else(self.x > 0.5, -1.0, 0.0)
+
+    res = mb.simulate(Falls(), 3.0, n_points=7)
+    crossings = sorted(e.time for e in res.events if e.causes != ["initialization"])
+    np.testing.assert_allclose(crossings, [0.5, 1.5], atol=1e-9)
+    for k, start in enumerate([1.0, 2.0, 0.25]):
+        expected = np.where(start > 0.5, np.maximum(start - res.t, 0.5), start)
+        np.testing.assert_allclose(res[f"x[{k}]"], expected, atol=1e-9)
+
+
 class StopBeforePole(mb.Model):
     """der(x) = -0.5/(x + 0.01) until a stop at x = 0: x reaches 0 at t = 1.02 exactly
     ((x + 0.01)^2 = 1.0201 - t), and the old branch has its pole 1e-4 s later."""
