@@ -87,6 +87,9 @@ MAX_STEP_CHECKS = 4096
 #: output times). A stretch that needs more is halved as one that fails; only the last,
 #: whose failure is reported, has the integrator's full budget.
 STEPS_PER_CHECK = 1000
+#: A relation whose crossing function is within this fraction of the size of its sides
+#: keeps its value in the event iteration (see _Run.at_round_off).
+ROUND_OFF = 1e-12
 #: The first stretch after an event (or the start) spans at most this many check spacings
 #: (after the probe), the next twice as many, and so on while no event comes.
 REACH_CHECKS = 4
@@ -190,10 +193,10 @@ class EventLayout:
             dtype=int)
         n_r, n_c = len(hyb.relations), len(self.condition_when)
         n_e, n_a, n_i = len(self.equation_slots), len(self.assignment_slots), len(reinit_state)
-        bounds = np.cumsum([0, n_r, n_c, n_e, n_a, n_i])
+        bounds = np.cumsum([0, n_r, n_c, n_e, n_a, n_i, n_r])
         self.ranges = {k: slice(int(a), int(b)) for k, a, b in
-                       zip(("crossings", "conditions", "equations", "assignments", "reinits"),
-                           bounds[:-1], bounds[1:])}
+                       zip(("crossings", "conditions", "equations", "assignments", "reinits",
+                            "scales"), bounds[:-1], bounds[1:])}
         #: p -> (starts, intervals) of the samples (None without samples)
         self.sample_times = sample_times
 
@@ -358,8 +361,10 @@ class _Run:
             n_out, m = 0, 0
             # after an event the stretches grow from REACH_CHECKS check spacings: with
             # coarse output times (a user who wants the last row) each stretch would run to
-            # the next, its check points past the next crossing integrated for nothing
-            reach = t + n_intervals * REACH_CHECKS * self.check_spacing * (1 + 1e-9)
+            # the next, its check points past the next crossing integrated for nothing (not
+            # in DOP853's C loop, which stops at the crossing itself)
+            reach = (math.inf if self.guarded(x, z, self.u_out(t, D), t) else
+                     t + n_intervals * REACH_CHECKS * self.check_spacing * (1 + 1e-9))
             if on_grid and k < len(grid) and grid[k] <= min(next_time_event, reach):
                 # whole output intervals of equal length, as many as allowed
                 last = int(np.searchsorted(grid, min(next_time_event, reach),
@@ -648,7 +653,14 @@ class _Run:
             if initial:
                 crossings = np.where(np.abs(crossings) <= NOISE_FLOOR * self.atol, 0.0,
                                      crossings)
-            u_next[lay.relation_slots] = lay.literal(crossings)
+                u_next[lay.relation_slots] = lay.literal(crossings)
+            elif len(forced):   # (at a state event; at a time event a relation on time is
+                # at its threshold by design, and takes the value it has just after)
+                u_next[lay.relation_slots] = np.where(
+                    self.at_round_off(v, crossings), u[lay.relation_slots],
+                    lay.literal(crossings))
+            else:
+                u_next[lay.relation_slots] = lay.literal(crossings)
             u_next[forced] = forced_values
             if one_at_a_time:
                 switching = np.flatnonzero(u_next[lay.relation_slots] != u[lay.relation_slots])
@@ -673,6 +685,19 @@ class _Run:
             if settled:
                 return z, u, v, cond, fired
         return None
+
+    def at_round_off(self, values, crossings) -> np.ndarray:
+        """Per relation, whether its crossing function is within round-off of zero
+        (:data:`ROUND_OFF` of the size of the relation's sides): its value in force stands.
+        A friction element sticking where the torque it would need equals its static peak
+        in exact arithmetic (J = 1/(2 peak) spinning down) found ``sa < -tau0_max`` true by
+        2.5e-14 of 2, started backward, stuck forward 1e-12 s later, and so on: 'chattering'
+        under DOP853 only, by the rounding of its restarts."""
+        scales = self.layout.ranges.get("scales")
+        if scales is None or scales.stop > len(values):   # (a model saved before scales)
+            return np.zeros(np.shape(crossings), dtype=bool)
+        # (strictly below: where a side is 0, as in s < 0, the function is exact)
+        return np.abs(crossings) < ROUND_OFF * values[scales]
 
     def propagate_discrete(self, x, z, u, t):
         """``u`` with the discrete equations on discrete values only brought up to date
@@ -813,6 +838,12 @@ class _Run:
         return error
 
     # -- integration with crossing detection ----------------------------------------------
+    def guarded(self, x, z, u, t) -> bool:
+        """Whether a stretch from here runs in DOP853's C loop with the event function as
+        its guard (:meth:`advance_guarded`)."""
+        return bool(len(self.layout.relation_slots) and self.n_x
+                    and self.choose_method(x, z, u, t) == "dop853" and self.guard() is not None)
+
     def advance(self, t0, t1, m, x, z, u, geometric=False, ends_at_event=False):
         """Integrate from t0 to t1 with m check points (equally spaced, or at distances
         halving towards t0); stop at the first crossing. Returns (t, x, z, crossed relation
@@ -821,7 +852,7 @@ class _Run:
         lay = self.layout
         if t1 <= t0:
             return t1, x, z, None, np.zeros((self.n_x, 0)), np.zeros((self.n_z, 0)), 0
-        if len(lay.relation_slots) and self.n_x and self.choose_method(x, z, u, t0) == "dop853":
+        if self.guarded(x, z, u, t0):
             found = self.advance_guarded(t0, t1, m, x, z, u, geometric, ends_at_event)
             if found is not None:
                 return found
@@ -881,16 +912,17 @@ class _Run:
         self.stretch_cut = False
         if not len(lay.relation_slots):
             return t1, xs[:, -1], zs[:, -1], None, xs, zs, m
-        c = self.crossings_at(xs, zs, u, ts)
+        c, round_off = self.crossings_at(xs, zs, u, ts, with_round_off=True)
         # A crossing function within round-off of zero on the other side is not a crossing:
         # a locked joint's speed, constant in exact arithmetic, wanders by 1e-24 in BDF's
         # corrector and would make events with no consequence (nor is one within the band
-        # an event left it in: band_after).
-        noise = self.noise()[:, None]
+        # an event left it in: band_after; nor one at round-off of its sides' size:
+        # at_round_off).
+        held = (np.abs(c) <= self.noise()[:, None]) | round_off
         # (a check point that rounds to t0 itself, the first of a probe after an event at
         # t = 4.2 spaced 2e-16 s, is the start again: what a relation reads there is no
         # crossing)
-        literal = np.where((np.abs(c) <= noise) | (ts <= t0), frozen[:, None], lay.literal(c))
+        literal = np.where(held | (ts <= t0), frozen[:, None], lay.literal(c))
         differs = np.any(literal != frozen[:, None], axis=0)
         if not differs.any():
             # (only where nothing crossed before: an edge at the end comes last)
@@ -909,8 +941,7 @@ class _Run:
             frozen[changed] = literal[changed, j]
             u[lay.relation_slots[changed]] = frozen[changed]
             self.inert_crossings += 1
-            literal = np.where((np.abs(c) <= noise) | (ts <= t0), frozen[:, None],
-                               lay.literal(c))
+            literal = np.where(held | (ts <= t0), frozen[:, None], lay.literal(c))
             differs = np.any(literal != frozen[:, None], axis=0)
             differs[:j + 1] = False
             if not differs.any():
@@ -925,7 +956,7 @@ class _Run:
         else:
             left = (ts[j - 1], xs[:, j - 1], zs[:, j - 1], c[:, j - 1])
         right = (ts[j], xs[:, j], zs[:, j], c[:, j])
-        return (*self.locate(left, right, u, frozen), xs, zs, j)
+        return (*self.locate(left, right, u, frozen, literal[:, j] != frozen), xs, zs, j)
 
     def advance_guarded(self, t0, t1, m, x, z, u, geometric, ends_at_event):
         """:meth:`advance` with the crossings found inside the C loop: DOP853 evaluates the
@@ -965,8 +996,9 @@ class _Run:
             # event iteration there evaluates every relation
             xs[:, valid:] = hit.x[:, None]
             return t1, hit.x, z, None, xs, zs, m
-        changed = np.flatnonzero(lay.literal(hit.values[lay.ranges["crossings"]])
-                                 != run.relations)
+        crossings = hit.values[lay.ranges["crossings"]]
+        changed = np.flatnonzero((lay.literal(crossings) != run.relations) & (
+            hit.triggered | ~self.at_round_off(hit.values, crossings)))
         return hit.time, hit.x, z, [int(i) for i in changed], xs, zs, valid
 
     def noise(self) -> np.ndarray:
@@ -1009,8 +1041,11 @@ class _Run:
                      "conditions": lay.ranges["conditions"],
                      "equations": lay.ranges["equations"],
                      "equation_slots": lay.equation_slots}
+            scales = lay.ranges.get("scales")
+            if scales is not None and scales.stop > fn.numel_out(0):
+                scales = None   # (a model saved before the scales)
             self._guard = explicit_guard(fn, len(self.p), lay.strict, NOISE_FLOOR * self.atol,
-                                         EVENT_TIME_TOLERANCE, inert)
+                                         EVENT_TIME_TOLERANCE, inert, scales, ROUND_OFF)
         return self._guard
 
     def inert(self, changed, x, z, u, t) -> bool:
@@ -1032,17 +1067,21 @@ class _Run:
                 and np.array_equal(self.part(before, "equations"),
                                    self.part(after, "equations")))
 
-    def crossings_at(self, xs, zs, u, ts):
+    def crossings_at(self, xs, zs, u, ts, with_round_off=False):
         n = len(ts)
         fn = self._mapped_values.get(n)
         if fn is None:
             fn = self._mapped_values[n] = _Buffered(_mapped(self.cm, self.event_fn, n))
         v = fn(xs, zs, u[:, None], self.p[:, None], ts[None, :]).reshape(-1, n, order="F")
+        if with_round_off:   # (and per relation and point, whether it is at round-off)
+            c = v[self.layout.ranges["crossings"], :]
+            return c, self.at_round_off(v, c)
         return v[self.layout.ranges["crossings"], :]
 
-    def locate(self, left, right, u, frozen):
+    def locate(self, left, right, u, frozen, triggered):
         """Regula falsi (Illinois) on the zero-crossing functions between two points where
-        the relations' values differ, to :data:`EVENT_TIME_TOLERANCE`."""
+        the relations' values differ, to :data:`EVENT_TIME_TOLERANCE`; ``triggered``: the
+        relations that differed beyond noise and round-off at the right point."""
         lay = self.layout
         t_l, x_l, z_l, c_l = left
         t_r, x_r, z_r, c_r = right
@@ -1079,7 +1118,12 @@ class _Run:
                 scale_l = 1.0
                 last_side = -1
         t_r, x_r, z_r, c_r = self.crossing_with(t_l, c_l, (t_r, x_r, z_r, c_r), u, frozen)
-        crossed = [int(i) for i in np.flatnonzero(lay.literal(c_r) != frozen)]
+        # (at the located time a crossing function is itself at round-off: those found
+        # beyond it where the crossing was found count, and the others beyond it here)
+        _, round_off = self.crossings_at(x_r[:, None], z_r[:, None], u, np.array([t_r]),
+                                         with_round_off=True)
+        crossed = [int(i) for i in np.flatnonzero((lay.literal(c_r) != frozen)
+                                                  & (triggered | ~round_off[:, 0]))]
         return t_r, x_r, z_r, crossed
 
     def crossing_with(self, t_l, c_l, right, u, frozen):

@@ -118,12 +118,15 @@ class Run:
 @dataclass
 class Crossing:
     """Where a guarded run stopped: the located bracket ``(t_left, time)`` (the relations
-    read as in force at ``t_left`` and differently at ``time``), and the state ``x`` and
-    the event function's ``values`` at ``time``."""
+    read as in force at ``t_left`` and differently at ``time``), the state ``x`` and the
+    event function's ``values`` at ``time``, and per relation whether it read differently
+    beyond the noise and round-off where the crossing was found (``triggered``: at the
+    located time a crossing function is itself at round-off)."""
     t_left: float
     time: float
     x: np.ndarray
     values: np.ndarray
+    triggered: np.ndarray = None
 
 
 class _CFunction:
@@ -155,13 +158,14 @@ class _MbGuard(ctypes.Structure):
                 ("mem", ctypes.c_longlong), ("n_p", ctypes.c_longlong),
                 ("n_c", ctypes.c_longlong), ("n_values", ctypes.c_longlong),
                 ("frozen", ctypes.c_void_p), ("strict", ctypes.c_void_p),
-                ("noise", ctypes.c_double), ("width", ctypes.c_double),
+                ("noise", ctypes.c_double), ("scales_at", ctypes.c_longlong),
+                ("round_off", ctypes.c_double), ("width", ctypes.c_double),
                 ("x_cross", ctypes.c_void_p), ("values", ctypes.c_void_p),
                 ("t_left", ctypes.c_void_p), ("direct", ctypes.c_void_p),
                 ("relation_slot", ctypes.c_void_p), ("n_conditions", ctypes.c_longlong),
                 ("conditions_at", ctypes.c_longlong), ("n_equations", ctypes.c_longlong),
                 ("equations_at", ctypes.c_longlong), ("equation_slot", ctypes.c_void_p),
-                ("inert", ctypes.c_void_p)]
+                ("inert", ctypes.c_void_p), ("triggered", ctypes.c_void_p)]
 
 
 class Guard:
@@ -171,7 +175,8 @@ class Guard:
     output times inside it and at its end; a crossing is located on the step's dense
     output to the relative ``width``. A crossing function within ``noise`` of zero leaves
     its relation's value as it is. Built by :func:`guard`; the relations' values in force
-    are given per run (``frozen``).
+    are given per run (``frozen``). ``scales`` (a slice of the values, optional): the size
+    of each relation's sides; a crossing function within ``round_off`` of it is noise too.
 
     ``inert`` (optional) lets the loop pass crossings that change nothing without stopping:
     a dict with ``direct`` (per relation: the continuous part reads it, so it never is
@@ -184,12 +189,15 @@ class Guard:
     run goes on (``Run.relations``, ``Run.inert``)."""
 
     def __init__(self, fn: ca.Function, library: Path, n_p: int, strict, noise: float,
-                 width: float, inert: dict | None = None):
+                 width: float, inert: dict | None = None, scales: slice | None = None,
+                 round_off: float = 0.0):
         self._fn = _CFunction(fn, library)
         self.n_p = int(n_p)
         self.strict = np.ascontiguousarray(strict, dtype=float)
         self.n_values = fn.numel_out(0)
         self.noise, self.width = float(noise), float(width)
+        self.scales_at = -1 if scales is None else int(scales.start)
+        self.round_off = float(round_off)
         self.n_x = fn.size1_in(0)
         n_c = len(self.strict)
         rule = inert or {"direct": np.ones(n_c), "relation_slots": np.zeros(n_c),
@@ -212,17 +220,19 @@ class Guard:
                              f"{frozen.shape}")
         iw, w = self._fn.work()
         x_cross, values, t_left = np.zeros(self.n_x), np.zeros(self.n_values), np.zeros(1)
-        inert = np.zeros(1)
-        keep.extend([frozen, iw, w, x_cross, values, t_left, inert])
+        inert, triggered = np.zeros(1), np.zeros(len(self.strict))
+        keep.extend([frozen, iw, w, x_cross, values, t_left, inert, triggered])
         mem = self._fn.checkout() if self._fn.checkout is not None else 0
         c, e = self._conditions, self._equations
         return _MbGuard(self._fn.eval, iw.ctypes.data, w.ctypes.data, self._fn.sz_arg,
                         self._fn.sz_res, mem, self.n_p, len(self.strict), self.n_values,
-                        frozen.ctypes.data, self.strict.ctypes.data, self.noise, self.width,
+                        frozen.ctypes.data, self.strict.ctypes.data, self.noise,
+                        self.scales_at, self.round_off, self.width,
                         x_cross.ctypes.data, values.ctypes.data, t_left.ctypes.data,
                         self._direct.ctypes.data, self._relation_slots.ctypes.data,
                         c.stop - c.start, c.start, e.stop - e.start, e.start,
-                        self._equation_slots.ctypes.data, inert.ctypes.data)
+                        self._equation_slots.ctypes.data, inert.ctypes.data,
+                        triggered.ctypes.data)
 
 
 class NativeIntegrator:
@@ -284,11 +294,11 @@ class NativeIntegrator:
                 guard._fn.release(c_guard.mem)
         crossing, relations, inert = None, None, 0
         if guard is not None:
-            relations, _, _, x_cross, values, t_left, passed = keep
+            relations, _, _, x_cross, values, t_left, passed, triggered = keep
             inert = int(passed[0])
             if status == CROSSED:
                 crossing = Crossing(t_left=float(t_left[0]), time=float(info[1]), x=x_cross,
-                                    values=values)
+                                    values=values, triggered=triggered != 0.0)
         return Run(xs=xs.T, status=int(status), written=int(info[5]), time=float(info[1]),
                    next_step=float(info[0]), steps=int(info[2]), rejected=int(info[3]),
                    evaluations=int(info[4]), crossing=crossing, relations=relations,
@@ -296,7 +306,8 @@ class NativeIntegrator:
 
 
 def guard(fn: ca.Function, n_p: int, strict, noise: float, width: float,
-          inert: dict | None = None) -> Guard | None:
+          inert: dict | None = None, scales: slice | None = None,
+          round_off: float = 0.0) -> Guard | None:
     """The :class:`Guard` of the event function ``fn`` (``x, z, u, p, t -> values``; see
     :class:`Guard` for the rest), or None when ``fn`` is not generated C or has algebraic
     variables (the C loops have none).
@@ -313,7 +324,7 @@ def guard(fn: ca.Function, n_p: int, strict, noise: float, width: float,
     if library is None or fn.size1_in(1) or fn.n_in() != 5 or not all(
             fn.sparsity_in(i).is_dense() for i in (0, 2, 3)):
         return None
-    return Guard(fn, library, n_p, strict, noise, width, inert)
+    return Guard(fn, library, n_p, strict, noise, width, inert, scales, round_off)
 
 
 def integrator(fn: ca.Function) -> NativeIntegrator | None:

@@ -106,7 +106,8 @@ class FlatRelation:
     """A relation on continuous variables: between events it is the discrete Boolean
     ``symbol``; ``crossing`` (continuous) changes sign where it switches. It holds where
     ``crossing > 0`` (``strict``) or ``crossing >= 0``; ``literal`` is the comparison as
-    written."""
+    written; ``scale`` the size of its two sides (``|a| + |b|`` of ``a < b``), against
+    which a crossing function at round-off of zero is told from a crossing."""
 
     symbol: ca.SX
     position: int
@@ -115,6 +116,7 @@ class FlatRelation:
     literal: ca.SX
     origin: str
     shown: object
+    scale: ca.SX = None
 
     @property
     def description(self) -> str:
@@ -177,12 +179,16 @@ class HybridPart:
     def expressions(self, crossings: bool = True) -> list:
         """What the simulator evaluates at events, in this order: the relations'
         zero-crossing functions (unless ``crossings=False``), the when conditions, the
-        discrete equations' values, the when clauses' assignments, their reinit values."""
+        discrete equations' values, the when clauses' assignments, their reinit values, the
+        relations' scales (with the crossing functions)."""
         exprs = [r.crossing for r in self.relations] if crossings else []
         exprs += [c for w in self.whens for c in w.conditions]
         exprs += [e.value for e in self.discrete_equations]
         exprs += [value for w in self.whens for _, value in w.assignments]
         exprs += [value for w in self.whens for _, value in w.reinits]
+        if crossings:
+            exprs += [r.scale if r.scale is not None else ca.fabs(r.crossing)
+                      for r in self.relations]
         return [ca.SX(e) for e in exprs]
 
 

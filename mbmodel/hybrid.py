@@ -104,7 +104,8 @@ class HybridCollector:
         start = 0.0
         sym, position = self._known(name, "relation", start, self._origin())
         self.part.relations.append(FlatRelation(sym, position, crossing, strict, result,
-                                                self._origin(), parts))
+                                                self._origin(), parts,
+                                                ca.fabs(a) + ca.fabs(b)))
         self._relation_of[key] = sym
         self._literal[sym.element_hash()] = result
         return sym

@@ -243,6 +243,8 @@ typedef struct {
     double *frozen;       /* the relations' values in force (0 or 1); out: at the end */
     const double *strict; /* 1: the relation is c > 0; 0: c >= 0 */
     double noise;         /* |c| <= noise: the relation keeps its value */
+    long long scales_at;  /* the relations' scales among the values (-1: none) ... */
+    double round_off;     /* ... and |c| < round_off * scale: it keeps its value too */
     double width;         /* relative width a crossing is located to */
     double *x_cross;      /* out: the state at the crossing (n) */
     double *values;       /* out: the event function's values there (n_values) */
@@ -254,6 +256,8 @@ typedef struct {
     long long n_equations, equations_at;   /* discrete equations among the values ... */
     const long long *equation_slot;        /* ... and where their variables are in u */
     double *inert;                  /* out: crossings passed as inert */
+    double *triggered;  /* out: per relation, 1 if it read differently beyond its noise and
+                         * round-off where the crossing was found (before locating it) */
 } MbGuard;
 
 typedef struct {
@@ -283,13 +287,29 @@ static int literal(const MbGuard *g, long long k, double c) {
     return g->strict[k] != 0.0 ? c > 0.0 : c >= 0.0;
 }
 
-/* Whether a relation reads differently from its value in force (noise: see MbGuard). */
-static int guard_differs(const MbGuard *g, const double *c, double noise) {
+enum { BEYOND_NOISE = 1, BEYOND_ROUND_OFF = 2 };
+
+/* Whether a relation reads differently from its value in force (see MbGuard): beyond its
+ * noise and its round-off (checks), or at all (locating: a crossing is located where its
+ * function crosses zero). c: all values. */
+static int guard_differs(const MbGuard *g, const double *c, int beyond) {
     for (long long k = 0; k < g->n_c; k++) {
-        if (fabs(c[k]) <= noise) continue;
+        if ((beyond & BEYOND_NOISE) && fabs(c[k]) <= g->noise) continue;
+        if ((beyond & BEYOND_ROUND_OFF) && g->scales_at >= 0
+            && fabs(c[k]) < g->round_off * c[g->scales_at + k])
+            continue;
         if (literal(g, k, c[k]) != (g->frozen[k] != 0.0)) return 1;
     }
     return 0;
+}
+
+/* Which relations read differently beyond noise and round-off at values c (MbGuard). */
+static void guard_triggered(const MbGuard *g, const double *c) {
+    for (long long k = 0; k < g->n_c; k++) {
+        int beyond = fabs(c[k]) > g->noise
+                     && !(g->scales_at >= 0 && fabs(c[k]) < g->round_off * c[g->scales_at + k]);
+        g->triggered[k] = beyond && literal(g, k, c[k]) != (g->frozen[k] != 0.0) ? 1.0 : 0.0;
+    }
 }
 
 /* The guard of one run; pu (n_pu values) is copied. */
@@ -458,7 +478,7 @@ static int guard_locate(Guarded *q, double t, double h, const double *y, const d
         dense_at(dense, y, (t_m - t) / h, x_m, n);
         int status = guard_eval(q, t_m, x_m, q->c_mid);
         if (status) return status;
-        if (guard_differs(g, q->c_mid, -1.0)) {
+        if (guard_differs(g, q->c_mid, 0)) {
             *t_r = t_m;
             memcpy(x_r, x_m, sizeof(double) * (size_t)n);
             swap(&q->c_here, &q->c_mid);
@@ -551,7 +571,7 @@ static int guard_step(Guarded *q, Step *s, const double *t_out, int n_out, int w
             k++;
             hermite_at(s, (tp - s->t) / s->h, s->point);
             if ((status = guard_eval(q, tp, s->point, q->c_here))) return status;
-            if (!guard_differs(g, q->c_here, g->noise)) continue;
+            if (!guard_differs(g, q->c_here, BEYOND_NOISE | BEYOND_ROUND_OFF)) continue;
         }
         if (tp < t_new) {
             if ((status = step_dense(s))) return status;
@@ -559,7 +579,7 @@ static int guard_step(Guarded *q, Step *s, const double *t_out, int n_out, int w
             xp = s->point;
         }
         if ((status = guard_eval(q, tp, xp, q->c_here))) return status;
-        if (!guard_differs(g, q->c_here, g->noise)) {
+        if (!guard_differs(g, q->c_here, BEYOND_NOISE | BEYOND_ROUND_OFF)) {
             *t_l = tp;
             swap(&q->c_left, &q->c_here);
             if (tp == t_new) return MB_OK;
@@ -568,6 +588,7 @@ static int guard_step(Guarded *q, Step *s, const double *t_out, int n_out, int w
         }
         *t_r = tp;
         memcpy(g->x_cross, xp, sizeof(double) * (size_t)s->n);
+        guard_triggered(g, q->c_here);
         if ((status = step_dense(s))) return status;
         status = guard_locate(q, s->t, s->h, s->y, s->dense, s->n, t_l, t_r, g->x_cross,
                               s->point);
