@@ -598,6 +598,16 @@ class _Flattener:
         origin = comp.path
         for e in ([expr] if expr.numel() == 1 else expr.elements()):
             if not e.is_op(ca.OP_EQ):
+                if e.is_constant():
+                    # casadi folds an == whose sides are one expression to 1, and one whose
+                    # sides differ by a number to 0 (self.x - self.x == 0)
+                    raise DeclarationError(
+                        f"{_where(comp)}: an equation came out as the constant {float(e):g}: "
+                        f"its two sides " + ("are the same expression, so it always holds "
+                                             "and determines nothing" if float(e) else
+                                             "differ by a constant, so it never holds")
+                        + "; write an equation between different quantities (e.g. "
+                        "self.loss == k * (self.T - T_ambient))")
                 shown = self.hybrid.literal(e) if e.is_symbolic() else e  # (a relation)
                 what = ("a comparison (<, <=, >, >=), not an equation"
                         if shown.is_op(ca.OP_LT) or shown.is_op(ca.OP_LE) else

@@ -466,6 +466,29 @@ def test_equation_that_is_not_an_equation():
         mb.flatten(Bad())
 
 
+def test_an_equation_that_always_or_never_holds_is_named_so():
+    """casadi folds x - x == 0 to 1 and x - x == 1 to 0: the message said "'1' is not an
+    equation; write lhs == rhs", though lhs == rhs was written (review)."""
+    class Always(Model):
+        x = Variable()
+
+        def equations(self):
+            yield self.x == 1.0
+            yield self.x - self.x == 0
+
+    class Never(Model):
+        x = Variable()
+
+        def equations(self):
+            yield self.x - self.x == 1.0
+
+    with pytest.raises(mb.DeclarationError, match="constant 1: its two sides are the same "
+                                                  "expression, so it always holds"):
+        mb.flatten(Always())
+    with pytest.raises(mb.DeclarationError, match="constant 0: .* so it never holds"):
+        mb.flatten(Never())
+
+
 def test_connecting_a_grandchild_connector_is_refused():
     class Inner(Model):
         r = el.Resistor()
