@@ -87,6 +87,13 @@ class Result:
             close = sorted(found, key=lambda n: -difflib.SequenceMatcher(
                 None, name.lower(), n.lower()).ratio())[:6]
             hint = f"; similar names: {', '.join(close)}" if close else ""
+            entries = [n for n in self.names if n.startswith(name + "[")]
+            if entries:   # a vector or matrix by its declared name
+                shown = (", ".join(entries) if len(entries) <= 4 else
+                         f"{entries[0]} .. {entries[-1]}")
+                hint = (f": it has {len(entries)} entries, each a variable of its own "
+                        f"({shown}); ask for one, or stack them: np.array([res[n] for n in "
+                        f"[{entries[0]!r}, ...]])")
             if name in (getattr(self.compiled, "parameters", None) or ()):
                 hint = (f": it is a parameter, whose value the run took from params= or "
                         f"the compiled model's defaults (cm.parameter_vector()[cm.parameters"

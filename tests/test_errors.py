@@ -1103,3 +1103,18 @@ def test_a_model_of_constants_only_simulates():
     res = mb.simulate(Constants(), 1.0, n_points=3)
     assert res["x"].tolist() == [1.0] * 3 and res["y"].tolist() == [2.0] * 3
     assert res["z[2]"].tolist() == [4.0] * 3
+
+
+def test_a_vector_asked_of_a_result_by_its_declared_name_lists_its_entries():
+    """res['x'] of a vector x said only "no variable 'x'" (the close-name hint missed short
+    names): it now lists the entries, each a variable of the result (review)."""
+    class Vec(Model):
+        x = Variable(shape=3, start=[1.0, 2.0, 3.0], fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+
+    res = mb.simulate(Vec(), 1.0, n_points=3)
+    with pytest.raises(KeyError, match=r"it has 3 entries.*\(x\[0\], x\[1\], x\[2\]\)"):
+        res["x"]
+    assert res["x[2]"][-1] == pytest.approx(3.0 * math.exp(-1.0), rel=1e-6)
