@@ -1385,6 +1385,22 @@ class _SymbolsStaySymbols:
         return False
 
 
+def _missing_member(exc) -> str | None:
+    """For an AttributeError on a model (a connector its options leave out): what it
+    lacks and the members it has, or None."""
+    model, key = getattr(exc, "obj", None), getattr(exc, "name", None)
+    if not isinstance(model, Model) or not key or "_members" not in model.__dict__:
+        return None
+    members = model._members
+    connectors = [k for k, m in members.items() if isinstance(m, Connector)]
+    declared = [k for k, m in members.items() if isinstance(m, (Parameter, Variable))]
+    return (f"'{key}', which {_where(model)} does not have (its connectors: "
+            f"{', '.join(connectors) or 'none'}; parameters and variables: "
+            f"{', '.join(declared[:12]) or 'none'}{', ...' if len(declared) > 12 else ''}); "
+            f"a component may declare some connectors only in some configurations (see its "
+            f"options), and is connected only where it has them")
+
+
 def _explain_equation_failure(comp, method, exc) -> DeclarationError:
     """A clear error for the ways Python code in ``equations()`` fails: symbols used as
     numbers or in conditions get their own advice; any other exception is reported with the
@@ -1412,6 +1428,9 @@ def _explain_equation_failure(comp, method, exc) -> DeclarationError:
         return DeclarationError(
             f"{_where(comp)}: {method}() used a model variable as an integer (an index, "
             f"range() or int()); its value is not known while the model is built")
+    missing = _missing_member(exc)
+    if missing is not None:
+        return DeclarationError(f"{_where(comp)}: {method}() asked for {missing}")
     return DeclarationError(
         f"{_where(comp)}: {method}() raised {type(exc).__name__}: {text} (if a numpy or math "
         f"function was applied to a model variable, use the one in mbmodel.functions; the "

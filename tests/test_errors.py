@@ -1118,3 +1118,25 @@ def test_a_vector_asked_of_a_result_by_its_declared_name_lists_its_entries():
     with pytest.raises(KeyError, match=r"it has 3 entries.*\(x\[0\], x\[1\], x\[2\]\)"):
         res["x"]
     assert res["x[2]"][-1] == pytest.approx(3.0 * math.exp(-1.0), rel=1e-6)
+
+
+def test_a_connector_a_component_does_not_have_is_named_with_those_it_has():
+    """connect(cyl.port_b, ...) on a single-acting cylinder (no port_b) raised "equations()
+    raised AttributeError ... (if a numpy or math function was applied ...)": the hint
+    pointed the wrong way (review)."""
+    from mbmodel.libraries import hydraulics as hy
+
+    class C(Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.oil = hy.Fluid()
+            self.cyl = hy.Cylinder(single_acting=True, fluid=self.oil)
+            self.tank = hy.Tank(fluid=self.oil)
+
+        def equations(self):
+            yield mb.connect(self.cyl.port_b, self.tank.port)
+
+    with pytest.raises(mb.DeclarationError, match=r"asked for 'port_b', which Cylinder 'cyl' "
+                                                  r"does not have \(its connectors: port_a, "
+                                                  r"flange;"):
+        mb.flatten(C())
