@@ -106,15 +106,20 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
         state_set = cm.system.state_set if cm.system is not None else None
         if (state_selection == "static" and state_set is not None and cm.events is None
                 and "state_selection" not in str(exc)):
-            exc.args = (f"{exc} The states {', '.join(cm.states[:6])} were kept "
-                        f"(state_selection='static'); this model's choice can change at run "
-                        f"time (candidates {', '.join(state_set.candidates[:6])}): "
-                        f"state_selection='dynamic', the default, switches it where it "
-                        f"turns singular.",)
+            exc.args = (f"{exc}{static_hint(cm)}",)
         raise
     finally:
         if bar is not None:
             bar.close()
+
+
+def static_hint(cm) -> str:
+    """What a failure with the compiled choice of states kept adds: that the choice could
+    change at run time."""
+    return (f" The states {', '.join(cm.states[:6])} were kept (state_selection='static'); "
+            f"this model's choice can change at run time (candidates "
+            f"{', '.join(cm.system.state_set.candidates[:6])}): state_selection='dynamic', "
+            f"the default, switches it where it turns singular.")
 
 
 def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0, z0,

@@ -181,7 +181,7 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
     """Integrate over ``grid`` switching the state choice where it degrades (see the module
     documentation); ``options`` are :func:`mbmodel.simulate`'s other options."""
     from .inputs import input_function
-    from .simulate import simulate_compiled
+    from .simulate import simulate_compiled, static_hint
     choice = StateChoice(cm, options.get("params"))
     u_of = input_function(cm, options.get("inputs"))
     current = frozenset(choice.set.dependent)
@@ -219,6 +219,8 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
         except SimulationError as exc:
             res = exc.result  # the points reached before the failure
             if res is None or len(res.t) < 2:
+                # (the run inside kept its states: the advice to switch them is this one's)
+                exc.args = (str(exc).replace(static_hint(model), ""),)
                 raise
             reached = len(res.t)
         switch_at, switch, ratios = choice.first_switch(res, reached, current, model, u_of)

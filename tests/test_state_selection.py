@@ -181,3 +181,15 @@ def test_a_failure_at_a_change_point_says_so_and_keeps_the_result():
     sol = solve_ivp(lambda _t, s: [s[1], -k * math.cos(s[0]) / m_eff], (0, t[-1]),
                     [theta0, w0], t_eval=t, rtol=1e-12, atol=1e-12, method="DOP853")
     assert np.abs(error.result["j1.phi"] - sol.y[0]).max() < 1e-6
+
+
+def test_a_failure_under_the_dynamic_choice_does_not_advise_switching_to_it():
+    """A run that fails at once under the default state_selection='dynamic' ended with
+    "... were kept (state_selection='static'); state_selection='dynamic', the default,
+    switches it": the advice of the run inside, which keeps its choice (review)."""
+    cm = mb.compile(CartesianPendulum())   # rod of 1 m: x = 2 has no y
+    with pytest.raises(mb.SimulationError) as dynamic:
+        cm.simulate(1.0, x0=[2.0, 0.0], z0=[0.5])
+    assert "state_selection" not in str(dynamic.value)
+    with pytest.raises(mb.SimulationError, match="were kept \\(state_selection='static'\\)"):
+        cm.simulate(1.0, x0=[2.0, 0.0], z0=[0.5], state_selection="static")
