@@ -559,6 +559,11 @@ class Accumulator(_Hydraulic):
                                     self.V_0)
         yield mb.Assert(self.V_dead > 0, "Accumulator: V_dead must be positive (below p_pre "
                                          "it is all the liquid the pressure acts on)")
+        # (at 0 the gas law's slope is 0 * inf: the integrators stopped with a bare
+        # CV_CONV_FAILURE at the start)
+        yield mb.Assert(self.p_pre > 0, "Accumulator: p_pre must be positive (the gas "
+                                        "precharge, an absolute pressure; without gas the "
+                                        "accumulator is a FixedVolume)")
         yield self.V_liquid == self.V_dead + self.V_0 - self.V_gas
         yield self.port.p == p
         rho = self.rho(p)

@@ -298,6 +298,9 @@ def test_accumulator_gas_follows_the_polytropic_law():
     # 1e-12 of the run in time, lands up to 0.1 Pa late, which holds up to 1e-8 kg more
     mass = rho(p) * liquid
     np.testing.assert_allclose(mass, mass[0] + m_dot * res.t, rtol=1e-10, atol=2e-8)
+    # no gas: refused by name (the integrators stopped with a bare CV_CONV_FAILURE)
+    with pytest.raises(mb.ParameterError, match="p_pre must be positive"):
+        mb.simulate(Charge(), 2.0, params={"accumulator.p_pre": 0.0})
 
 
 def test_spool_valve_meters_the_edges_its_position_opens():
