@@ -157,7 +157,19 @@ class _Hydraulic(Model):
     @property
     def fluid(self):
         """The Fluid (component or DEFAULT_OIL) this component's equations use."""
-        return self._fluid_choice if self._fluid_choice is not None else _model_fluid(self)
+        chosen = self._fluid_choice
+        if chosen is None:
+            return _model_fluid(self)
+        if chosen._parent is None and chosen is not DEFAULT_OIL:
+            # (a Fluid declared in a class body and given there is the class's template:
+            # each model gets a fresh instance, and the template is in none)
+            raise mb.DeclarationError(
+                f"'{self.path}' was given fluid= a Fluid that is not a component of the "
+                f"model (one declared in a class body and passed to components there is the "
+                f"class's template, not the model's instance): make the components that use "
+                f"it in __init__ (self.valve = hydraulics.Orifice(fluid=self.oil)), or leave "
+                f"fluid= out to use the model's one Fluid")
+        return chosen
 
     def ports(self):
         return [m for m in self.members().values() if isinstance(m, Port)]

@@ -114,6 +114,19 @@ def test_components_of_one_network_must_share_one_fluid():
     with pytest.raises(mb.DeclarationError, match=r"2 Fluid components .*oil.*water"):
         mb.compile(Ambiguous())
 
+    class InClassBody(mb.Model):   # the class's template Fluid (review: rho_0 'is not a
+        water = hy.Fluid(rho_0=1000.0)   # variable or parameter of this model')
+        tank = hy.Tank(fluid=water)
+        cap = hy.Cap(fluid=water)
+
+        def equations(self):
+            yield mb.connect(self.tank.port, self.cap.port)
+
+    with pytest.raises(mb.DeclarationError, match=r"'tank' was given fluid= a Fluid that is "
+                                                  r"not a component of the model .* in "
+                                                  r"__init__"):
+        mb.compile(InClassBody())
+
 
 def test_the_model_fluid_is_used_by_every_component():
     class Water(mb.Model):
