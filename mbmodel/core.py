@@ -286,9 +286,26 @@ class Parameter(Declaration):
     def _instantiate(self, owner, name, modifier=None):
         new = self._copy_for(owner, name)
         value = self.default if modifier is None else modifier
+        if modifier is not None:
+            new._check_not_spread(modifier)
         new.set(value)
         new.valued = self.valued or modifier is not None
         return new
+
+    def _check_not_spread(self, value):
+        """A number given for a vector or matrix parameter (Revolute(n=1.0), a body's
+        r=0.5) was spread over every entry: an axis (1,1,1)/sqrt(3), a cylinder along the
+        diagonal. Modelica refuses ``Real r[3] = 0.5``; so does a modifier here (a
+        declaration's default may still fill its entries)."""
+        size = self.shape[0] * self.shape[1]
+        if size > 1 and not isinstance(value, ca.SX) and np.size(value) == 1:
+            where = (f"{type(self.owner).__name__}.{self.name}" if self.owner is not None
+                     and not self.owner.path else self.path)
+            raise ParameterError(
+                f"parameter '{where}' has {size} entries (shape {self.shape}), and was given "
+                f"the one number {float(np.ravel(value)[0]):g}; give all {size} (e.g. "
+                f"{[float(np.ravel(value)[0])] * size if size <= 4 else '[...]'}) — a number "
+                f"is not spread over a vector")
 
     def set(self, value):
         """Set the value (number, array or parameter expression) and validate it."""

@@ -824,8 +824,9 @@ def test_any_exception_in_equations_names_its_component():
         def equations(self):
             yield der(self.x) == self.flange_x  # no such member
 
-    with pytest.raises(mb.DeclarationError, match="model Typo: equations\\(\\) raised "
-                                                  "AttributeError.*flange_x") as info:
+    with pytest.raises(mb.DeclarationError, match="model Typo: equations\\(\\) asked for "
+                                                  "'flange_x', which model Typo does not "
+                                                  "have") as info:
         mb.compile(Typo())
     assert isinstance(info.value.__cause__, AttributeError)
 
@@ -1140,3 +1141,26 @@ def test_a_connector_a_component_does_not_have_is_named_with_those_it_has():
                                                   r"does not have \(its connectors: port_a, "
                                                   r"flange;"):
         mb.flatten(C())
+
+
+def test_a_number_given_for_a_vector_parameter_is_refused_not_spread():
+    """Revolute(n=1.0) turned about (1,1,1)/sqrt(3), and BodyCylinder(r=0.5) lay along the
+    diagonal: a number was spread over a vector's entries, where Modelica refuses
+    Real r[3] = 0.5 and params= refused it too (review). A declaration's default may
+    still fill its entries."""
+    from mbmodel.libraries import multibody as mbl
+
+    with pytest.raises(mb.ParameterError, match=r"'Revolute.n' has 3 entries .* the one "
+                                                r"number 1; give all 3"):
+        mbl.Revolute(n=1.0)
+
+    class Filled(Model):
+        v = mb.Parameter(0.0, shape=3)      # a default fills
+        x = Variable(shape=3, start=0.0, fixed=True)
+
+        def equations(self):
+            yield der(self.x) == self.v
+
+    assert Filled(v=[1.0, 2.0, 3.0]) is not None
+    with pytest.raises(mb.ParameterError, match="give all 3"):
+        Filled(v=2.0)
