@@ -988,6 +988,7 @@ class Model:
                         f"equations()): set it in __init__ or on the instance before "
                         f"compiling, or use a local Python name for an intermediate value")
                 if isinstance(member, Parameter):
+                    member._check_not_spread(value)
                     member.set(value)
                 else:
                     member.modify(value)

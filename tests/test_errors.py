@@ -1161,6 +1161,8 @@ def test_a_number_given_for_a_vector_parameter_is_refused_not_spread():
         def equations(self):
             yield der(self.x) == self.v
 
-    assert Filled(v=[1.0, 2.0, 3.0]) is not None
+    filled = Filled(v=[1.0, 2.0, 3.0])
     with pytest.raises(mb.ParameterError, match="give all 3"):
         Filled(v=2.0)
+    with pytest.raises(mb.ParameterError, match="give all 3"):
+        filled.v = 2.0   # (after construction, as the keyword)
