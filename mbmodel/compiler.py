@@ -178,6 +178,31 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
                                   ["starts_intervals"]) if n_s else None))
 
 
+def _vectors_spread(values: dict, index: dict, kind: str) -> dict:
+    """``values`` with a vector or matrix given by its declared name (``{"ball.Q": [...]}``)
+    spread over its entries' names, as ``params=`` takes them: every entry must be one of
+    ``index``'s names, and the values as many, in the entries' order."""
+    spread = {}
+    for name, value in values.items():
+        entries = [] if name in index else entries_named(name, index)
+        if not entries:
+            spread[name] = value
+            continue
+        array = np.asarray(value, dtype=float)
+        if len(entries[0][0]) == 1:
+            array = array.reshape(-1)
+        shape = tuple(max(position[k] for position, _ in entries) + 1
+                      for k in range(len(entries[0][0])))
+        if array.size != len(entries) or array.shape != shape:
+            raise SimulationError(
+                f"'{name}' gives {array.size} values of shape {array.shape} for its "
+                f"{len(entries)} {kind} entries ({', '.join(n for _, n in entries[:6])}"
+                f"{' ...' if len(entries) > 6 else ''}); give one per entry, in their shape, "
+                f"or name the entries one by one")
+        spread.update((n, float(array[position])) for position, n in entries)
+    return spread
+
+
 def _state_choice_reads(system) -> set:
     """The variables the run-time state choice reads (:mod:`mbmodel.state_selection`):
     those of its Jacobian, and the candidates along their derivatives (the states of
@@ -455,9 +480,10 @@ class CompiledModel:
 
     def state_vector(self, values: dict | None = None) -> np.ndarray:
         """The state vector ``x`` (in the order of ``states``) from ``values`` (name ->
-        number); states not named keep their start values (``start``).
+        number, or a vector's or matrix's declared name -> its entries); states not named
+        keep their start values (``start``).
 
-        Example: ``x = cm.state_vector({"joint1.phi": 0.3, "joint1.w": 0.0})``"""
+        Example: ``x = cm.state_vector({"joint1.phi": 0.3, "ball.Q": [0, 0, 0.6, 0.8]})``"""
         return self._named_vector(values, self.states, self.start, "state", required=False)
 
     def input_vector(self, values: dict | None = None) -> np.ndarray:
@@ -487,7 +513,7 @@ class CompiledModel:
     def _named_vector(self, values, names, defaults, kind, required):
         vector = np.array(defaults, dtype=float)
         index = {n: i for i, n in enumerate(names)}
-        values = dict(values or {})
+        values = _vectors_spread(dict(values or {}), index, kind)
         unknown = [n for n in values if n not in index]
         if unknown:
             tail = unknown[0].split(".")[-1]

@@ -1369,3 +1369,22 @@ def test_outputs_asked_for_keep_what_the_run_time_state_choice_reads():
     assert "y" in asked.output_names
     assert len(res.state_switches) == len(full.state_switches) > 0
     np.testing.assert_allclose(res["F"], full["F"], rtol=1e-9, atol=1e-9)
+
+
+def test_state_vector_takes_a_vector_by_its_declared_name():
+    """cm.state_vector({"x": [...]}) refused the declared name of a vector state (its
+    entries had to be spelt out), though params= takes vector names (review)."""
+    class Vec(mb.Model):
+        x = mb.Variable(shape=3, start=[1.0, 2.0, 3.0], fixed=True)
+        y = mb.Variable(start=0.5, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+            yield mb.der(self.y) == 0.0
+
+    cm = mb.compile(Vec())
+    x = cm.named(cm.state_vector({"x": [4.0, 5.0, 6.0]}))
+    assert [x[f"x[{k}]"] for k in range(3)] == [4.0, 5.0, 6.0] and x["y"] == 0.5
+    with pytest.raises(mb.SimulationError, match="'x' gives 2 values .* for its 3 state "
+                                                 "entries"):
+        cm.state_vector({"x": [4.0, 5.0]})
