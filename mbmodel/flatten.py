@@ -319,7 +319,7 @@ class _Flattener:
             var.derivative = pos
             self.variables.append(FlatVariable(f"der({var.name})", sym, "derivative", var.origin,
                                                0.0, False, "default", "", var.nominal,
-                                               derivative_of=rec.position))
+                                               derivative_of=rec.position, start_given=False))
         return self.variables[var.derivative].symbol
 
     def position_of(self, symbol) -> int | None:

@@ -1388,3 +1388,33 @@ def test_state_vector_takes_a_vector_by_its_declared_name():
     with pytest.raises(mb.SimulationError, match="'x' gives 2 values .* for its 3 state "
                                                  "entries"):
         cm.state_vector({"x": [4.0, 5.0]})
+
+
+def test_a_derivative_made_a_state_by_der_of_der_warns_without_a_start():
+    """der(der(x)) == -x makes der(x) a state, and it started from 0 without the
+    ImplicitStartWarning that a declared v = der(x) gets (review). An initial equation on
+    der(x) gives it its start. x'' = -x from x = 1: x(1) = cos 1, or with x'(0) = 0.5,
+    cos 1 + 0.5 sin 1."""
+    class Oscillator(mb.Model):
+        x = mb.Variable(start=1.0, fixed=True)
+
+        def __init__(self, slope=None, **modifiers):
+            super().__init__(**modifiers)
+            self.slope = slope
+
+        def equations(self):
+            yield mb.der(mb.der(self.x)) == -self.x
+
+        def initial_equations(self):
+            if self.slope is not None:
+                yield mb.der(self.x) == self.slope
+
+    with pytest.warns(mb.ImplicitStartWarning, match=r"start from 0: der\(x\)"):
+        cm = mb.compile(Oscillator())
+    assert cm.states == ["x", "der(x)"]
+    assert cm.simulate(1.0, n_points=2)["x"][-1] == pytest.approx(math.cos(1.0), rel=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mb.ImplicitStartWarning)
+        given = mb.compile(Oscillator(slope=0.5))
+    assert given.simulate(1.0, n_points=2)["x"][-1] == pytest.approx(
+        math.cos(1.0) + 0.5 * math.sin(1.0), rel=1e-6)
