@@ -178,31 +178,6 @@ def generate(system: SortedSystem, parameters: str = "symbolic",
                                   ["starts_intervals"]) if n_s else None))
 
 
-def _vectors_spread(values: dict, index: dict, kind: str) -> dict:
-    """``values`` with a vector or matrix given by its declared name (``{"ball.Q": [...]}``)
-    spread over its entries' names, as ``params=`` takes them: every entry must be one of
-    ``index``'s names, and the values as many, in the entries' order."""
-    spread = {}
-    for name, value in values.items():
-        entries = [] if name in index else entries_named(name, index)
-        if not entries:
-            spread[name] = value
-            continue
-        array = np.asarray(value, dtype=float)
-        if len(entries[0][0]) == 1:
-            array = array.reshape(-1)
-        shape = tuple(max(position[k] for position, _ in entries) + 1
-                      for k in range(len(entries[0][0])))
-        if array.size != len(entries) or array.shape != shape:
-            raise SimulationError(
-                f"'{name}' gives {array.size} values of shape {array.shape} for its "
-                f"{len(entries)} {kind} entries ({', '.join(n for _, n in entries[:6])}"
-                f"{' ...' if len(entries) > 6 else ''}); give one per entry, in their shape, "
-                f"or name the entries one by one")
-        spread.update((n, float(array[position])) for position, n in entries)
-    return spread
-
-
 def _state_choice_reads(system) -> set:
     """The variables the run-time state choice reads (:mod:`mbmodel.state_selection`):
     those of its Jacobian, and the candidates along their derivatives (the states of
@@ -300,10 +275,12 @@ def _check_bounds(parameters, values, lower, upper):
             check_parameter_value(q.name, v, q.min, q.max)
 
 
-def _entries_given(params: dict, *known) -> dict:
-    """``params`` with a vector or matrix parameter given by its declared name (``"j.n":
-    [1, 0, 0]``) spread over its entries (``j.n[0]``, ...), which are the compiled model's
-    parameters; names known as they are stay."""
+def _entries_given(params: dict, *known, label: str = "params",
+                   error: type = ParameterError) -> dict:
+    """``params`` with a vector or matrix given by its declared name (``"j.n": [1, 0, 0]``)
+    spread over its entries (``j.n[0]``, ...), which are among the names ``known`` (the
+    compiled model's parameters, or its states for ``state_vector``); names known as they
+    are stay. ``label`` and ``error``: what the messages call the dict, and raise."""
     spread = {}
     for name, value in params.items():
         if any(name in names for names in known):
@@ -317,19 +294,19 @@ def _entries_given(params: dict, *known) -> dict:
         entries = [n for _, n in matched]
         twice = [n for n in entries if n in params]
         if twice:
-            raise ParameterError(f"params gives '{name}' and its entry '{twice[0]}': give "
+            raise error(f"{label} gives '{name}' and its entry '{twice[0]}': give "
                                  f"one of them")
         shape = tuple(max(p[d] for p in positions) + 1 for d in range(len(positions[0])))
         try:
             array = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
-            raise ParameterError(f"params['{name}'] must be numbers of shape {shape}, not "
+            raise error(f"{label}['{name}'] must be numbers of shape {shape}, not "
                                  f"{value!r}") from None
         if array.size == int(np.prod(shape)) and sum(d > 1 for d in array.shape) <= 1 \
                 and sum(d > 1 for d in shape) <= 1:
             array = array.reshape(shape)  # (a row, a column or a flat list of a vector)
         if array.shape != shape:
-            raise ParameterError(f"params['{name}'] has shape {array.shape}; '{name}' has "
+            raise error(f"{label}['{name}'] has shape {array.shape}; '{name}' has "
                                  f"shape {shape} (entries {entries[0]}, ...)")
         for n, position in zip(entries, positions):
             spread[n] = float(array[position])
@@ -513,7 +490,8 @@ class CompiledModel:
     def _named_vector(self, values, names, defaults, kind, required):
         vector = np.array(defaults, dtype=float)
         index = {n: i for i, n in enumerate(names)}
-        values = _vectors_spread(dict(values or {}), index, kind)
+        values = _entries_given(dict(values or {}), index, label=f"{kind}_vector",
+                                error=SimulationError)
         unknown = [n for n in values if n not in index]
         if unknown:
             tail = unknown[0].split(".")[-1]
