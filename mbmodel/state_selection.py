@@ -306,15 +306,16 @@ def _values_at(cm, x, z, p, inputs, t) -> dict:
 def _joined(cm, pieces, switches, wanted) -> Result:
     """One result at the output times ``wanted`` from the stretches (each from its first
     new point to its last kept one, on the finer grid of the checks); the table of all
-    variables is put together when first read."""
-    names = pieces[0][0].names
+    variables is put together when first read: those every stretch's model computed (a
+    model compiled with ``outputs=`` keeps in each choice its own states besides them: the
+    others' were NaN in its stretches, where asked for)."""
+    names = [n for n in pieces[0][0].names if all(n in res for res, _, _ in pieces[1:])]
     t = np.concatenate([res.t[first:last + 1] for res, first, last in pieces])
     rows = np.isin(t, wanted)
     t = t[rows]
 
     def trajectory(name):
-        return np.concatenate([res[name][first:last + 1] if name in res
-                               else np.full(last + 1 - first, np.nan)
+        return np.concatenate([res[name][first:last + 1]
                                for res, first, last in pieces])[rows]
 
     def table():

@@ -1369,6 +1369,17 @@ def test_outputs_asked_for_keep_what_the_run_time_state_choice_reads():
     assert "y" in asked.output_names
     assert len(res.state_switches) == len(full.state_switches) > 0
     np.testing.assert_allclose(res["F"], full["F"], rtol=1e-9, atol=1e-9)
+    # a variable not asked for is not in the result (vy, a state of the other choice only,
+    # was NaN where the asked choice ran)
+    with pytest.raises(KeyError, match="no variable 'vy'"):
+        res["vy"]
+    # and against physics, with vy asked for: energy (m = 1, g = 9.81) holds, and the rod
+    # force is the centripetal force plus gravity's share along the rod, F = v^2 - g y
+    res = mb.compile(model, outputs=["F", "vy"]).simulate(3.0, n_points=31)
+    speed2 = res["vx"] ** 2 + res["vy"] ** 2
+    energy = 0.5 * speed2 + 9.81 * res["y"]
+    assert np.max(np.abs(energy - energy[0])) < 1e-5
+    np.testing.assert_allclose(res["F"], speed2 - 9.81 * res["y"], atol=1e-5)
 
 
 def test_state_vector_takes_a_vector_by_its_declared_name():
