@@ -387,6 +387,15 @@ def test_a_z_given_to_linearize_is_newtons_start_not_the_point():
     np.testing.assert_allclose(near.A, plain.A, rtol=1e-9, atol=1e-9)
     # started at the assembly itself, it is kept
     np.testing.assert_allclose(cm.linearize(x=x, z=plain.z0).A, plain.A, rtol=1e-12)
+    # and the row of the crank's acceleration is the closed form's: the unactuated
+    # four-bar's theta_dd from its inverse dynamics (zero torque), differentiated
+    def accel(theta, theta_d):
+        at_rest = fourbar_torque(theta, theta_d, 0.0)
+        return -at_rest / (fourbar_torque(theta, theta_d, 1.0) - at_rest)
+    h = 1e-6
+    expected = [(accel(x[0] + h, x[1]) - accel(x[0] - h, x[1])) / (2 * h),
+                (accel(x[0], x[1] + h) - accel(x[0], x[1] - h)) / (2 * h)]
+    np.testing.assert_allclose(near.A[1], expected, rtol=1e-6)
 
 
 def test_a_universal_joint_on_a_loop_takes_guesses_and_runs_inverse():
