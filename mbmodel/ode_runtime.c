@@ -289,27 +289,28 @@ static int literal(const MbGuard *g, long long k, double c) {
 
 enum { BEYOND_NOISE = 1, BEYOND_ROUND_OFF = 2 };
 
-/* Whether a relation reads differently from its value in force (see MbGuard): beyond its
+/* Whether relation k reads differently from its value in force (see MbGuard): beyond its
  * noise and its round-off (checks), or at all (locating: a crossing is located where its
  * function crosses zero). c: all values. */
+static int reads_differently(const MbGuard *g, const double *c, long long k, int beyond) {
+    if ((beyond & BEYOND_NOISE) && fabs(c[k]) <= g->noise) return 0;
+    if ((beyond & BEYOND_ROUND_OFF) && g->scales_at >= 0
+        && fabs(c[k]) < g->round_off * c[g->scales_at + k])
+        return 0;
+    return literal(g, k, c[k]) != (g->frozen[k] != 0.0);
+}
+
+/* Whether some relation reads differently (reads_differently). */
 static int guard_differs(const MbGuard *g, const double *c, int beyond) {
-    for (long long k = 0; k < g->n_c; k++) {
-        if ((beyond & BEYOND_NOISE) && fabs(c[k]) <= g->noise) continue;
-        if ((beyond & BEYOND_ROUND_OFF) && g->scales_at >= 0
-            && fabs(c[k]) < g->round_off * c[g->scales_at + k])
-            continue;
-        if (literal(g, k, c[k]) != (g->frozen[k] != 0.0)) return 1;
-    }
+    for (long long k = 0; k < g->n_c; k++)
+        if (reads_differently(g, c, k, beyond)) return 1;
     return 0;
 }
 
-/* Which relations read differently beyond noise and round-off at values c (MbGuard). */
+/* Which relations read differently beyond noise and round-off at values c. */
 static void guard_triggered(const MbGuard *g, const double *c) {
-    for (long long k = 0; k < g->n_c; k++) {
-        int beyond = fabs(c[k]) > g->noise
-                     && !(g->scales_at >= 0 && fabs(c[k]) < g->round_off * c[g->scales_at + k]);
-        g->triggered[k] = beyond && literal(g, k, c[k]) != (g->frozen[k] != 0.0) ? 1.0 : 0.0;
-    }
+    for (long long k = 0; k < g->n_c; k++)
+        g->triggered[k] = reads_differently(g, c, k, BEYOND_NOISE | BEYOND_ROUND_OFF);
 }
 
 /* The guard of one run; pu (n_pu values) is copied. */
