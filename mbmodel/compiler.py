@@ -803,13 +803,20 @@ def collector_paused():
     """Python's cyclic garbage collector off for a build: compiling (and building kernels,
     :mod:`mbmodel.kernels`) allocates millions of small objects and frees none of them
     until the end, and the collector would rescan them over and over (superlinear build
-    times). Restored afterwards if it was on."""
+    times). Restored afterwards if it was on.
+
+    What the build made and kept is old by then: it goes straight to the oldest generation
+    (``gc.freeze`` then ``gc.unfreeze``), so the young generations' next collections do not
+    scan those millions of objects twice over (about 0.85 s each at 1000 links); a full
+    collection still visits them when one is due."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
