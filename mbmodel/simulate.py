@@ -40,6 +40,11 @@ METHODS = ("auto", "abm", "dop853", "adams", "bdf", "cvodes", "idas")
 #: The methods run by the C loops of :mod:`mbmodel.explicit`.
 C_LOOPS = ("abm", "dop853")
 
+#: ``state_selection`` of the runs inside :mod:`mbmodel.state_selection`: the compiled choice
+#: kept, and checked by the caller (a stretch of the dynamic selection, or the whole run of
+#: ``state_selection="static"``).
+UNCHECKED = "static, checked by the caller"
+
 #: With ``progress=True`` a run without events is cut into about this many integrator calls.
 PROGRESS_CHUNKS = 20
 
@@ -90,7 +95,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
     if grid.ndim != 1 or np.any(np.diff(grid) < 0) or grid[0] < t_start or grid[-1] > t_end:
         raise SimulationError(f"times must be increasing and within [t_start, t_end] = "
                               f"[{t_start}, {t_end}]")
-    if state_selection not in ("dynamic", "static"):
+    if state_selection not in ("dynamic", "static", UNCHECKED):
         raise SimulationError(f"state_selection must be 'dynamic' or 'static', not "
                               f"{state_selection!r}")
     u_of = input_function(cm, inputs)
@@ -124,13 +129,14 @@ def static_hint(cm) -> str:
 
 def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0, z0,
               steady_state, method, max_step, native, state_selection, bar, cut) -> Result:
-    if (state_selection == "dynamic" and cm.system.state_set is not None
+    if (state_selection != UNCHECKED and cm.system.state_set is not None
             and cm.events is None and grid[-1] > t_start):
-        from .state_selection import simulate_switching
-        return simulate_switching(cm, grid, t_start, t_end, dict(
+        from .state_selection import simulate_kept, simulate_switching
+        run = simulate_switching if state_selection == "dynamic" else simulate_kept
+        return run(cm, grid, t_start, t_end, dict(
             params=params, inputs=inputs, rtol=rtol, atol=atol, x0=x0, z0=z0,
             steady_state=steady_state, method=method, max_step=max_step, native=native,
-            state_selection="static"))
+            state_selection=UNCHECKED))
     if cm.events is not None:
         return _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state,
                                      method, rtol, atol, max_step, native, params, inputs,

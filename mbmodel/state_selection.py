@@ -43,6 +43,10 @@ CHECKS = 40
 #: is singular (a pendulum whose y was still the state as it passed the bottom lost 4 % of
 #: its energy at 31 output points).
 CHECKS_PER_RUN = 250
+#: With the compiled choice kept, the choice is singular where the smallest singular value of
+#: its row-scaled columns falls below this (the rounding of a well-posed choice is far
+#: above it; a choice that only grows poor, with no better one taken, runs on).
+SINGULAR_QUALITY = 1e-8
 
 
 class StateChoice:
@@ -260,6 +264,57 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
         if t >= grid[-1]:
             break
     return _joined(cm, pieces, switches, wanted)
+
+
+def simulate_kept(cm, grid, t_start, t_end, options) -> Result:
+    """Integrate over ``grid`` with the compiled choice of states kept
+    (``state_selection="static"``), checked as the dynamic selection checks it (at least
+    :data:`CHECKS_PER_RUN` points per run): where the constraints' Jacobian in the dependent
+    variables turns singular, the kept states no longer determine them, and the run goes on
+    along one branch or another. A cartesian pendulum kept on ``y`` passes the bottom 1.4e-3
+    off at rtol 1e-10; so the run stops there with a :class:`~mbmodel.SimulationError`
+    holding the result up to the last point checked before it.
+
+    Singular between two points checked: the determinant of those columns changes sign, or
+    their quality (:meth:`StateChoice.assess`) falls below :data:`SINGULAR_QUALITY`."""
+    from .inputs import input_function
+    from .simulate import simulate_compiled
+    choice = StateChoice(cm, options.get("params"))
+    u_of = input_function(cm, options.get("inputs"))
+    wanted = grid
+    grid = _refined(grid, (t_end - t_start) / CHECKS_PER_RUN)
+    res = simulate_compiled(cm, grid[-1], t_start=t_start, times=grid, **options)
+    needed = choice._needed(cm)
+    X = np.array([res[n] for n in cm.states]).reshape(len(cm.states), -1)
+    Z = np.array([res[n] for n in cm.algebraic]).reshape(len(cm.algebraic), -1)
+    dependent = sorted(choice.set.dependent)
+    sign = None
+    for j, t in enumerate(res.t):
+        values = np.array(needed(X[:, j], Z[:, j], u_of(t), choice.p, t)).ravel()
+        J = np.array(choice.jacobian(values, choice.p), dtype=float)
+        rows = np.linalg.norm(J, axis=1, keepdims=True)
+        rows[rows == 0] = 1.0
+        columns = (J / rows)[:, dependent]
+        quality = np.linalg.svd(columns, compute_uv=False).min()
+        now = np.sign(np.linalg.det(columns)) if columns.shape[0] == columns.shape[1] else 0.0
+        if sign is None:
+            sign = now
+        if quality >= SINGULAR_QUALITY and now == sign:
+            continue
+        before = float(res.t[max(j - 1, 0)])
+        where = (f"between t = {before:g} and t = {float(t):g}" if j > 0 else
+                 f"at t = {float(t):g}")
+        error = SimulationError(
+            f"the constraints' Jacobian in the variables the kept states leave dependent "
+            f"({choice.names(frozenset(dependent)) or ', '.join(cm.algebraic[:6])}) turned "
+            f"singular {where}: the states {', '.join(cm.states[:6])} no longer determine "
+            f"them there, and the run went on along one branch or another (not reliable past "
+            f"that point). The result up to t = {before:g} is in this error's 'result'.")
+        error.time = error.reached_time = before
+        error.variable = None
+        error.result = _joined(cm, [(res, 0, max(j - 1, 0))], [], wanted[wanted <= before])
+        raise error
+    return _joined(cm, [(res, 0, len(res.t) - 1)], [], wanted)
 
 
 def _refined(grid, spacing) -> np.ndarray:

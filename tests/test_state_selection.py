@@ -80,6 +80,41 @@ def test_static_choice_fails_where_dynamic_selection_switches():
                     state_selection="static")
 
 
+def test_static_choice_stops_where_it_turns_singular_instead_of_running_through():
+    """Kept on y (state_priority), the pendulum released at 30 degrees passes the bottom,
+    where x = 0 and the constraint no longer gives x from y: the static run went through it
+    1.4e-3 off at rtol 1e-10, silently, at 501 and 1001 points, and failed at 301 (review).
+    It now stops between the two points checked around t = T/4, with the result before them
+    right; a static run whose choice stays regular (x kept, y < 0 throughout) is unchanged
+    and right."""
+    theta0 = 30.0
+    fine = np.linspace(0.0, 1.0, 100001)
+    bottom = fine[np.argmax(reference_angle(theta0, fine) <= 0.0)]  # T/4, 0.5076 s
+    cm = mb.compile(pendulum(theta0), state_priority={"y": 3, "vy": 3})
+    assert cm.states == ["y", "vy"]
+    for n_points in (301, 501, 1001, 2):
+        with pytest.raises(mb.SimulationError, match="turned singular between") as error:
+            cm.simulate(3.0, n_points=n_points, rtol=1e-10, atol=1e-10,
+                        state_selection="static")
+        assert bottom - 0.02 < error.value.time < bottom
+        assert "state_selection='dynamic', the default, switches it" in str(error.value)
+        result = error.value.result
+        if n_points == 2:  # (the output points before it: the start)
+            assert list(result.t) == [0.0]
+            continue
+        assert result.t[-1] > bottom - 0.02
+        theta = reference_angle(theta0, result.t)
+        assert np.abs(result["x"] - L * np.sin(theta)).max() < 1e-6
+    # the dynamic selection switches to x before the bottom and is right throughout
+    res = cm.simulate(3.0, rtol=1e-10, atol=1e-10)
+    assert res.state_switches
+    assert np.abs(res["x"] - L * np.sin(reference_angle(theta0, res.t))).max() < 1e-6
+    kept = mb.compile(pendulum(theta0)).simulate(3.0, rtol=1e-10, atol=1e-10,
+                                                 state_selection="static")
+    assert kept.t[-1] == 3.0 and len(kept.t) == 501
+    assert np.abs(kept["x"] - L * np.sin(reference_angle(theta0, kept.t))).max() < 1e-6
+
+
 def test_state_sets_only_where_the_choice_can_change():
     """A state set for the pendulum's x and y and for the joint angles of a loop (the
     frames' positions and orientations are dependent in every choice); none for a model
