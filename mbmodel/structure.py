@@ -446,6 +446,46 @@ class _Analysis:
             start[v] = (variables[a].start - offset) / sign
         return {self.names[rep]: self.names[a] for rep, a in taken.items()}
 
+    def starts_from_pairs(self, wanted, ids, names, symbols, equations, incidence, start,
+                          start_expressions, taken) -> dict:
+        """A state or iteration variable (``wanted``, local indices) with no start takes one
+        from an equation that links it alone to a variable with a start, affinely with
+        constant coefficients: an element's ``v = p.v - n.v`` with ``n`` grounded makes the
+        pin's potential, kept for a node of three pins, follow a ``Guess`` on the element's
+        voltage (alias elimination saw three variables there, and
+        :meth:`starts_from_aliases` only its aliases). Updates ``start`` and
+        ``start_expressions``; returns ``{variable: the variable it took its start from}``."""
+        variables, given = self.flat.variables, getattr(self.flat, "start_expressions", {})
+        n_flat = len(ids)
+
+        def has_start(v):  # (beyond n_flat: derivatives the compiler made, none given)
+            if v >= n_flat:
+                return False
+            g = ids[v]
+            return names[v] in taken or (g < len(variables) and (
+                variables[g].start_given or variables[g].fixed or g in given))
+        needing = {v for v in wanted if v < n_flat and not has_start(v)}
+        if not needing:
+            return {}
+        found = {}
+        for e, row in enumerate(incidence[:len(self.equations)]):
+            if len(row) != 2 or not needing.intersection(row):
+                continue
+            v, other = row if row[0] in needing else row[::-1]
+            if v in found or not has_start(other):
+                continue
+            pair = ca.vertcat(symbols[v], symbols[other])
+            slopes = ca.jacobian(equations[e], pair)
+            rest = ca.substitute(equations[e], pair, ca.DM.zeros(2))
+            if not (slopes.is_constant() and rest.is_constant()) or float(slopes[0]) == 0.0:
+                continue
+            c_v, c_other, k = float(slopes[0]), float(slopes[1]), float(rest)
+            start[v] = -(c_other * start[other] + k) / c_v
+            if other in start_expressions:
+                start_expressions[v] = -(c_other * start_expressions[other] + k) / c_v
+            found[v] = other
+        return {names[v]: names[other] for v, other in found.items()}
+
     @property
     def loop_components(self) -> set:
         return self.flat.loop_components
@@ -643,6 +683,9 @@ class _Analysis:
                 if g in given:
                     start_expressions[v] = given[g]
         starts_from_aliases = self.starts_from_aliases(local, start, start_expressions)
+        starts_from_aliases.update(self.starts_from_pairs(
+            states + algebraic, ids, names, symbols, equations, red.incidence, start,
+            start_expressions, starts_from_aliases))
         return SortedSystem(
             names=names, symbols=symbols, equations=equations, equation_origins=origins,
             states=states, state_derivatives=[red.var_diff[v] for v in states],

@@ -1205,6 +1205,45 @@ def test_a_guess_on_a_variable_alias_elimination_removed_reaches_its_root():
     assert cm.initialize(params={"g0": 4.0})[1] == pytest.approx([-3.0], abs=1e-12)
 
 
+def test_a_guess_on_an_element_voltage_reaches_the_node_potential_kept_for_it():
+    """A source, a resistor and i = v**3 - v with a Guess(-1) on its voltage, at a node of
+    three pins (a second resistor): alias elimination keeps the node's potential ``r.n.v``,
+    and ``d.v = d.p.v - d.n.v`` with ``d.n`` grounded has three variables there, so the
+    guess was lost: Newton started from 0, landed on the middle root, and the
+    ImplicitStartWarning asked for a modifier on a connector variable (review). The root
+    near -1 is the one the guess picks; another guess picks another root."""
+    class Cubic(el.OnePort):
+        def equations(self):
+            yield from super().equations()
+            yield self.i == self.v ** 3 - self.v
+
+    class Circuit(Model):
+        def __init__(self, guess, **modifiers):
+            super().__init__(**modifiers)
+            self.src = el.ConstantVoltage(V=0.1)
+            self.r = el.Resistor(R=10.0)
+            self.r2 = el.Resistor(R=100.0)
+            self.d = Cubic(v=mb.Guess(guess))
+            self.g = el.Ground()
+
+        def equations(self):
+            yield mb.connect(self.src.p, self.r.p)
+            yield mb.connect(self.r.n, self.d.p)
+            yield mb.connect(self.r2.p, self.d.p)
+            yield mb.connect(self.d.n, self.g.p)
+            yield mb.connect(self.r2.n, self.g.p)
+            yield mb.connect(self.src.n, self.g.p)
+
+    # (0.1 - v)/10 - v/100 = v**3 - v
+    roots = np.sort(np.roots([1.0, 0.0, -1.0 + 0.1 + 0.01, -0.01]).real)
+    for guess, root in ((-1.0, roots[0]), (1.0, roots[2])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", mb.ImplicitStartWarning)
+            cm = mb.compile(Circuit(guess))
+        assert cm.algebraic == ["r.n.v"] and cm.z_start.tolist() == [guess]
+        assert cm.simulate(0.1)["d.v"][-1] == pytest.approx(root, abs=1e-12)
+
+
 def test_states_that_fixed_starts_determine_through_the_equations_are_not_implicit():
     """m2 moves twice as far as m1 (a lever); m1's position and speed are fixed but never
     states, so m2's speed is one, with no start of its own: the ImplicitStartWarning said
