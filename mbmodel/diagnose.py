@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import casadi as ca
 import numpy as np
 
 _KIND_TEXT = {
@@ -112,6 +113,55 @@ def locate_non_finite(cm, t0, t1, x, z, pu, rtol=1e-8, atol=1e-10) -> NonFinite 
     if reached_end:
         return None
     return _fastest(cm, *last[0], z, u, p)
+
+
+def weakest_block(cm, times, xs, zs, u, p) -> str:
+    """Which torn nonlinear block the integrator's Newton iteration was losing, from the
+    points a failed run reached (``times``; states ``xs`` and algebraic variables ``zs`` by
+    column): the block whose Jacobian in its iteration variables lost most of its smallest
+    singular value between the first point and the last. Two solutions of a block meet where
+    that value reaches zero, and past that point there may be none (``z**2 + 1 = x`` with
+    ``x`` falling through 1). "" if the model has no such block or the points are not
+    finite."""
+    system = cm.system
+    blocks, row = [], 0
+    for block in system.blocks:
+        if block.kind == "nonlinear":
+            blocks.append((block, row, row + len(block.tear_vars)))
+            row += len(block.tear_vars)
+    if not blocks or xs.shape[1] < 2:
+        return ""
+    sym = cm.symbols
+    jacobian = ca.Function("alg_z", [sym.x, sym.z, sym.u, sym.p, sym.t],
+                           [ca.jacobian(cm.alg(sym.x, sym.z, sym.u, sym.p, sym.t), sym.z)])
+
+    def smallest(j):
+        J = np.array(jacobian(xs[:, j], zs[:, j], u, p, times[j]), dtype=float)
+        if not np.all(np.isfinite(J)):
+            return None
+        return [np.linalg.svd(J[a:b, a:b], compute_uv=False).min() for _, a, b in blocks]
+    first, last = smallest(0), smallest(xs.shape[1] - 1)
+    if first is None or last is None:
+        return ""
+    ratios = [b / a if a > 0 else 1.0 for a, b in zip(first, last)]
+    k = int(np.argmin(ratios))
+    block = blocks[k][0]
+    names = ", ".join(system.names[v] for v in block.tear_vars[:8])
+    trend = (f"its Jacobian in {names} fell from {first[k]:.3g} at t = {times[0]:g} to "
+             f"{last[k]:.3g} at t = {times[-1]:g} (smallest singular value): two of its "
+             f"solutions may meet there and leave none past that point (a turning point of "
+             f"the model's algebraic equations), or a variable leaves its domain"
+             if ratios[k] < WEAKENED else
+             f"it is the nearest to singular of the model's nonlinear blocks (its Jacobian in "
+             f"{names}, smallest singular value {last[k]:.3g} at t = {times[-1]:g}, against "
+             f"{first[k]:.3g} at t = {times[0]:g})")
+    return (f" The integrator solves the torn nonlinear block below for {names} by Newton "
+            f"iteration; {trend}:\n{_equations_text(system, block)}\n")
+
+
+#: A nonlinear block is named as the likely cause of a failed run when its Jacobian's
+#: smallest singular value fell below this fraction of its value at the run's start.
+WEAKENED = 0.5
 
 
 def _fastest(cm, t, x, z, u, p) -> NonFinite | None:

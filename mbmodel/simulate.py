@@ -11,7 +11,7 @@ import numpy as np
 from .checks import scalar, vector
 from .core import Model
 from .core import time as TIME
-from .diagnose import explain_point, locate_non_finite
+from .diagnose import explain_point, locate_non_finite, weakest_block
 from .errors import SimulationError
 from .events import _due
 from .explicit import integrator as explicit_integrator
@@ -495,9 +495,11 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
             x_last = xs[:, -1] if xs.shape[1] else x
             z_last = zs[:, -1] if zs.shape[1] else z
             found = locate_non_finite(cm, reached, tout[-1], x_last, z_last, pu, rtol, atol)
+            block = "" if found else _losing_block(cm, t0, tout, x, z, xs, zs, pu)
             cause = (f" At t = {found.time:.9g}, {found.explanation}\n" if found else
-                     " The model may be stiff beyond the tolerances, have a singularity, or "
-                     "a variable may leave its domain (check start values and parameters).")
+                     block or " The model may be stiff beyond the tolerances, have a "
+                     "singularity, or a variable may leave its domain (check start values "
+                     "and parameters).")
             error = SimulationError(
                 f"the integrator ({attempt}) failed after t = {reached:g} (on the way from "
                 f"t = {t0:g} to {tout[-1]:g}): {_last_line(exc)}.{cause} The result up to "
@@ -519,6 +521,7 @@ def _integrate_with_loops(cm, t0, tout, x, z, p, u, rtol, atol, max_step):
     another root (the mirror image of a pendulum)."""
     solved = cm.explicit_ode(guess=True)
     xs, zs = [], []
+    x_start, z_start = x, z
     t_prev = t0
     for t in tout:
         # in the interval's scaled time; rounded so that a uniform grid shares one solver
@@ -532,11 +535,14 @@ def _integrate_with_loops(cm, t0, tout, x, z, p, u, rtol, atol, max_step):
         except RuntimeError as exc:
             reached = np.column_stack(xs) if xs else np.zeros((len(x), 0))
             reached_z = np.column_stack(zs) if zs else np.zeros((len(z), 0))
+            block = _losing_block(cm, t0, tout, x_start, z_start, reached, reached_z,
+                                  np.concatenate([p, u]))
+            block = block or (" A torn nonlinear block may have no solution near the "
+                              "previous one there.")
             error = SimulationError(
                 f"the integrator (cvodes, nonlinear blocks solved inside) failed after "
-                f"t = {t_prev:g}: {_last_line(exc)}. A torn nonlinear block may have no "
-                f"solution near the previous one there (check the start values and "
-                f"parameters, or use method='idas'). The result up to t = {t_prev:g} is in "
+                f"t = {t_prev:g}: {_last_line(exc)}.{block} Check the start values and "
+                f"parameters, or use method='idas'. The result up to t = {t_prev:g} is in "
                 f"this error's 'result'.")
             error.time = error.reached_time = t_prev
             error.reached = (reached, reached_z)
@@ -546,6 +552,20 @@ def _integrate_with_loops(cm, t0, tout, x, z, p, u, rtol, atol, max_step):
         zs.append(z)
         t_prev = t
     return np.column_stack(xs), np.column_stack(zs), "cvodes"
+
+
+def _losing_block(cm, t0, tout, x, z, xs, zs, pu) -> str:
+    """:func:`mbmodel.diagnose.weakest_block` over the start and the points reached."""
+    if not len(z):
+        return ""
+    n_p = cm.symbols.p.numel()
+    pu = np.asarray(pu, dtype=float)
+    times = [t0] + list(tout[:xs.shape[1]])
+    try:
+        return weakest_block(cm, times, np.column_stack([x, xs]), np.column_stack([z, zs]),
+                             pu[n_p:], pu[:n_p])
+    except Exception:  # noqa: BLE001 - a diagnosis must never mask the original failure
+        return ""
 
 
 def _loop_integrator(cm, rtol, atol, max_step):

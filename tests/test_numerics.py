@@ -543,3 +543,34 @@ def test_run_away_solution_names_the_state_and_its_equation():
     assert "runs away" in str(error) and "(der(x)==sq(x))" in str(error)
     # the partial result is the solution (global error grows as it runs away: 1e-5 at 0.9)
     assert np.allclose(error.result["x"], 1.0 / (1.0 - error.result.t), rtol=1e-5)
+
+
+class TurningPoint(Model):
+    """Two torn nonlinear blocks: z1**3 + z1 = x has a root for every x; z2**2 + 1 = x has
+    two while x > 1, and they meet at x = 1 (t = 1): none past it."""
+    x = Variable(2.0, fixed=True)
+    z1 = Variable(1.0)
+    z2 = Variable(1.0)
+
+    def equations(self):
+        yield mb.der(self.x) == -1.0
+        yield self.z1 ** 3 + self.z1 == self.x
+        yield self.z2 ** 2 + 1.0 == self.x + self.z1 * 0.0 * self.z2 ** 3
+
+
+@pytest.mark.parametrize("method", ["idas", "cvodes"])
+def test_a_failing_nonlinear_block_is_named_with_its_equation(method):
+    """IDAS (IDA_REP_RES_ERR) and CVODES with the blocks inside (CV_RHSFUNC_FAIL) failed
+    near t = 1 with "the model may be stiff ... or have a singularity" and no block named
+    (review): the block whose Jacobian lost most of its smallest singular value is named,
+    with its equation and the values, 2 z2 from 2 at the start to about 0.13."""
+    with pytest.raises(mb.SimulationError) as info:
+        mb.simulate(TurningPoint(), 3.0, method=method)
+    text = str(info.value)
+    assert "nonlinear block below for z2" in text
+    assert "((sq(z2)+1)==x)" in text and "z1" not in text.split("block below")[1]
+    reached = info.value.result.t[-1]
+    assert 0.99 < reached < 1.0
+    assert f"fell from 2 at t = 0 to {2 * math.sqrt(1.0 - reached):.3g}" in text
+    # the result up to there is the solution
+    assert np.allclose(info.value.result["z2"], np.sqrt(1.0 - info.value.result.t), rtol=1e-6)
