@@ -650,6 +650,9 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
                                            "of no volume at x = 0 is infinitely stiff there)")
         rho_a = self.rho(self.p_a)
         V_a = self.V_dead_a + self.A_a * x
+        yield mb.Assert(V_a > 0, "Cylinder: chamber a's volume V_dead_a + A_a*x is not "
+                                 "positive: the piston is below x = 0 by more than the end "
+                                 "stop allows (a start x outside [0, stroke]?)")
         yield self.port_a.p == self.p_a
         yield (V_a * self.drho_dp(self.p_a) * der(self.p_a) + rho_a * self.A_a * v
                == self.port_a.m_flow)
@@ -665,6 +668,10 @@ class Cylinder(ForceElementFlanges, _Hydraulic):
                                                "infinitely stiff there)")
             rho_b = self.rho(self.p_b)
             V_b = self.V_dead_b + self.A_b * (self.stroke - x)
+            yield mb.Assert(V_b > 0, "Cylinder: chamber b's volume V_dead_b + A_b*(stroke - "
+                                     "x) is not positive: the piston is beyond x = stroke by "
+                                     "more than the end stop allows (a start x outside [0, "
+                                     "stroke]?)")
             yield self.port_b.p == self.p_b
             yield (V_b * self.drho_dp(self.p_b) * der(self.p_b) - rho_b * self.A_b * v
                    == self.port_b.m_flow)

@@ -788,8 +788,9 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
                 raise DeclarationError(
                     f"compile(state_priority=...): the model has no variable "
                     f"{', '.join(map(repr, unknown[:5]))}")
-        if outputs is not None and not flat.hybrid.empty:
-            outputs = list(outputs) + _hybrid_variable_names(flat)  # needed at events
+        if outputs is not None:  # what events and the run's asserts read
+            outputs = list(outputs) + _variable_names(flat, flat.hybrid.expressions() + [
+                a.condition for a in flat.run_asserts])
         system = analyze(flat, state_priority, outputs)   # -> sorted, index-reduced, torn
         t2 = _clock.perf_counter()
         code = generate(system, parameters, outputs)      # -> casadi Functions
@@ -820,9 +821,8 @@ def collector_paused():
             gc.enable()
 
 
-def _hybrid_variable_names(flat) -> list[str]:
-    """Names of the variables that relations, when clauses and discrete equations use."""
-    exprs = flat.hybrid.expressions()
+def _variable_names(flat, exprs) -> list[str]:
+    """Names of the variables that the expressions ``exprs`` read."""
     names = {v.symbol.element_hash(): v.name for v in flat.variables}
     found = ca.symvar(ca.vertcat(*exprs)) if exprs else []
     return [names[s.element_hash()] for s in found if s.element_hash() in names]

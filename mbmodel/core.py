@@ -739,14 +739,19 @@ class ClosesLoop:
 
 
 class Assert:
-    """A condition on parameters that must hold (Modelica's ``assert``). Yield it from
-    :meth:`Model.equations`; it is checked when the model is compiled and again whenever
-    parameter values change (``simulate(params=...)``), with ``message`` in the error.
+    """A condition that must hold (Modelica's ``assert``). Yield it from
+    :meth:`Model.equations`. On parameters only, it is checked when the model is compiled and
+    again whenever parameter values change (``simulate(params=...)``). Reading variables
+    (and time), it is checked along every run of :func:`mbmodel.simulate`, at the initial
+    point and at each output point: the first point where it fails stops the run with a
+    :class:`~mbmodel.SimulationError` (the result up to the point before it attached).
+    ``message`` is in the error.
 
     Example::
 
         def equations(self):
             yield mb.Assert(self.m >= 0, "mass m must not be negative")
+            yield mb.Assert(self.V > 0, "the chamber's volume must stay positive")
             ...
     """
 

@@ -94,7 +94,8 @@ class FlatEquation:
 
 @dataclass
 class FlatAssert:
-    """A condition on parameters only (nonzero when it holds) and its message."""
+    """A condition (nonzero when it holds), its message and the component it comes from: on
+    parameters only (``FlatModel.asserts``) or reading variables (``run_asserts``)."""
 
     condition: ca.SX
     message: str
@@ -207,6 +208,8 @@ class FlatModel:
     #: variable position by the hash of its symbol (``element_hash``); empty if not known
     position_of: dict[int, int] = field(default_factory=dict)
     asserts: list[FlatAssert] = field(default_factory=list)
+    #: Asserts whose conditions read variables or time: checked along a run.
+    run_asserts: list[FlatAssert] = field(default_factory=list)
     #: Declared periods of time-made signals (parameter expressions), see Model.time_scale.
     time_scales: list = field(default_factory=list)
     #: Relations, discrete equations and when clauses (see HybridPart).

@@ -45,7 +45,7 @@ _CASADI = (ca.SX, ca.MX, ca.DM, ca.Function)
 #: casadi packs lists of one type only: the objects go into one list per type, in this order.
 _KINDS = ("SX", "MX", "DM", "Function")
 #: Attributes that are caches rebuilt on demand, not part of a model.
-_TRANSIENT = {"_units"}
+_TRANSIENT = {"_units", "_run_asserts"}
 
 
 class PersistError(ModelError):

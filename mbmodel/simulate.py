@@ -8,6 +8,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
+from .asserts import RunAsserts
 from .checks import scalar, vector
 from .core import Model
 from .core import time as TIME
@@ -104,6 +105,8 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
         result = _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
                            z0, steady_state, method, max_step, native, state_selection, bar,
                            progress is True)
+        if state_selection != UNCHECKED:  # (a stretch's caller checks the whole run)
+            run_asserts(cm).check(result, p)
         if bar is not None:
             bar(t_end)
         return result
@@ -116,6 +119,14 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
     finally:
         if bar is not None:
             bar.close()
+
+
+def run_asserts(cm) -> RunAsserts:
+    """The compiled model's :class:`~mbmodel.asserts.RunAsserts` (made once)."""
+    checks = cm.__dict__.get("_run_asserts")
+    if checks is None:
+        checks = cm._run_asserts = RunAsserts(cm)
+    return checks
 
 
 def static_hint(cm) -> str:

@@ -115,6 +115,8 @@ class SortedSystem:
     time_events: list = field(default_factory=list)
     time_scales: list = field(default_factory=list)
     asserts: list = field(default_factory=list)
+    #: Asserts that read variables (:mod:`mbmodel.asserts` checks them along a run).
+    run_asserts: list = field(default_factory=list)
     #: Text of each equation (indexed like ``equations``), formatted when read.
     equation_descriptions: object = None
     #: Relations, discrete equations and when clauses (the flat model's HybridPart).
@@ -700,7 +702,8 @@ class _Analysis:
             variable_index=self.flat.index, parameters=self.flat.parameters,
             initial_equations=self.flat.initial_equations, time_events=self.flat.time_events,
             time_scales=self.flat.time_scales,
-            asserts=self.flat.asserts, equation_descriptions=descriptions,
+            asserts=self.flat.asserts, run_asserts=self.flat.run_asserts,
+            equation_descriptions=descriptions,
             hybrid=self.flat.hybrid,
             state_set=self.dynamic_state_set(dummies, equations, symbols, names, red),
             symbol_vector=ca.vertcat(self.symbol_vector[ids] if ids else ca.SX(0, 1),

@@ -2,6 +2,7 @@
 
 import math
 
+import casadi as ca
 import numpy as np
 import pytest
 
@@ -1166,3 +1167,61 @@ def test_a_number_given_for_a_vector_parameter_is_refused_not_spread():
         Filled(v=2.0)
     with pytest.raises(mb.ParameterError, match="give all 3"):
         filled.v = 2.0   # (after construction, as the keyword)
+
+
+class _Draining(mb.Model):
+    """A tank draining at q from h0: h = h0 - q t, dry at t = h0 / q."""
+    h0 = mb.Parameter(1.0)
+    q = mb.Parameter(0.5)
+    h = mb.Variable(1.0)
+
+    def equations(self):
+        yield mb.der(self.h) == -self.q
+        yield mb.Assert(self.h > 0, "the tank ran dry")
+
+    def initial_equations(self):
+        yield self.h == self.h0
+
+
+class _TwoTanks(mb.Model):
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        self.a = _Draining(q=0.24)
+        self.b = _Draining(h0=0.47)     # the same class: its equations from a template
+        self.stop = mb.Variable(0.0)
+
+    def equations(self):
+        yield mb.der(self.stop) == ca.if_else(self.a.h < 0.9, 1.0, 0.0)  # an event at t = 0.4
+
+
+@pytest.mark.parametrize("outputs", [None, ["a.h"]])
+def test_run_time_asserts_stop_the_run_at_the_first_failing_output_point(outputs):
+    """b (h0 = 0.47, q = 0.5) runs dry at t = 0.94 and a (q = 0.24) at t = 4.17, in a model with
+    events and with its equations from one class's template; compiled with outputs=
+    the variables the asserts read are kept; params move the failure."""
+    cm = mb.compile(_TwoTanks(), outputs=outputs)
+    assert cm.events is not None
+    assert cm.simulate(0.9)["a.h"][-1] == pytest.approx(0.784)
+    with pytest.raises(mb.SimulationError, match=r"^b: the tank ran dry \(does not hold at "
+                                                 r"t = 1: b.h = -0.03\)") as info:
+        cm.simulate(3.0, n_points=31)
+    assert info.value.result.t[-1] == pytest.approx(0.9)
+    assert info.value.result["a.h"] == pytest.approx(1.0 - 0.24 * info.value.result.t)
+    with pytest.raises(mb.SimulationError, match=r"^a: the tank ran dry \(does not hold at "
+                                                 r"t = 4.2: a.h = -0.008\)"):
+        cm.simulate(5.0, n_points=51, params={"b.h0": 10.0})
+
+
+def test_an_assert_on_a_symbol_of_no_model_is_refused():
+    stray = ca.SX.sym("stray")
+
+    class Stray(mb.Model):
+        x = mb.Variable(0.0)
+
+        def equations(self):
+            yield mb.der(self.x) == 1
+            yield mb.Assert(self.x < stray, "x below a stray symbol")
+
+    with pytest.raises(mb.DeclarationError, match="uses 'stray', which is neither a parameter "
+                                                  "nor a variable of the model"):
+        mb.compile(Stray())

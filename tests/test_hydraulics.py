@@ -223,6 +223,28 @@ def test_cylinder_stops_at_the_end_of_its_stroke():
     assert abs(res["load.v"][-1]) < 1e-6
 
 
+@pytest.mark.parametrize("x0, chamber", [(0.7, "b"), (0.25, "b"), (-0.05, "a")])
+def test_a_cylinder_started_outside_its_stroke_is_refused(x0, chamber):
+    """Started at x = 0.7 on a stroke of 0.2, the end stop (1e8 N/m) threw the piston back
+    with 5e7 N and the run went on as if nothing had happened, with a negative chamber
+    volume on the way (review). The chambers' volumes are checked along the run."""
+    class Outside(mb.Model):
+        supply = hy.FixedPressure(p=50e5)
+        tank = hy.Tank()
+        cylinder = hy.Cylinder(A_a=2e-3, A_b=1e-3, stroke=0.2, x=mb.Fixed(x0))
+        load = tr.Mass(m=10.0, v=mb.Fixed(0.0))
+
+        def equations(self):
+            yield mb.connect(self.supply.port, self.cylinder.port_a)
+            yield mb.connect(self.cylinder.port_b, self.tank.port)
+            yield mb.connect(self.cylinder.flange, self.load.flange_a)
+
+    with pytest.raises(mb.SimulationError, match=rf"^cylinder: Cylinder: chamber {chamber}'s "
+                                                 rf"volume .* \(does not hold at t = 0: "
+                                                 rf"cylinder.x = {x0}\)"):
+        mb.simulate(Outside(), 1.0, n_points=101)
+
+
 def _open_flow(Cd, A, p_a, p_b):
     dp = p_a - p_b
     return Cd * A * np.sqrt(2 * rho(0.5 * (p_a + p_b))) * dp / (dp ** 2 + 100.0 ** 2) ** 0.25

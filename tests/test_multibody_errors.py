@@ -426,16 +426,26 @@ def test_lumped_inertia_accepted_at_run_time_with_check_triangle_off():
     cm.simulate(0.1, params={"body.I_22": 5.0})  # violates the triangle inequality on purpose
 
 
-def test_assert_on_a_variable_is_refused():
-    class Bad(mb.Model):
-        x = mb.Variable(0.0)
+def test_assert_on_a_variable_is_checked_along_the_run():
+    """Once refused ("only conditions on parameters"); now Modelica's run-time assert: x = t
+    breaks x <= 0.5 first at the output point t = 0.52 (every 0.04 s), and the result
+    before it comes with the error. More in test_errors.py."""
+    class Bounded(mb.Model):
+        x = mb.Variable(0.0, fixed=True)
 
         def equations(self):
             yield mb.der(self.x) == 1
-            yield mb.Assert(self.x >= 0, "x must stay positive")
+            yield mb.Assert(self.x <= 0.5, "x must stay below 0.5")
 
-    with pytest.raises(mb.DeclarationError, match="only conditions on parameters"):
-        mb.compile(Bad())
+    cm = mb.compile(Bounded())
+    assert cm.events is None  # the condition makes no relation (no events for it)
+    assert cm.simulate(0.5)["x"][-1] == pytest.approx(0.5)
+    with pytest.raises(mb.SimulationError, match=r"^Bounded: x must stay below 0.5 \(does "
+                                                 r"not hold at t = 0.52: x = 0.52\)") as info:
+        cm.simulate(1.0, n_points=26)
+    assert info.value.time == pytest.approx(0.52) and info.value.variable == "x"
+    assert info.value.result.t[-1] == pytest.approx(0.48)
+    assert info.value.result["x"] == pytest.approx(info.value.result.t)
 
 
 class ReversedSecondJoint(mb.Model):

@@ -1,0 +1,82 @@
+"""Conditions on variables (``mb.Assert`` reading variables or time) checked along a run.
+
+Modelica's ``assert`` stops a simulation where its condition fails. Here the conditions are
+checked on the result of :func:`mbmodel.simulate`, at the initial point and at every output
+point (not at the integrator's internal steps: a violation that begins and ends between two
+output points is not seen); the first point where one fails stops the run with a
+:class:`~mbmodel.SimulationError` that names the component, its message and the values, with
+the result up to the point before attached. Conditions on parameters only are checked with
+the parameter values (:meth:`mbmodel.CompiledModel.parameter_checks`).
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+from .core import time as TIME
+from .errors import SimulationError
+from .flat import resolve_bindings, stacked
+from .result import Result
+
+
+class RunAsserts:
+    """The run-time asserts of a compiled model as one casadi Function of the variables they
+    read (by name), the free parameters and time."""
+
+    def __init__(self, cm):
+        system = cm.system
+        self.model = cm.name
+        self.asserts = list(getattr(system, "run_asserts", None) or [])
+        if not self.asserts:
+            return
+        names = {v.symbol.element_hash(): v.name for v in system.variables}
+        free = [q for q in system.parameters if q.binding is None]
+        conditions = resolve_bindings(system.parameters, [a.condition for a in self.asserts])
+        used = ca.symvar(ca.vertcat(*conditions))
+        symbols = [s for s in used if s.element_hash() in names]
+        self.names = [names[s.element_hash()] for s in symbols]
+        self.function = ca.Function("run_asserts", [stacked(symbols),
+                                                    stacked([q.symbol for q in free]), TIME],
+                                    [ca.vertcat(*conditions)])
+        self.reads = [[names[s.element_hash()] for s in ca.symvar(c)
+                       if s.element_hash() in names] for c in conditions]
+
+    def check(self, result: Result, p) -> None:
+        """Raise at the first output point of ``result`` where a condition fails (run with
+        the free parameter vector ``p``)."""
+        if not self.asserts or not len(result.t):
+            return
+        values = np.array([result[n] for n in self.names]).reshape(len(self.names), -1)
+        n = len(result.t)
+        held = np.array(self.function.map(n)(values, np.asarray(p, dtype=float),
+                                             result.t.reshape(1, -1)), dtype=float)
+        failing = (held == 0.0) | ~np.isfinite(held)
+        if not failing.any():
+            return
+        j = int(np.argmax(failing.any(axis=0)))
+        k = int(np.argmax(failing[:, j]))
+        fault = self.asserts[k]
+        shown = ", ".join(f"{name} = {result[name][j]:.6g}" for name in self.reads[k][:6])
+        t = float(result.t[j])
+        error = SimulationError(
+            f"{fault.origin or self.model}: {fault.message} (does not hold at t = {t:g}"
+            f"{': ' + shown if shown else ''}). The result up to the output point before it "
+            f"is in this error's 'result'.")
+        error.time = error.reached_time = t
+        error.variable = self.reads[k][0] if self.reads[k] else None
+        error.result = _head(result, j)
+        raise error
+
+
+def _head(result: Result, n: int) -> Result:
+    """The first ``n`` output points of ``result``."""
+    head = Result(result.t[:n], lambda: result.values[:, :n], result.names,
+                  compiled=result.compiled,
+                  known={name: trajectory[:n] for name, trajectory in result._known.items()},
+                  check=result._check)
+    head.methods = list(result.methods)
+    end = result.t[n - 1] if n else -np.inf
+    head.events = [e for e in result.events if e.time <= end]
+    head.state_switches = [s for s in result.state_switches if s[0] <= end]
+    return head
