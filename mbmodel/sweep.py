@@ -39,6 +39,7 @@ from multiprocessing import get_context
 import numpy as np
 
 from .errors import ModelError, SimulationError
+from .inputs import input_function
 from .progress import run_bar
 
 __all__ = ["sweep", "runs_of"]
@@ -146,6 +147,12 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
     defaults = dict(zip(cm.parameters, cm.parameter_defaults.tolist()))
     for name in {n for p, _, _ in runs for n in p}:  # a wrong name fails every run: now
         cm.parameter_vector({name: defaults.get(name, 0.0)})
+    for j, u in {j: u for _, u, j in runs}.items():  # so does a wrong input (set)
+        try:
+            input_function(cm, u)
+        except SimulationError as exc:
+            where = "" if j is None else f" (input set {j})"
+            raise SimulationError(f"sweep: inputs{where}: {exc}") from None
     tasks, refused = [], []
     for k, (p, u, _) in enumerate(runs):  # bad values fail here, not in a worker
         try:
@@ -234,12 +241,16 @@ _main_lock = threading.Lock()
 
 def _plain_inputs(inputs: dict) -> dict:
     """Input values as floats and float arrays: the workers do not import the main script,
-    so a value of a type defined there could not be unpickled in them."""
+    so a value of a type defined there could not be unpickled in them. The form is kept:
+    a tuple is ``(times, values)``; any other sequence (rows ``[[time, value], ...]``, a
+    vector input's constant) one array, read as :func:`mbmodel.simulate` reads it (a
+    tuple of the rows read two rows as times and values, silently)."""
     plain = {}
     for name, spec in inputs.items():
         try:
             plain[name] = (float(spec) if np.isscalar(spec) else
-                           tuple(np.asarray(part, dtype=float) for part in spec))
+                           tuple(np.asarray(part, dtype=float) for part in spec)
+                           if isinstance(spec, tuple) else np.asarray(spec, dtype=float))
         except (TypeError, ValueError):
             plain[name] = spec  # the run says what is wrong with it
     return plain
@@ -304,7 +315,10 @@ def _table(pd, cm, runs, answers, outputs, swept, inputs, errors, defaults):
     failed = [(k, message) for k, _, _, message in answers if message is not None]
     if failed and errors == "raise":
         k, message = failed[0]
-        shown = ", ".join(f"{n} = {v:g}" for n, v in runs[k][0].items()) or "the defaults"
+        shown = ", ".join(f"{n} = {v:g}" for n, v in runs[k][0].items()) or (
+            "the defaults" if runs[k][2] is None else "the default parameters")
+        if runs[k][2] is not None:
+            shown += f", input set {runs[k][2]}"
         more = f" ({len(failed) - 1} more runs failed)" if len(failed) > 1 else ""
         raise SimulationError(f"sweep: run {k} ({shown}) failed{more}: {message}")
     frames = []

@@ -232,3 +232,39 @@ def test_a_vector_parameter_swept_by_its_declared_name():
     assert np.array_equal(runs["joint.w"].values, table["joint.w"].values)
     with pytest.raises(mb.ParameterError, match=r"'world.n' has shape \(3,\)"):
         mb.sweep(cm, 0.3, {"world.n": [[0.0, 1.0]]}, processes=0, progress=False)
+
+
+class _Integrator(mb.Model):
+    """x' = u[0] + 10 u[1] + w: the integral of its inputs."""
+    u = mb.Input(shape=2)
+    w = mb.Input()
+    x = mb.Variable(0.0, fixed=True)
+
+    def equations(self):
+        yield mb.der(self.x) == self.u[0] + 10 * self.u[1] + self.w
+
+
+def test_inputs_reach_the_runs_in_every_form_simulate_reads():
+    """Rows [[t, v], ...] were made a tuple of rows: two rows read as times [0, 5] and
+    values [0.5, 7], silently; three rows and a vector input's constant failed (review).
+    Each form gives what simulate gives, and the integral by hand; a 2 x 2 list is refused
+    as simulate refuses it, and a wrong input before any run, naming its set."""
+    cm = mb.compile(_Integrator())
+    forms = [({"u": [1.0, 2.0], "w": [[0.0, 1.0], [0.5, 2.0], [0.8, 3.0]]}, 21.0 + 1.7),
+             ({"u": [[0.0, 1.0, 2.0], [0.5, 3.0, 4.0]], "w": ([0.0, 0.5], [5.0, 7.0])},
+              32.0 + 6.0),
+             ({"u": ([0.0, 0.5], [[1.0, 2.0], [3.0, 4.0]]), "w": 1.0}, 32.0 + 1.0)]
+    table = mb.sweep(cm, 1.0, inputs=[u for u, _ in forms], outputs=["x"], n_points=11,
+                     processes=0, progress=False)
+    for j, (u, exact) in enumerate(forms):
+        final = table[table["input_set"] == j]["x"].iloc[-1]
+        assert final == pytest.approx(exact, abs=1e-9)
+        assert final == pytest.approx(cm.simulate(1.0, inputs=u).final("x"), abs=1e-12)
+    with pytest.raises(mb.SimulationError, match=r"sweep: inputs \(input set 1\): input 'w'"
+                                                 r": .* reads as rows .* and as \(times, "
+                                                 r"values\) alike"):
+        mb.sweep(cm, 1.0, inputs=[forms[0][0], {"u": [1.0, 2.0], "w": [[0, 5], [0.5, 7]]}],
+                 processes=0, progress=False)
+    with pytest.raises(mb.SimulationError, match=r"sweep: inputs: the model has no external "
+                                                 r"input wx"):
+        mb.sweep(cm, 1.0, inputs={"u": [1.0, 2.0], "wx": 1.0}, processes=2, progress=False)
