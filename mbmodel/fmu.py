@@ -15,8 +15,9 @@ What is exported:
   initialization), external inputs, and every other variable as ``local`` (those named in
   ``outputs`` as ``output``);
 * the states' start values are those mbmodel's initialization computes for the default
-  parameters; setting a parameter in the FMU does not recompute them (set the states'
-  start values too when they depend on it).
+  parameters; where the model gives them by parameters (``Guess(self.phi0)``, initial
+  equations, fixed starts on other variables) ``fmi2ExitInitializationMode`` computes
+  them again from the parameters as set, except those the importer set itself.
 
 Not exported: models with state events or ``when`` clauses (relations crossing zero,
 friction, ideal diodes), which raise :class:`FMUExportError`.
@@ -191,6 +192,9 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         ca.Function("mbm_tev", [P], [cm.event_function(P)]),
         ca.Function("mbm_pcheck", [P], [cm.parameter_checks()(P)]),
     ]
+    has_starts = cm._start_function is not None
+    if has_starts:  # start values that follow the parameters (Guess(self.phi0))
+        functions.append(ca.Function("mbm_starts", [P], [cm._start_function(P)]))
     has_init = _solves_initialization(cm)
     if has_init:
         from .initialization import _problem
@@ -245,6 +249,7 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         "P_NAME_VALUES": ", ".join(_c_string(name) for name in layout.parameters) or '""',
         "N_PCHECK": len(checks),
         "HAS_INIT": int(has_init),
+        "HAS_STARTS": int(has_starts),
         "PCHECK_KIND_VALUES": ", ".join(str(kind) for kind, *_ in checks) or "0",
         "PCHECK_TEXT_VALUES": ", ".join(_c_string(text) for _, text, *_ in checks) or '""',
         "PCHECK_MIN_VALUES": c_numbers([low for *_, low, _ in checks]),

@@ -87,6 +87,8 @@ typedef struct {
   int logging;
   double t;
   double x[SIZE(NX)], z[SIZE(NZ)], u[SIZE(NU)], p[SIZE(NP_ALL)];
+  /* the states whose start the importer set (the others follow the parameters) */
+  unsigned char x_set[SIZE(NX)];
   double xdot[SIZE(NX)], out[SIZE(N_OUT)];
   double tev[SIZE(N_TEV)];
   int stale; /* what must be computed again: STALE_DERIVATIVES | STALE_OUTPUTS */
@@ -213,6 +215,7 @@ static int refresh(Instance *c, int need) {
 
 static void reset(Instance *c) {
   memcpy(c->x, X_START, sizeof c->x);
+  memset(c->x_set, 0, sizeof c->x_set);
   memcpy(c->z, Z_START, sizeof c->z);
   memcpy(c->u, U_START, sizeof c->u);
   memcpy(c->p, P_START, sizeof c->p);
@@ -267,6 +270,21 @@ static int check_parameters(Instance *c) {
 #endif
   return 0;
 }
+
+#if HAS_STARTS
+/* Start values given by parameters (Guess(self.phi0)) follow them as set, as simulate()'s
+ * do; a state's start the importer set stays. */
+static void starts_of_parameters(Instance *c) {
+  double s[SIZE(NX + NZ)];
+  int i;
+  c->arg[0] = c->p;
+  c->res[0] = s;
+  mbm_starts(c->arg, c->res, c->iw, c->w, 0);
+  for (i = 0; i < NX; ++i)
+    if (!c->x_set[i]) c->x[i] = s[i];
+  for (i = 0; i < NZ; ++i) c->z[i] = s[NX + i];
+}
+#endif
 
 #if HAS_INIT
 /* The initialization as mbmodel solves it (initial equations, fixed starts, the states the
@@ -381,6 +399,9 @@ FMI_EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; re
 FMI_EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
   Instance *m = (Instance *)c;
   if (check_parameters(m)) return fmi2Error;
+#if HAS_STARTS
+  starts_of_parameters(m);
+#endif
 #if HAS_INIT
   if (initialize(m)) return fmi2Error;
 #endif
@@ -418,8 +439,10 @@ FMI_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[]
   size_t i;
   for (i = 0; i < n; ++i) {
     unsigned r = vr[i];
-    if (r < VR_DER) m->x[r] = value[i];
-    else if (r >= VR_U && r < VR_P) m->u[r - VR_U] = value[i];
+    if (r < VR_DER) {
+      m->x[r] = value[i];
+      m->x_set[r] = 1;
+    } else if (r >= VR_U && r < VR_P) m->u[r - VR_U] = value[i];
     else if (r >= VR_P && r < VR_Y) {
       unsigned k = r - VR_P;
       if (!(value[i] >= P_MIN[k] && value[i] <= P_MAX[k])) {  /* also refuses NaN */
