@@ -801,6 +801,8 @@ class ElastoBacklash(PartialCompliantWithRelativeStates):
         tau_d = d*w_rel
         tau = max(0, tau_c + min(tau_c, tau_d))   in contact above the gap
               min(0, tau_c + max(tau_c, tau_d))   in contact below it;  0 inside
+        tau = c*phi_diff + d*w_rel                 if b <= 1e-10 (no backlash, as in MSL:
+                                                   a spring and damper in parallel)
     """
 
     c = Parameter(1e5, unit="N.m/rad", min=0.0, doc="spring constant")
@@ -819,4 +821,6 @@ class ElastoBacklash(PartialCompliantWithRelativeStates):
                                      tau_c + if_else(tau_c <= tau_d, tau_c, tau_d)))
         pulling = mb.noEvent(if_else(tau_c + tau_d >= 0, 0,
                                      tau_c + if_else(tau_c >= tau_d, tau_c, tau_d)))
-        yield self.tau == if_else(above, pushing, if_else(below, pulling, 0))
+        contact = if_else(above, pushing, if_else(below, pulling, 0))
+        # (on a parameter: no event; MSL's bEps)
+        yield self.tau == if_else(self.b <= 1e-10, self.c * phi_diff + tau_d, contact)

@@ -405,3 +405,24 @@ def test_torque_source_with_support_on_free_housing():
     res = mb.simulate(Pair(), 1.0, n_points=11, **TIGHT)
     np.testing.assert_allclose(res["rotor.a"], 1.0 / 0.5, rtol=1e-10)
     np.testing.assert_allclose(res["housing.a"], -1.0 / 2.0, rtol=1e-10)
+
+
+def test_elasto_backlash_without_backlash_is_a_spring_and_damper():
+    """b = 0 (the default): MSL ignores the backlash (b <= 1e-10) and the element is a
+    spring and damper in parallel. The contact law applied there clipped the damping (the
+    torque 0 at t = 0, where the spring is unstretched and the damper pushes; 0.21 rad
+    off at t = 0.47) (review). Closed form: phi = 10/wd e^(-5t) sin(wd t), wd = sqrt(75)."""
+    class Oscillator(mb.Model):
+        fix = rot.Fixed()
+        backlash = rot.ElastoBacklash(c=100.0, d=10.0)
+        load = rot.Inertia(J=1.0, phi=mb.Fixed(0.0), w=mb.Fixed(10.0))
+
+        def equations(self):
+            yield mb.connect(self.fix.flange, self.backlash.flange_a)
+            yield mb.connect(self.backlash.flange_b, self.load.flange_a)
+
+    res = mb.simulate(Oscillator(), 2.0, n_points=201, rtol=1e-10, atol=1e-12)
+    wd = np.sqrt(75.0)
+    assert res["load.phi"] == pytest.approx(10.0 / wd * np.exp(-5.0 * res.t) *
+                                            np.sin(wd * res.t), abs=1e-8)
+    assert res["backlash.tau"][0] == pytest.approx(100.0)   # d * w, the spring unstretched
