@@ -1095,8 +1095,13 @@ class Pulse(SO):
 
     Equations::
 
-        when sample(startTime, period): T_start = time
+        when {initial(), sample(startTime, period)}:
+            T_start = period_start(time) at initial(), else time
         y = offset + (amplitude if startTime <= time < T_start + period*width/100 else 0)
+
+    ``period_start(t) = startTime + floor((t - startTime)/period)*period``: a run that starts
+    after ``startTime`` (or ``startTime < 0``) starts inside its period, as MSL's initial
+    algorithm has it.
     """
 
     amplitude = Parameter(1.0, doc="amplitude of the pulse")
@@ -1107,10 +1112,20 @@ class Pulse(SO):
     T_start = mb.Discrete(start=-1e300, unit="s", doc="start of the current period")
 
     def equations(self):
-        yield mb.when(mb.sample(self.startTime, self.period), self.T_start == mb.time)
+        yield _period_starts(self)
         high = ca.logic_and(mb.time >= self.startTime,
                             mb.time < self.T_start + self.period * self.width / 100)
         yield self.y == self.offset + if_else(high, self.amplitude, 0)
+
+
+def _period_starts(block):
+    """``T_start`` of a periodic source: the start of the period at each tick, and at the
+    run's start the period it starts in (MSL's initial algorithm; the ratio nudged up by
+    1e-10 so that a start on a tick, rounded just below it, is that tick's period)."""
+    ticks = (mb.time - block.startTime) / block.period
+    inside = block.startTime + ca.floor(ticks + 1e-10) * block.period
+    return mb.when([mb.initial(), mb.sample(block.startTime, block.period)],
+                   block.T_start == if_else(mb.initial(), inside, mb.time))
 
 
 class Sawtooth(SO):
@@ -1119,8 +1134,11 @@ class Sawtooth(SO):
 
     Equations::
 
-        when sample(startTime, period): T_start = time
+        when {initial(), sample(startTime, period)}:
+            T_start = period_start(time) at initial(), else time
         y = offset + (amplitude*(time - T_start)/period if time >= startTime else 0)
+
+    (``period_start`` as for :class:`Pulse`.)
     """
 
     amplitude = Parameter(1.0, doc="amplitude of the saw tooth")
@@ -1134,7 +1152,7 @@ class Sawtooth(SO):
         self.time_event(self.startTime)
 
     def equations(self):
-        yield mb.when(mb.sample(self.startTime, self.period), self.T_start == mb.time)
+        yield _period_starts(self)
         rising = self.amplitude * (mb.time - self.T_start) / self.period
         yield self.y == self.offset + if_else(mb.time >= self.startTime, rising, 0)
 

@@ -268,6 +268,27 @@ def test_sample_and_hold_and_pulse():
     np.testing.assert_allclose(res["pulse.y"][mid], np.where(high, 2.0, 0.0)[mid])
 
 
+@pytest.mark.parametrize("t_start, saw_start, pulse_start", [(0.0, -0.2, -0.1),
+                                                            (0.4, 0.0, 0.0),
+                                                            (0.0, 0.3, 0.3)])
+def test_periodic_sources_start_inside_their_period(t_start, saw_start, pulse_start):
+    """A startTime before the run's start left T_start at its start value until the first
+    tick: the saw tooth read 0 instead of 0.667, rose above its amplitude (1.33) from
+    t_start = 0.4, and the pulse was low where it is high (review). MSL's initial algorithm
+    puts T_start at the start of the period the run starts in."""
+    class Sources(mb.Model):
+        saw = bl.Sawtooth(amplitude=1.0, period=0.3, startTime=saw_start)
+        pulse = bl.Pulse(amplitude=1.0, width=50.0, period=0.3, startTime=pulse_start)
+
+    res = mb.simulate(Sources(), t_start + 1.0, t_start=t_start,
+                      times=t_start + np.array([0.0, 0.05, 0.22, 0.37, 0.51, 0.68, 0.93]))
+    t = res.t
+    saw = np.where(t >= saw_start, ((t - saw_start) % 0.3) / 0.3, 0.0)
+    pulse = np.where(t >= pulse_start, (((t - pulse_start) % 0.3) < 0.15), False)
+    np.testing.assert_allclose(res["saw.y"], saw, atol=1e-12)
+    np.testing.assert_array_equal(res["pulse.y"], pulse.astype(float))
+
+
 def test_event_sequences_are_deterministic():
     first = mb.simulate(BouncingBall(e=0.7), 2.0)
     second = mb.simulate(BouncingBall(e=0.7), 2.0)
