@@ -125,18 +125,27 @@ class Resistor(OnePort):
         v = R_actual*i
         LossPower = v*i
 
-    With the defaults (``alpha = 0``) ``R_actual = R``.
+    With the defaults (``alpha = 0``) ``R_actual = R``. ``T`` is ``T_ref`` unless given (as
+    MSL's ``T = T_ref``): ``Resistor(R=100, alpha=0.004, T_ref=293.15)`` is 100 Ohm.
     """
 
     R = Parameter(1.0, unit="Ohm", min=0.0, doc="Resistance at temperature T_ref")
     T_ref = Parameter(300.15, unit="K", min=0.0, doc="Reference temperature")
     alpha = Parameter(0.0, unit="1/K", doc="Temperature coefficient of resistance "
                                            "(R_actual = R*(1 + alpha*(T - T_ref)))")
-    T = Parameter(300.15, unit="K", min=0.0, doc="Fixed device temperature")
+    T = Parameter(300.15, unit="K", min=0.0, doc="Fixed device temperature (default T_ref)")
     LossPower = Variable(unit="W", doc="Dissipated power (= v*i)")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        if "T" not in modifiers:
+            self.T = self.T_ref
 
     def equations(self):
         yield from super().equations()
+        yield mb.Assert(1 + self.alpha * (self.T - self.T_ref) >= 1e-15,
+                     "Resistor: temperature outside scope of model (R_actual = R*(1 + "
+                     "alpha*(T - T_ref)) is not positive)")
         R_actual = self.R * (1 + self.alpha * (self.T - self.T_ref))
         yield self.v == R_actual * self.i
         yield self.LossPower == self.v * self.i
@@ -155,11 +164,19 @@ class Conductor(OnePort):
     G = Parameter(1.0, unit="S", min=0.0, doc="Conductance at temperature T_ref")
     T_ref = Parameter(300.15, unit="K", min=0.0, doc="Reference temperature")
     alpha = Parameter(0.0, unit="1/K", doc="Temperature coefficient of resistance")
-    T = Parameter(300.15, unit="K", min=0.0, doc="Fixed device temperature")
+    T = Parameter(300.15, unit="K", min=0.0, doc="Fixed device temperature (default T_ref)")
     LossPower = Variable(unit="W", doc="Dissipated power (= v*i)")
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        if "T" not in modifiers:
+            self.T = self.T_ref
 
     def equations(self):
         yield from super().equations()
+        yield mb.Assert(1 + self.alpha * (self.T - self.T_ref) >= 1e-15,
+                     "Conductor: temperature outside scope of model (G_actual = G/(1 + "
+                     "alpha*(T - T_ref)) is not positive)")
         G_actual = self.G / (1 + self.alpha * (self.T - self.T_ref))
         yield self.i == G_actual * self.v
         yield self.LossPower == self.v * self.i

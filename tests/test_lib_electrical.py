@@ -457,6 +457,33 @@ def test_conductor_and_voltage_divider_with_sine_source():
     np.testing.assert_allclose(res["resistor.v"], 1.2 * res["resistor.i"], atol=1e-12)
 
 
+@needs_simulate
+def test_resistor_and_conductor_temperature_is_t_ref_unless_given():
+    """Given only T_ref and alpha ("100 Ohm at 20 degC"), R_actual was R*(1 + alpha*(300.15
+    - T_ref)) = 102.8 Ohm: T stayed 300.15 K where MSL's is T_ref (review). A temperature
+    making R_actual or G_actual's divisor non-positive is refused, as MSL's assert does."""
+    class Pair(mb.Model):
+        source = el.ConstantVoltage(V=1.0)
+        resistor = el.Resistor(R=100.0, alpha=0.004, T_ref=293.15)
+        conductor = el.Conductor(G=0.01, alpha=0.004, T_ref=293.15, T=293.15)  # T given
+        ground = el.Ground()
+
+        def equations(self):
+            yield connect(self.source.p, self.resistor.p, self.conductor.p)
+            yield connect(self.resistor.n, self.conductor.n, self.source.n, self.ground.p)
+
+    cm = mb.compile(Pair())
+    res = cm.simulate(1.0, n_points=2)
+    assert res["resistor.i"][-1] == pytest.approx(0.01, rel=1e-12)
+    assert res["conductor.i"][-1] == pytest.approx(0.01, rel=1e-12)
+    # T follows T_ref (a binding): still R at any reference temperature
+    assert cm.simulate(1.0, n_points=2, params={"resistor.T_ref": 280.0})[
+        "resistor.i"][-1] == pytest.approx(0.01, rel=1e-12)
+    with pytest.raises(mb.ParameterError, match="conductor: Conductor: temperature outside "
+                                                "scope of model"):
+        cm.simulate(1.0, params={"conductor.alpha": 1.0, "conductor.T_ref": 400.0})
+
+
 class CubicConductor(el.OnePort):
     """i = 0.1 v + 0.05 v^3: a nonlinear algebraic loop with the resistor before it."""
 
