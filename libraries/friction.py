@@ -152,6 +152,10 @@ def table_function(table, what: str):
     ws, values = table[:, 0], table[:, 1]
     if np.any(np.diff(ws) <= 0):
         raise mb.DeclarationError(f"{what}: the velocities of its rows must increase")
+    if np.any(values < 0):
+        raise mb.DeclarationError(f"{what}: friction opposes the motion, so its values must not "
+                                  f"be negative (a negative one drives it), not "
+                                  f"{table.tolist()}")
     if len(ws) == 1:
         return lambda w: ca.SX(values[0])
 

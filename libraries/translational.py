@@ -686,8 +686,8 @@ class MassWithStopAndFriction(PartialFriction, PartialRigid):
     smin = Parameter(-25.0, unit="m", doc="left stop for the left end of the mass")
     smax = Parameter(25.0, unit="m", doc="right stop for the right end of the mass")
     F_prop = Parameter(1.0, unit="N.s/m", min=0.0, doc="velocity-dependent friction")
-    F_Coulomb = Parameter(5.0, unit="N", doc="Coulomb friction force")
-    F_Stribeck = Parameter(10.0, unit="N", doc="Stribeck effect")
+    F_Coulomb = Parameter(5.0, unit="N", min=0.0, doc="Coulomb friction force")
+    F_Stribeck = Parameter(10.0, unit="N", min=0.0, doc="Stribeck effect")
     fexp = Parameter(2.0, unit="s/m", min=0.0, doc="exponential decay of the Stribeck effect")
     w_small = Parameter(1e-3, unit="m/s", doc="velocity above which a reversal passes "
                                               "through stuck without stopping (jumps)")
@@ -702,6 +702,13 @@ class MassWithStopAndFriction(PartialFriction, PartialRigid):
         yield from PartialRigid.equations(self)
         s, v = self.s, self.v
         left, right = self.smin + self.L / 2, self.smax - self.L / 2
+        yield mb.Assert(self.smax - self.smin >= self.L, "MassWithStopAndFriction: the stops "
+                        "leave no room for the mass (smax - smin must be at least its length L)")
+        # (a start between the stops; the stops' reinit keeps it there, to event accuracy)
+        room = 1e-6 * (self.smax - self.smin)
+        yield mb.Assert(ca.logic_and(s >= left - room, s <= right + room),
+                        "MassWithStopAndFriction: the mass is beyond a stop (its start s "
+                        "outside [smin + L/2, smax - L/2]?)")
         yield v == der(s)
         yield self.a == der(v)
         yield 0 == self.flange_a.f + self.flange_b.f - self.f - self.m * self.a

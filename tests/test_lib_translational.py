@@ -304,3 +304,33 @@ def test_position_source_filtered_and_speed_source():
     assert np.max(res["mass1.s"]) < 0.2 * 1.01
     np.testing.assert_allclose(res["mass2.v"], -1.5, rtol=1e-10)
     np.testing.assert_allclose(res["mass2.s"], -1.5 * res.t, rtol=1e-9, atol=1e-12)
+
+
+def test_nonsense_stops_and_friction_are_refused():
+    """Accepted silently (review): stops swapped (the mass stuck at 0 under a 20 N push),
+    a start beyond a stop (it stayed there), a negative friction table (it drove an
+    inertia from 1 to 3 rad/s) and a negative Coulomb friction."""
+    from mbmodel.libraries import rotational as rot
+
+    def pushed(**stop):
+        class Pushed(mb.Model):
+            push = tr.ConstantForce(f_constant=20.0)
+            mass = tr.MassWithStopAndFriction(**stop)
+
+            def equations(self):
+                yield mb.connect(self.push.flange, self.mass.flange_b)
+        return Pushed()
+
+    with pytest.raises(mb.ParameterError, match="the stops leave no room for the mass"):
+        mb.simulate(pushed(smin=1.0, smax=-1.0, s=mb.Fixed(0.0), v=mb.Fixed(0.0)), 1.0)
+    with pytest.raises(mb.SimulationError, match=r"the mass is beyond a stop .* \(does not "
+                                                 r"hold at t = 0: mass.s = 2\)"):
+        mb.simulate(pushed(smin=-1.0, smax=1.0, s=mb.Fixed(2.0), v=mb.Fixed(0.0)), 1.0)
+    with pytest.raises(mb.ParameterError, match="F_Coulomb"):
+        mb.simulate(pushed(smin=-1.0, smax=1.0, F_Coulomb=-5.0, s=mb.Fixed(0.0),
+                           v=mb.Fixed(0.0)), 1.0)
+    # pushed onto the right stop: it stays there, the assert holds at the stop
+    res = mb.simulate(pushed(smin=-1.0, smax=1.0, s=mb.Fixed(0.0), v=mb.Fixed(0.0)), 2.0)
+    assert res.final("mass.s") == pytest.approx(1.0, abs=1e-12)
+    with pytest.raises(mb.DeclarationError, match="friction opposes the motion"):
+        rot.BearingFriction(tau_pos=[[0.0, -1.0]])
