@@ -45,6 +45,7 @@ class LinearSystem:
     inputs: list[str]
     outputs: list[str]
     x0: np.ndarray = field(repr=False, default=None)
+    #: the values of ``inputs`` at the point (the discrete values held there aside)
     u0: np.ndarray = field(repr=False, default=None)
     t: float = 0.0
     #: the algebraic variables (``algebraic``) at the point: on a kinematic loop they say
@@ -73,8 +74,18 @@ class LinearSystem:
         # python-control reserves '.' in signal names: the hierarchy is written with '/'
         def names(items):
             return [n.replace(".", "/") for n in items]
-        return control.ss(self.A, self.B, C, D, states=names(self.states),
-                          inputs=names(self.inputs), outputs=names(self.outputs))
+        try:
+            return control.ss(self.A, self.B, C, D, states=names(self.states),
+                              inputs=names(self.inputs), outputs=names(self.outputs))
+        except control.ControlDimension:
+            if self.inputs or not self.outputs:
+                raise
+            raise ModelError(
+                f"to_control(): python-control {control.__version__} cannot hold a system "
+                f"with outputs and no inputs (its D matrix of shape ({len(self.outputs)}, 0) "
+                f"collapses to (0, 0): python-control issue #1176); linearize without "
+                f"outputs for the states' responses (control.initial_response), or use "
+                f"lin.A and lin.C directly") from None
 
 
 def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outputs=None,
@@ -152,7 +163,8 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
                 f"linearize at another operating point")
     return LinearSystem(A, B, C.reshape(len(rows), len(cm.states)),
                         D.reshape(len(rows), len(columns)), list(cm.states), chosen_inputs,
-                        chosen_outputs, np.asarray(x0, dtype=float), u0, float(t),
+                        chosen_outputs, np.asarray(x0, dtype=float),
+                        np.asarray(u0[:len(cm.inputs)], dtype=float)[columns], float(t),
                         np.asarray(z0, dtype=float).reshape(-1), list(cm.algebraic))
 
 

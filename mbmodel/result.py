@@ -104,7 +104,7 @@ class Result:
         return row
 
     def __contains__(self, name: str) -> bool:
-        return name in self._index()
+        return name in ("t", "time") or name in self._index()
 
     def final(self, name: str) -> float:
         """The value of ``name`` at the last time point."""
@@ -173,6 +173,11 @@ class Result:
         Example: ``res = mb.Result.load("run.npz"); res["load.w"]``"""
         from .events import Event
         with np.load(path, allow_pickle=False) as archive:
+            if "meta" not in getattr(archive, "files", ()):
+                saved_model = " (a compiled model? mb.load reads those)" if str(
+                    path).endswith(".mbm") else ""
+                raise ValueError(f"{path} is not a result saved by mbmodel (Result.save)"
+                                 f"{saved_model}")
             meta = json.loads(str(archive["meta"]))
             if meta.get("format") != "mbmodel-result":
                 raise ValueError(f"{path} is not a result saved by mbmodel")

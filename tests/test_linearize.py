@@ -339,3 +339,43 @@ def test_the_not_unique_warning_reaches_stderr():
     assert run.returncode == 0, run.stderr
     assert "<string>:11: NotUniqueWarning: linearize(steady_state=True): the equations " \
            "leave 1 direction(s) free" in run.stderr
+
+
+def test_u0_holds_the_chosen_inputs_and_to_control_says_what_python_control_cannot_hold():
+    """u0 held the discrete values of a model with events too ([1, 0, 0] for one input)
+    and all inputs where some were chosen; to_control() of a model without inputs but with
+    outputs failed inside python-control (a D of shape (1, 0) collapses to (0, 0):
+    python-control issue #1176) (review)."""
+    import casadi as ca
+
+    class Switched(Model):
+        u = Input()
+        v = Input()
+        x = Variable(0.0, fixed=True)
+
+        def equations(self):
+            yield der(self.x) == ca.if_else(self.x > 0.5, -self.x, self.u + 2 * self.v)
+
+    lin = mb.compile(Switched()).linearize(u=[1.0, 3.0], inputs=["v"])
+    assert lin.inputs == ["v"] and lin.u0.tolist() == [3.0] and lin.B.tolist() == [[2.0]]
+
+    class Oscillator(Model):
+        fixed = rot.Fixed()
+        spring = rot.SpringDamper(c=100.0, d=1.0)
+        inertia = rot.Inertia(J=0.5, phi=mb.Fixed(0.1), w=mb.Fixed(0.0))
+
+        def equations(self):
+            yield connect(self.fixed.flange, self.spring.flange_a)
+            yield connect(self.spring.flange_b, self.inertia.flange_a)
+
+    cm = mb.compile(Oscillator())
+    states = cm.linearize().to_control()   # no inputs, no outputs: python-control holds it
+    assert sorted(np.linalg.eigvals(states.A).round(9)) == sorted(
+        np.roots([0.5, 1.0, 100.0]).round(9))
+    try:
+        control.ss(np.zeros((1, 1)), np.zeros((1, 0)), np.ones((1, 1)), np.zeros((1, 0)))
+    except control.ControlDimension:   # (python-control with its issue #1176)
+        with pytest.raises(mb.ModelError, match="python-control issue #1176"):
+            cm.linearize(outputs=["inertia.phi"]).to_control()
+    else:
+        assert cm.linearize(outputs=["inertia.phi"]).to_control().noutputs == 1

@@ -223,8 +223,13 @@ def test_result_round_trips_with_units_and_events(tmp_path):
     assert back.at(0.51, "bounces") == res.at(0.51, "bounces")  # held, not interpolated
     np.testing.assert_array_equal(back.at([0.05, 0.51], "bounces"),
                                   [res.at(0.05, "bounces"), res.at(0.51, "bounces")])
+    assert "time" in back and "t" in back and back["time"] is back.t  # (was False, review)
     back.to_csv(tmp_path / "run.csv")
     assert (tmp_path / "run.csv").read_text().splitlines()[0].startswith("time [s],")
+    cm.save(tmp_path / "model.mbm")   # a bare KeyError 'meta is not a file' (review)
+    with pytest.raises(ValueError, match="is not a result saved by mbmodel .*a compiled "
+                                         "model\? mb.load reads those"):
+        mb.Result.load(tmp_path / "model.mbm")
     (tmp_path / "plain.txt").write_text("")  # what open() gives under this umask
     plain = (tmp_path / "plain.txt").stat().st_mode & 0o777
     assert all((tmp_path / f).stat().st_mode & 0o777 == plain for f in ("run.npz", "run.csv"))
