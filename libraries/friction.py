@@ -91,12 +91,14 @@ class PartialFriction(mb.Model):
             backward, BACKWARD, STUCK)))
 
     def explain_non_finite(self, variable, analysis):
-        return ("if another friction element holds the same rigidly connected parts "
-                "against the support (a bearing friction and a brake on one shaft), then "
-                "while both are stuck the holding force may be split between them in any "
-                "way: the linear system is singular, as it is in Modelica's friction "
-                "elements. Keep one friction element per rigid group of parts, or put a "
-                "compliance (a stiff spring) between the two elements")
+        return ("while it is stuck, its holding force is undetermined if something else "
+                "also fixes the motion of the same rigidly connected parts: a prescribed "
+                "motion (a Position or Speed source on them), or another friction "
+                "element holding them against the support (a bearing friction and "
+                "a brake on one shaft). Then the holding force may be split in any way: the "
+                "linear system is singular, as it is in Modelica's friction elements. Keep "
+                "one element fixing each rigid group of parts, or put a compliance (a stiff "
+                "spring) between them")
 
     # -- friction against a fixed support that a multibody joint can lock ----------------
     # Such an element defines friction_terms() (the arguments of friction_equations) and

@@ -291,7 +291,7 @@ class _Run:
         self._guard = False   # the same for the event function as DOP853's guard
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
         self.progress = None  # told the time reached (a progress bar)
-        self.impulses = ImpulseWatch(cm)  # differentiated variables that must not jump
+        self.impulses = ImpulseWatch(cm, atol)  # differentiated variables that must not jump
         self.z_guess = None   # simulate(x0=..., z0=...): the algebraic variables' guess
 
     # -- evaluation ----------------------------------------------------------------------

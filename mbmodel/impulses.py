@@ -40,6 +40,8 @@ from .workspace import built, workspace
 #: checked before (a motor speed of 4e-8 rad/s moving by 1e-9 as a motion settles is no
 #: jump), ...
 JUMP_TOLERANCE = 1e-6
+#: ... and than the run's absolute tolerance: a speed held at 2e-9 rad/s before a motion
+#: starts, moving by 1e-14 at its start, is no jump either ...
 #: ... and where the jumps measured from two probe distances, h and h/4, agree to within
 #: this fraction: a jump does not depend on the distance, the rest of a curvature (a fast
 #: sine at a large time) falls with its square, round-off changes at random.
@@ -53,13 +55,14 @@ class ImpulseWatch:
 
     Example::
 
-        watch = ImpulseWatch(cm)
+        watch = ImpulseWatch(cm, atol=1e-10)
         watch.check_time_event(t, x, z, u_of, p)       # a model without events
         watch.compare(t, before, after)                # outputs across an event iteration
     """
 
-    def __init__(self, cm):
+    def __init__(self, cm, atol: float = 0.0):
         self.cm = cm
+        self.atol = atol  # the run's absolute tolerance: smaller jumps are noise
         self.warned: set[str] = set()
         self.scale: dict[int, float] = {}  # output index -> largest magnitude seen
 
@@ -121,7 +124,7 @@ class ImpulseWatch:
             if name in self.warned or (on_algebraic and not with_algebraic):
                 continue
             jump = b - a
-            if not abs(jump) > JUMP_TOLERANCE * max(abs(a), abs(b), seen):
+            if not abs(jump) > max(JUMP_TOLERANCE * max(abs(a), abs(b), seen), self.atol):
                 continue
             if closer is not None:
                 if near is None:

@@ -198,7 +198,7 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     elif method in C_LOOPS and explicit_integrator(dyn) is None:
         method = "adams"
     methods_used = []
-    watch = ImpulseWatch(cm)
+    watch = ImpulseWatch(cm, atol)
     events_inside = set(events_inside)
     for a, b in zip(bounds[:-1], bounds[1:]):
         inside = np.where((grid > a) & (grid <= b))[0]

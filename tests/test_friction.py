@@ -405,9 +405,41 @@ def test_two_friction_elements_on_one_body_are_explained_when_both_stick():
     np.testing.assert_allclose(res["m.v"], 1 - 2 * res.t, atol=1e-8)
     with pytest.raises(mb.SimulationError) as info:
         cm.simulate(1.0)
-    assert ("\nfric, brake: if another friction element holds the same rigidly connected "
-            "parts against the support") in str(info.value)
-    assert "Keep one friction element per rigid group of parts" in str(info.value)
+    assert ("\nfric, brake: while it is stuck, its holding force is undetermined if "
+            "something else also fixes the motion") in str(info.value)
+    assert "another friction element holding them against the support" in str(info.value)
+    assert "Keep one element fixing each rigid group of parts" in str(info.value)
+
+
+def test_a_prescribed_motion_on_a_friction_element_is_explained_and_warns_of_no_jump():
+    """A Position source with a bearing friction on the same shaft: while stuck the holding
+    torque is undetermined (as in Modelica). The explanation blamed a second friction
+    element the model does not have, and a LostImpulseWarning reported w 'jumping' from
+    2e-09 to 2.00001e-09 as the motion starts (review)."""
+    import warnings
+
+    class Prescribed(mb.Model):
+        ptp = bl.KinematicPTP(q_begin=0.0, q_end=1.0, qd_max=1.0, qdd_max=4.0,
+                              start_time=0.2)
+        pick = bl.Pick(n=1, index=0)
+        pos = rot.Position()
+        J = rot.Inertia(J=2.0)
+        bf = rot.BearingFriction(tau_pos=[[0, 0.5]])
+
+        def equations(self):
+            yield mb.connect(self.ptp.q, self.pick.u)
+            yield mb.connect(self.pick.y, self.pos.phi_ref)
+            yield mb.connect(self.pos.flange, self.J.flange_a)
+            yield mb.connect(self.J.flange_b, self.bf.flange_a)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mb.LostImpulseWarning)
+        res = mb.simulate(Prescribed(), 2.0, n_points=21)
+    # the PTP profile: 0.25 s up at 4 rad/s2 to 1 rad/s, ... (the motion itself is right)
+    assert res["J.w"][4] == pytest.approx(0.8, abs=1e-9)
+    with pytest.raises(mb.SimulationError, match="a prescribed motion \\(a Position or Speed "
+                                                 "source on them\\)"):
+        res["bf.tau"]
 
 
 @pytest.mark.parametrize("method", ["auto", "dop853", "abm", "bdf", "idas", "adams"])
