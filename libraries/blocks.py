@@ -1074,10 +1074,10 @@ class Switch(Model):
 
 class SampleAndHold(SISO):
     """Zero-order hold of the input every ``samplePeriod`` from ``startTime`` on (MSL
-    ``Discrete.Sampler`` + ``ZeroOrderHold``); before the first sample ``y`` is the start
-    value of ``held`` (0 unless given: ``SampleAndHold(held=mb.Fixed(2.0))``).
+    ``Discrete.Sampler`` + ``ZeroOrderHold``), and at the run's start: before the first
+    tick ``y`` holds the input's value at the start, as MSL's samplers do.
 
-    Equation: ``when sample(startTime, samplePeriod): y = u``.
+    Equation: ``when {initial(), sample(startTime, samplePeriod)}: y = u``.
     """
 
     samplePeriod = Parameter(0.1, unit="s", min=1e-300, doc="time between samples")
@@ -1085,7 +1085,8 @@ class SampleAndHold(SISO):
     held = mb.Discrete(start=0.0, doc="the last sampled input")
 
     def equations(self):
-        yield mb.when(mb.sample(self.startTime, self.samplePeriod), self.held == self.u)
+        yield mb.when([mb.initial(), mb.sample(self.startTime, self.samplePeriod)],
+                      self.held == self.u)
         yield self.y == self.held
 
 

@@ -289,6 +289,21 @@ def test_periodic_sources_start_inside_their_period(t_start, saw_start, pulse_st
     np.testing.assert_array_equal(res["pulse.y"], pulse.astype(float))
 
 
+def test_sample_and_hold_samples_at_the_start_as_msl_does():
+    """MSL's Sampler and ZeroOrderHold fire at initial() too: a run started at 0.4 between
+    the ticks 0.3 and 0.6 held 0 until 0.6 (review); it holds the input's value at 0.4."""
+    class Held(mb.Model):
+        src = bl.Sine(amplitude=1.0, f=1.0)
+        hold = bl.SampleAndHold(samplePeriod=0.3, startTime=0.0)
+
+        def equations(self):
+            yield mb.connect(self.src.y, self.hold.u)
+
+    res = mb.simulate(Held(), 1.0, t_start=0.4, times=[0.4, 0.5, 0.7, 1.0])
+    np.testing.assert_allclose(res["hold.y"], np.sin(2 * np.pi * np.array([0.4, 0.4, 0.6,
+                                                                            0.9])), atol=1e-12)
+
+
 def test_event_sequences_are_deterministic():
     first = mb.simulate(BouncingBall(e=0.7), 2.0)
     second = mb.simulate(BouncingBall(e=0.7), 2.0)
