@@ -912,6 +912,11 @@ class Model:
         remaining = dict(modifiers)
         for key, decl in self._class_declarations():
             mod = remaining.pop(key, None)
+            if mod is None and key in modifiers and isinstance(decl, Parameter):
+                # (a variable's None is "no start given": phi=None if ... else Fixed(...))
+                raise DeclarationError(
+                    f"{type(self).__name__}({key}=None): a parameter takes a value, not None; "
+                    f"leave the keyword out for its default ({decl._shown()[0][1]})")
             if isinstance(decl, Model):
                 if mod is not None:
                     raise DeclarationError(f"{type(self).__name__}: sub-component '{key}' cannot be "

@@ -1225,3 +1225,13 @@ def test_an_assert_on_a_symbol_of_no_model_is_refused():
     with pytest.raises(mb.DeclarationError, match="uses 'stray', which is neither a parameter "
                                                   "nor a variable of the model"):
         mb.compile(Stray())
+
+
+def test_a_parameter_modifier_of_none_is_refused_and_a_variable_one_is_no_start():
+    """Capacitor(C=None) kept the default C silently (review); a variable's None stays "no
+    start given" (the idiom phi=None if ... else Fixed(...))."""
+    with pytest.raises(mb.DeclarationError, match=r"Capacitor\(C=None\): a parameter takes a "
+                                                  r"value, not None; leave the keyword out "
+                                                  r"for its default \(1.0\)"):
+        el.Capacitor(C=None)
+    assert rot.Inertia(J=2.0, phi=None).phi is not None
