@@ -867,6 +867,14 @@ class _Analysis:
                 f"parallel (a planar loop) or give the loop more freedom (a Spherical or "
                 f"Universal joint in place of a revolute). Equations involved:\n"
                 + "\n".join(lines))
+        fixed_twice = self.fixed_twice(eqs)
+        if fixed_twice:
+            return StructuralSingularityError(
+                "the model is structurally singular: after connection and alias equations are "
+                "applied, these equations have no unknowns left, because what they determine "
+                "is determined already:\n" + "\n".join(lines) + "\n" + fixed_twice +
+                "\nRemove one of the components that fix it (e.g. a support flange that is "
+                "fixed already needs no Fixed).")
         return StructuralSingularityError(
             "the model is structurally singular: these equations over-determine the variables "
             f"{', '.join(vars_)} (and leave others undetermined):\n" + "\n".join(lines) +
@@ -874,6 +882,42 @@ class _Analysis:
             "in series (a node fed by current sources only), two position sources on one "
             "flange. Remove or "
             "replace one of the conflicting components.")
+
+    def fixed_twice(self, eqs) -> str:
+        """For over-determining equations with no unknown left: each variable they had, what
+        alias elimination made it (a constant) and the connectors connected to its connector
+        (one of whose components fixes it too); "" if every one still has an unknown."""
+        unknown = {self.symbols[g].element_hash() for g in self.unknown_ids}
+        said = []
+        for e in eqs:
+            if any(s.element_hash() in unknown for s in ca.symvar(self.equations[e])):
+                return ""
+            flat_eq = self.flat.equations[self.aliases.kept_equations[e]]
+            for s in ca.symvar(flat_eq.residual):
+                g = self.flat.position_of.get(s.element_hash()) if self.flat.position_of else None
+                if g is None or g not in self.alias:
+                    continue
+                rep, _, offset = self.alias[g]
+                name = self.names[g]
+                value = (f"the constant {offset:g}" if rep is None else
+                         f"{self.names[rep]}, itself given")
+                said.append(f"  {name} is {value}{self._connected_text(name)}")
+        return "\n".join(dict.fromkeys(said))
+
+    def _connected_text(self, name) -> str:
+        """`` (connected to a.b, c.d)``: the other connectors of the connection set of the
+        connector variable ``name`` (its variable named as theirs), or ""."""
+        import networkx as nx
+        graph = self.flat.connection_graph
+        owner, _, member = name.rpartition(".")
+        for node in graph.nodes if graph is not None else ():
+            connector = node[0]
+            if getattr(connector, "path", None) != owner:
+                continue
+            others = sorted({f"{other[0].path}.{member}" for other in
+                             nx.node_connected_component(graph, node) if other[0] is not connector})
+            return f" (its connection set: {', '.join(others[:6])})" if others else ""
+        return ""
 
     # ---- block solution ---------------------------------------------------------------------
     def generic_jacobian(self, equations, symbols):

@@ -487,3 +487,29 @@ def test_joint_facing_the_world_with_frame_b_is_named_in_the_forward_analysis():
     tau_reverse = reverse.evaluator(["j1.tau", "j2.tau"], native=False)(np.zeros(0), mirrored)
     assert abs(tau[1]) > 0.1
     assert tau_reverse == pytest.approx(tau * [1, -1], rel=1e-12)
+
+
+def test_a_joint_support_fixed_twice_names_what_fixed_it_already():
+    """A joint's support flange is fixed at 0 by the joint; a rot.Fixed connected to it
+    made 'over-determine the variables  (and ...)' with no variable named (review)."""
+    from mbmodel.libraries import rotational as rot
+
+    class Doubly(mb.Model):
+        world = mbl.World()
+        joint = mbl.Revolute(n=[0, 0, 1], use_axis_flange=True)
+        body = mbl.Body(m=1.0, r_CM=[0.5, 0, 0])
+        fixed = rot.Fixed()
+        damper = rot.Damper(d=0.1)
+
+        def equations(self):
+            yield mb.connect(self.world.frame_b, self.joint.frame_a)
+            yield mb.connect(self.joint.frame_b, self.body.frame_a)
+            yield mb.connect(self.joint.support, self.fixed.flange)
+            yield mb.connect(self.joint.axis, self.damper.flange_b)
+            yield mb.connect(self.damper.flange_a, self.fixed.flange)
+
+    with pytest.raises(mb.StructuralSingularityError, match=r"no unknowns left.*\n.*"
+                       r"\(fixed.flange.phi==fixed.phi0\)' \(from fixed\)\n  fixed.flange.phi is "
+                       r"the constant 0 \(its connection set: damper.flange_a.phi, "
+                       r"joint.support.phi\)"):
+        mb.compile(Doubly())
