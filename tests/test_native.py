@@ -444,14 +444,15 @@ def test_the_evaluator_of_a_model_with_events_does_not_remember_its_last_call():
 
 
 def test_evaluator_arguments_of_the_wrong_size_are_refused():
-    """numpy spread one number over every parameter (p=[1.0] for six of them gave an
-    answer), and a vector too long gave its broadcasting error."""
+    """numpy spread one number over every parameter (p=[1.0] for five of them gave an
+    answer), and a vector too long gave its broadcasting error. (Five free parameters: the
+    resistor's T is bound to its T_ref, as in MSL.)"""
     from test_persist import RC
     cm = mb.compile(RC())
     ev = cm.evaluator()
     assert ev([0.5])[0] == pytest.approx(500.0)
     for args, said in ((([0.5, 1.0],), "x has 2 entries, the model 1"),
-                       (([0.5], None, [1.0]), "p has 1 entries, the model 6"),
+                       (([0.5], None, [1.0]), "p has 1 entries, the model 5"),
                        ((["a"],), "not a vector of numbers")):
         with pytest.raises(mb.DeclarationError, match=said):
             ev(*args)
