@@ -1,9 +1,11 @@
 """Conditions on variables (``mb.Assert`` reading variables or time) checked along a run.
 
 Modelica's ``assert`` stops a simulation where its condition fails. Here the conditions are
-checked on the result of :func:`mbmodel.simulate`, at the initial point and at every output
-point (not at the integrator's internal steps: a violation that begins and ends between two
-output points is not seen); the first point where one fails stops the run with a
+checked on the result of :func:`mbmodel.simulate`, at every output point (the start is one
+unless ``times=`` leaves it out; not at the integrator's internal steps: a violation that
+begins and ends between two output points is not seen), also on the points a failed run
+reached (a guard of the domain the integrator then left comes first); the first point
+where one fails stops the run with a
 :class:`~mbmodel.SimulationError` that names the component, its message and the values, with
 the result up to the point before attached. Conditions on parameters only are checked with
 the parameter values (:meth:`mbmodel.CompiledModel.parameter_checks`).
@@ -42,13 +44,16 @@ class RunAsserts:
         self.reads = [[names[s.element_hash()] for s in ca.symvar(c)
                        if s.element_hash() in names] for c in conditions]
 
-    def check(self, result: Result, p) -> None:
+    def check(self, result: Result, p, failure: SimulationError | None = None) -> None:
         """Raise at the first output point of ``result`` where a condition fails (run with
-        the free parameter vector ``p``)."""
+        the free parameter vector ``p``). ``failure``: the run failed after ``result``'s
+        points (an integrator failure): a condition failing there is the likelier cause
+        (a guard written for the domain the integrator left), so it is raised in its
+        place, with the failure's text after it."""
         if not self.asserts or not len(result.t):
             return
-        values = np.array([result[n] for n in self.names]).reshape(len(self.names), -1)
         n = len(result.t)
+        values = np.array([result[name] for name in self.names]).reshape(len(self.names), n)
         held = np.array(self.function.map(n)(values, np.asarray(p, dtype=float),
                                              result.t.reshape(1, -1)), dtype=float)
         failing = (held == 0.0) | ~np.isfinite(held)
@@ -59,14 +64,16 @@ class RunAsserts:
         fault = self.asserts[k]
         shown = ", ".join(f"{name} = {result[name][j]:.6g}" for name in self.reads[k][:6])
         t = float(result.t[j])
+        later = ("" if failure is None else
+                 f" The run then failed at t = {failure.time:g}: {failure}")
         error = SimulationError(
             f"{fault.origin or self.model}: {fault.message} (does not hold at t = {t:g}"
             f"{': ' + shown if shown else ''}). The result up to the output point before it "
-            f"is in this error's 'result'.")
+            f"is in this error's 'result'.{later}")
         error.time = error.reached_time = t
         error.variable = self.reads[k][0] if self.reads[k] else None
         error.result = _head(result, j)
-        raise error
+        raise error from None
 
 
 def _head(result: Result, n: int) -> Result:

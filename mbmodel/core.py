@@ -742,8 +742,8 @@ class Assert:
     """A condition that must hold (Modelica's ``assert``). Yield it from
     :meth:`Model.equations`. On parameters only, it is checked when the model is compiled and
     again whenever parameter values change (``simulate(params=...)``). Reading variables
-    (and time), it is checked along every run of :func:`mbmodel.simulate`, at the initial
-    point and at each output point: the first point where it fails stops the run with a
+    (and time), it is checked along every run of :func:`mbmodel.simulate`, at each output
+    point: the first point where it fails stops the run with a
     :class:`~mbmodel.SimulationError` (the result up to the point before it attached).
     ``message`` is in the error.
 

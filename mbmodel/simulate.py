@@ -107,10 +107,13 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
                            progress is True)
         if state_selection != UNCHECKED:  # (a stretch's caller checks the whole run)
             run_asserts(cm).check(result, p)
+
         if bar is not None:
             bar(t_end)
         return result
     except SimulationError as exc:
+        if state_selection != UNCHECKED and getattr(exc, "result", None) is not None:
+            run_asserts(cm).check(exc.result, p, failure=exc)  # an assert failed first?
         state_set = cm.system.state_set if cm.system is not None else None
         if (state_selection == "static" and state_set is not None and cm.events is None
                 and "state_selection" not in str(exc)):

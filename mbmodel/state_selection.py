@@ -283,7 +283,13 @@ def simulate_kept(cm, grid, t_start, t_end, options) -> Result:
     u_of = input_function(cm, options.get("inputs"))
     wanted = grid
     grid = _refined(grid, (t_end - t_start) / CHECKS_PER_RUN)
-    res = simulate_compiled(cm, grid[-1], t_start=t_start, times=grid, **options)
+    failure = None
+    try:
+        res = simulate_compiled(cm, grid[-1], t_start=t_start, times=grid, **options)
+    except SimulationError as exc:  # past a singular point, most likely: checked up to it
+        if getattr(exc, "result", None) is None or len(exc.result.t) < 1:
+            raise
+        res, failure = exc.result, exc
     needed = choice._needed(cm)
     X = np.array([res[n] for n in cm.states]).reshape(len(cm.states), -1)
     Z = np.array([res[n] for n in cm.algebraic]).reshape(len(cm.algebraic), -1)
@@ -309,11 +315,14 @@ def simulate_kept(cm, grid, t_start, t_end, options) -> Result:
             f"({choice.names(frozenset(dependent)) or ', '.join(cm.algebraic[:6])}) turned "
             f"singular {where}: the states {', '.join(cm.states[:6])} no longer determine "
             f"them there, and the run went on along one branch or another (not reliable past "
-            f"that point). The result up to t = {before:g} is in this error's 'result'.")
+            f"that point). The result up to t = {before:g} is in this error's 'result'."
+            + ("" if failure is None else f" The run then failed at t = {failure.time:g}."))
         error.time = error.reached_time = before
         error.variable = None
         error.result = _joined(cm, [(res, 0, max(j - 1, 0))], [], wanted[wanted <= before])
-        raise error
+        raise error from None
+    if failure is not None:
+        raise failure
     return _joined(cm, [(res, 0, len(res.t) - 1)], [], wanted)
 
 

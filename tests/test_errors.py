@@ -1235,3 +1235,40 @@ def test_a_parameter_modifier_of_none_is_refused_and_a_variable_one_is_no_start(
                                                   r"for its default \(1.0\)"):
         el.Capacitor(C=None)
     assert rot.Inertia(J=2.0, phi=None).phi is not None
+
+
+def test_a_failed_assert_is_the_error_where_the_run_then_fails_and_time_alone_works():
+    """An Assert guarding the domain the integrator then left (sqrt(h) with h falling
+    through 0) was hidden by the integrator's failure at t = 1 (review): the assert, failing
+    first at t = 0.8, is the error, with the failure after it. An Assert reading only time
+    and parameters raised a numpy ValueError (review)."""
+    from mbmodel.functions import sqrt
+
+    class Drain(Model):
+        h = Variable(start=1.0, fixed=True)
+        q = Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield der(self.h) == -1.0
+            yield der(self.q) == sqrt(self.h)
+            yield mb.Assert(self.h > 0.25, "tank nearly empty")
+
+    with pytest.raises(mb.SimulationError, match=r"^Drain: tank nearly empty \(does not hold "
+                                                 r"at t = 0.8: h = 0.2\).* The run then "
+                                                 r"failed at t = 1") as info:
+        mb.compile(Drain()).simulate(2.0, n_points=21, rtol=1e-10, atol=1e-12)
+    assert info.value.result.t[-1] == pytest.approx(0.7)
+    assert info.value.result["q"] == pytest.approx(
+        (2.0 / 3.0) * (1.0 - (1.0 - info.value.result.t) ** 1.5), abs=1e-7)
+
+    class Timed(Model):
+        t_max = Parameter(0.55, unit="s")
+        x = Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield der(self.x) == 1.0
+            yield mb.Assert(mb.time < self.t_max, "run past t_max")
+
+    with pytest.raises(mb.SimulationError, match=r"^Timed: run past t_max \(does not hold at "
+                                                 r"t = 0.6\)"):
+        mb.compile(Timed()).simulate(1.0, n_points=11)

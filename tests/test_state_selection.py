@@ -115,6 +115,23 @@ def test_static_choice_stops_where_it_turns_singular_instead_of_running_through(
     assert np.abs(kept["x"] - L * np.sin(reference_angle(theta0, kept.t))).max() < 1e-6
 
 
+@pytest.mark.parametrize("t_end, n_points", [(1.0, 101), (3.0, 301), (6.0, 201), (2.8, 101)])
+def test_static_choice_stops_at_the_singular_point_when_the_run_fails_later(t_end, n_points):
+    """Released at 100 degrees with x kept, the choice turns singular where y = 0 (t =
+    0.1897). Where the integrator got through it and failed later (t = 1.04 or 1.43), that
+    failure was raised, with a result past the singular point 4e-4 off (review): the
+    points reached are checked first. Every run stops before t = 0.1897 with the result
+    right up to there."""
+    cm = mb.compile(pendulum(100.0))
+    with pytest.raises(mb.SimulationError) as error:
+        cm.simulate(t_end, n_points=n_points, state_selection="static")
+    assert 0.17 < error.value.time < 0.1897
+    assert "state_selection='dynamic', the default, switches it" in str(error.value)
+    result = error.value.result
+    theta = reference_angle(100.0, result.t)
+    assert np.abs(result["y"] + L * np.cos(theta)).max() < 1e-6
+
+
 def test_state_sets_only_where_the_choice_can_change():
     """A state set for the pendulum's x and y and for the joint angles of a loop (the
     frames' positions and orientations are dependent in every choice); none for a model
