@@ -14,6 +14,9 @@ What is exported:
 * free parameters (``causality="parameter"``, ``variability="fixed"``: set them before
   initialization), external inputs, and every other variable as ``local`` (those named in
   ``outputs`` as ``output``);
+* the components' conditions: on parameters checked at ``fmi2ExitInitializationMode``, on
+  variables (run-time ``mb.Assert``) there and after every step (``fmi2DoStep``,
+  ``fmi2CompletedIntegratorStep``), failing with ``fmi2Error`` and the message logged;
 * the states' start values are those mbmodel's initialization computes for the default
   parameters; where the model gives them by parameters (``Guess(self.phi0)``, initial
   equations, fixed starts on other variables) ``fmi2ExitInitializationMode`` computes
@@ -192,6 +195,13 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         ca.Function("mbm_tev", [P], [cm.event_function(P)]),
         ca.Function("mbm_pcheck", [P], [cm.parameter_checks()(P)]),
     ]
+    from .asserts import RunAsserts
+    asserted = RunAsserts(cm)
+    if asserted.asserts:  # (x, z, u, p, t) -> the conditions, nonzero where they hold
+        Y = cm.output_function(X, Z, U, P, T)
+        read = ca.vertcat(*[Y[cm.output_index[n]] for n in asserted.names]) if \
+            asserted.names else ca.SX(0, 1)
+        functions.append(ca.Function("mbm_asserts", args, [asserted.function(read, P, T)]))
     has_starts = cm._start_function is not None
     if has_starts:  # start values that follow the parameters (Guess(self.phi0))
         functions.append(ca.Function("mbm_starts", [P], [cm._start_function(P)]))
@@ -250,6 +260,9 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         "N_PCHECK": len(checks),
         "HAS_INIT": int(has_init),
         "HAS_STARTS": int(has_starts),
+        "N_ASSERT": len(asserted.asserts),
+        "ASSERT_TEXT_VALUES": ", ".join(_c_string(f"{a.origin or cm.name}: {a.message}")
+                                        for a in asserted.asserts) or '""',
         "PCHECK_KIND_VALUES": ", ".join(str(kind) for kind, *_ in checks) or "0",
         "PCHECK_TEXT_VALUES": ", ".join(_c_string(text) for _, text, *_ in checks) or '""',
         "PCHECK_MIN_VALUES": c_numbers([low for *_, low, _ in checks]),

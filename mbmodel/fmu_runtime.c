@@ -77,6 +77,8 @@ static const int PCHECK_KIND[SIZE(N_PCHECK)] = {PCHECK_KIND_VALUES};
 static const char *const PCHECK_TEXT[SIZE(N_PCHECK)] = {PCHECK_TEXT_VALUES};
 static const double PCHECK_MIN[SIZE(N_PCHECK)] = {PCHECK_MIN_VALUES};
 static const double PCHECK_MAX[SIZE(N_PCHECK)] = {PCHECK_MAX_VALUES};
+/* The message of each run-time condition (mbm_asserts' entries, nonzero where it holds). */
+static const char *const ASSERT_TEXT[SIZE(N_ASSERT)] = {ASSERT_TEXT_VALUES};
 /* Position of each of the NY other variables in the outputs of mbm_out. */
 static const int Y_INDEX[SIZE(NY)] = {Y_INDEX_VALUES};
 
@@ -271,6 +273,27 @@ static int check_parameters(Instance *c) {
   return 0;
 }
 
+/* The components' run-time conditions (mb.Assert on variables) at the current point, as
+ * simulate() checks them at its output points: 0 if they hold, else -1 with the first
+ * that does not said. */
+static int check_asserts(Instance *c) {
+#if N_ASSERT > 0
+  double v[N_ASSERT];
+  int i;
+  if (refresh(c, STALE_DERIVATIVES)) return -1;
+  call(c, mbm_asserts, c->x, c->z, v);
+  for (i = 0; i < N_ASSERT; ++i)
+    if (v[i] == 0.0 || !isfinite(v[i])) {
+      say(c, fmi2Error, "logStatusError", "%s (does not hold at t = %g)", ASSERT_TEXT[i],
+          c->t);
+      return -1;
+    }
+#else
+  (void)c;
+#endif
+  return 0;
+}
+
 #if HAS_STARTS
 /* Start values given by parameters (Guess(self.phi0)) follow them as set, as simulate()'s
  * do; a state's start the importer set stays. */
@@ -407,7 +430,7 @@ FMI_EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
 #endif
   time_events(m);
   m->stale = STALE_ALL;
-  return refresh(m, STALE_ALL) ? fmi2Error : fmi2OK;
+  return refresh(m, STALE_ALL) || check_asserts(m) ? fmi2Error : fmi2OK;
 }
 
 FMI_EXPORT fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; }
@@ -509,10 +532,10 @@ FMI_EXPORT fmi2Status fmi2EnterContinuousTimeMode(fmi2Component c) { (void)c; re
 FMI_EXPORT fmi2Status fmi2CompletedIntegratorStep(fmi2Component c, fmi2Boolean noPrior,
                                                   fmi2Boolean *enterEventMode,
                                                   fmi2Boolean *terminateSimulation) {
-  (void)c; (void)noPrior;
+  (void)noPrior;
   *enterEventMode = fmi2False;
   *terminateSimulation = fmi2False;
-  return fmi2OK;
+  return check_asserts((Instance *)c) ? fmi2Error : fmi2OK;
 }
 
 FMI_EXPORT fmi2Status fmi2SetTime(fmi2Component c, fmi2Real t) {
@@ -648,7 +671,7 @@ FMI_EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Bo
   if (integrate(m, t_end, next_event(m, m->t, &when) &&
                           when <= t_end + EVENT_SNAP * fmax(1.0, fabs(t_end)))) return fmi2Error;
   m->stale = STALE_ALL;
-  return refresh(m, STALE_ALL) ? fmi2Error : fmi2OK;
+  return refresh(m, STALE_ALL) || check_asserts(m) ? fmi2Error : fmi2OK;
 }
 
 FMI_EXPORT fmi2Status fmi2CancelStep(fmi2Component c) { return unsupported(c, "fmi2CancelStep"); }

@@ -311,3 +311,38 @@ def test_a_state_start_given_by_a_parameter_follows_it_in_the_fmu(tmp_path):
         assert np.max(np.abs(res["load.phi"] - 0.5 * np.cos(4.0 * res["time"]))) < 1e-7, kind
         res = run(path, kind, 1.0, ["load.phi"], start_values={"phi0": 0.5, "load.phi": 0.2})
         assert np.max(np.abs(res["load.phi"] - 0.2 * np.cos(4.0 * res["time"]))) < 1e-7, kind
+
+
+class Falling(mb.Model):
+    """A ball falling onto a floor it must stay above: h = 1 - g t^2 / 2 reaches the floor
+    at t = 0.4515."""
+    h = mb.Variable(start=1.0, fixed=True)
+    v = mb.Variable(start=0.0, fixed=True)
+    floor = mb.Parameter(0.0)
+
+    def equations(self):
+        yield mb.der(self.h) == self.v
+        yield mb.der(self.v) == -9.81
+        yield mb.Assert(self.h > self.floor, "ball below floor")
+
+
+def test_the_fmu_checks_the_run_time_asserts_after_each_step(tmp_path):
+    """The FMU ran the ball through the floor to h = -3.9 where simulate stops at t = 0.452
+    (review): the run-time conditions are checked after each step, with the message."""
+    cm = mb.compile(Falling())
+    with pytest.raises(mb.SimulationError, match="ball below floor"):
+        cm.simulate(1.0)
+    path = exported(cm, tmp_path, outputs=["h"])
+    for kind in KINDS:
+        logged = []
+
+        def logger(component, instance, status, category, message):
+            logged.append(message.decode())
+        with pytest.raises(Exception, match="failed with status 3"):
+            fmpy.simulate_fmu(str(path), stop_time=1.0, output=["h"], fmi_type=kind,
+                              output_interval=0.01, logger=logger)
+        assert any("Falling: ball below floor (does not hold at t = 0.4" in m
+                   for m in logged), (kind, logged)
+        res = run(path, kind, 1.0, ["h"], start_values={"floor": -10.0})   # holds throughout
+        assert res["time"][-1] == pytest.approx(1.0)
+        assert res["h"][-1] == pytest.approx(1.0 - 9.81 / 2, abs=1e-6)
