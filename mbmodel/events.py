@@ -452,6 +452,13 @@ class _Run:
                 self.advance_ticks(ticks, ticked)
                 n_intervals = 1
                 probe = True
+                # a row written already at an output time a round-off before the event (a
+                # stretch that ended there, its crossing function at -1e-16, found it
+                # 2.5e-13 later) is at it too: it shows the values after it
+                j = k - 1
+                while j >= 0 and grid[j] <= t and _due(t, grid[j]):
+                    X[:, j], Z[:, j], U[:, j] = x, z, self.u_out(grid[j], D)
+                    j -= 1
             # (an output time a round-off after the event is at it: its row too)
             while k < len(grid) and _due(grid[k], t):
                 X[:, k], Z[:, k], U[:, k] = x, z, self.u_out(grid[k], D)

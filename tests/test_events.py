@@ -304,6 +304,35 @@ def test_sample_and_hold_samples_at_the_start_as_msl_does():
                                                                             0.9])), atol=1e-12)
 
 
+class _Thresholds(mb.Model):
+    """x = t and d_k = 1 from x > k/10 on: each crossing an output time (on a grid of
+    tenths), located 0 to 2.5e-13 s after it."""
+    x = mb.Variable(start=0.0, fixed=True)
+
+    def __init__(self, **modifiers):
+        super().__init__(**modifiers)
+        for k in range(1, 10):
+            self.add(f"d{k}", mb.Discrete(0))
+
+    def equations(self):
+        yield mb.der(self.x) == 1.0
+        for k in range(1, 10):
+            yield mb.when(self.x > k / 10, getattr(self, f"d{k}") == 1)
+
+
+@pytest.mark.parametrize("method", ["dop853", "abm", "adams", "bdf", "idas"])
+def test_a_row_written_a_round_off_before_its_event_shows_the_values_after_it(method):
+    """Where a stretch ended at the output time, its crossing function at -1e-16, the row
+    was written before the event found 2.5e-13 s later: d_k read 0 at t = k/10 for some
+    k, differently by method (dop853 [1,1,0,...], adams [1,0,0,...]) (review). The row is
+    at the event, and shows the values after it, as the docs say."""
+    cm = mb.compile(_Thresholds())
+    res = cm.simulate(1.0, method=method, times=np.linspace(0, 1, 11))
+    for k in range(1, 10):
+        assert res[f"d{k}"].tolist() == [0.0] * k + [1.0] * (11 - k), (k, method)
+    assert np.abs(res["x"] - res.t).max() < 1e-12
+
+
 def test_event_sequences_are_deterministic():
     first = mb.simulate(BouncingBall(e=0.7), 2.0)
     second = mb.simulate(BouncingBall(e=0.7), 2.0)
