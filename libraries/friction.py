@@ -98,7 +98,11 @@ class PartialFriction(mb.Model):
                 "a brake on one shaft). Then the holding force may be split in any way: the "
                 "linear system is singular, as it is in Modelica's friction elements. Keep "
                 "one element fixing each rigid group of parts, or put a compliance (a stiff "
-                "spring) between them")
+                "spring) between them. On a kinematic loop, its speed may also pass through "
+                "0 at a turning point of the loop (a rocker at its limit position, a piston "
+                "at a dead centre) while the mechanism moves on: it cannot stick there, and "
+                "trying to is singular; put the friction on a joint that does not turn back "
+                "there, or add a compliance")
 
     # -- friction against a fixed support that a multibody joint can lock ----------------
     # Such an element defines friction_terms() (the arguments of friction_equations) and

@@ -313,10 +313,15 @@ class _AxisJoint(_Joint):
         forward articulated step takes in, or ``None`` (the plain flange torque). A rigid
         drive train needs -axis torque = J qdd + B: J joins the joint's articulated step
         (one pass per joint instead of one system for all joints); so does one friction
-        lock (two could share the holding torque in many ways: left to the general solver)."""
+        lock (two could share the holding torque in many ways: left to the general solver).
+        A joint whose frame_b meets only a loop cut has no articulated inertia to hold
+        against: its friction is left to the general solver too (the loop's constraint
+        decides whether it can stick)."""
         if not (self.use_axis_flange and self.analysis == "forward"):
             return None
         load = drive_load(self, self.axis)
+        if load is not None and load.locks and _ends_at_loop_cut(self):
+            return None
         return None if load is None or len(load.locks) > 1 else load
 
     def holds_lock(self, element) -> bool:
