@@ -225,11 +225,14 @@ class Evaluator:
     ``analysis="inverse"``, whose inputs are the prescribed motion). The arguments are
     copied into buffers the C code reads directly; the result is a numpy array that the next
     call overwrites (copy it to keep it). Not for models with algebraic variables (their
-    torn nonlinear blocks need the integrator's Newton iteration). In a model with events,
-    ``u`` is the external inputs (``cm.inputs``); the relations are evaluated at each call's
-    point (a contact where the state is inside it, as :meth:`CompiledModel.linearize` takes
-    them), and discrete variables that when clauses set keep their start values, unless
-    ``u`` is given whole (the inputs, then ``cm.discrete``).
+    torn nonlinear blocks need the integrator's Newton iteration). An argument left out
+    takes its default at every call, never the last call's value: ``x`` the states' start
+    values (``cm.start``), ``u`` zeros, ``p`` the parameters' values
+    (``cm.parameter_vector()``). ``u`` is every external input (``cm.inputs``); in a model
+    with events the relations are evaluated at each call's point (a contact where the state
+    is inside it, as :meth:`CompiledModel.linearize` takes them), and discrete variables that
+    when clauses set keep their start values, unless ``u`` is given whole (the inputs, then
+    ``cm.discrete``).
 
     Example::
 
@@ -239,7 +242,7 @@ class Evaluator:
     """
 
     def __init__(self, fn: ca.Function, parameters: np.ndarray, n_x: int, n_u: int,
-                 names: list[str], symbolic: ca.Function | None = None):
+                 names: list[str], symbolic: ca.Function | None = None, start=None):
         #: What is called (generated C, or the SX Function where no compiler is found) and
         #: the SX Function it was generated from (e.g. to ``map`` it over many states).
         self.function = fn
@@ -250,6 +253,11 @@ class Evaluator:
         self._p = np.array(parameters, dtype=float)
         self._t = np.zeros(1)
         self._out = np.zeros(fn.nnz_out(0))
+        # what a left-out argument stands for (see the class doc)
+        self._x_default = np.zeros(n_x) if start is None else np.array(start, dtype=float)
+        self._u_default = np.zeros(n_u)
+        self._p_default = self._p.copy()
+        self._x[:] = self._x_default
         self._buffer, self._eval = fn.buffer()
         for k, arr in enumerate((self._x, self._u, self._p, self._t)):
             self._buffer.set_arg(k, memoryview(arr))
@@ -264,25 +272,33 @@ class Evaluator:
     def __call__(self, x=None, u=None, p=None, t: float = 0.0) -> np.ndarray:
         try:
             # sizes compared, not left to numpy: it would spread one number over them all
-            if x is not None:
+            if x is None:
+                self._x[:] = self._x_default
+            else:
                 if len(x) != len(self._x):
                     raise ValueError
                 self._x[:] = x
             whole = False
-            if u is not None:
+            if u is None:
+                self._u[:] = self._u_default
+            else:
                 # the external inputs, or with the discrete values after them the whole vector
                 u = np.ravel(u)
-                self._u[:len(u)] = u
                 whole = len(u) == len(self._u)
-            if p is not None:
+                if not whole and len(u) != len(self._u) - len(self.discrete_start):
+                    raise ValueError
+                self._u[:len(u)] = u
+            if p is None:
+                self._p[:] = self._p_default
+            else:
                 if len(p) != len(self._p):
                     raise ValueError
                 self._p[:] = p
+            self._t[0] = t
         except (ValueError, TypeError):
             # (a number for a one-state model, e.g., takes this slower way)
-            self._assign_checked(x, u, p)
+            self._assign_checked(x, u, p, t)
             whole = u is not None and np.size(u) == len(self._u)
-        self._t[0] = t
         if self.relations is not None and not whole:
             # the branches in force at this point (a contact where the state is inside it),
             # as linearize() takes them, found from the discrete start values each call (not
@@ -292,32 +308,48 @@ class Evaluator:
         self._eval()
         return self._out
 
-    def _assign_checked(self, x, u, p):
+    def _assign_checked(self, x, u, p, t):
         """The arguments copied where their sizes fit (a number stands for a vector of one),
-        else the error that says which does not."""
+        else the error that says which does not; left out, their defaults."""
+        n_ext = len(self._u) - len(self.discrete_start)
         values = []
-        for value, buffer, exact in ((x, self._x, True), (u, self._u, False),
-                                     (p, self._p, True)):
+        for name, value, buffer in (("x", x, self._x), ("u", u, self._u), ("p", p, self._p)):
             if value is None:
                 values.append(None)
                 continue
             try:
                 flat = np.asarray(value, dtype=float).reshape(-1)
             except (TypeError, ValueError):
-                raise DeclarationError(self._wrong_sizes(x, u, p)) from None
-            if (len(flat) != len(buffer)) if exact else (len(flat) > len(buffer)):
+                raise DeclarationError(self._wrong_sizes(x, u, p, name)) from None
+            sizes = (n_ext, len(buffer)) if name == "u" else (len(buffer),)
+            if len(flat) not in sizes:
                 raise DeclarationError(self._wrong_sizes(x, u, p))
             values.append(flat)
-        for flat, buffer in zip(values, (self._x, self._u, self._p)):
-            if flat is not None:
+        try:
+            self._t[0] = t
+        except (TypeError, ValueError):
+            raise DeclarationError(f"evaluator: t must be a number (the time), not "
+                                   f"{t!r}") from None
+        for flat, buffer, default in zip(values, (self._x, self._u, self._p),
+                                         (self._x_default, self._u_default, self._p_default)):
+            if flat is None:
+                buffer[:] = default
+            else:
                 buffer[:len(flat)] = flat
 
-    def _wrong_sizes(self, x, u, p) -> str:
+    def _wrong_sizes(self, x, u, p, not_numbers=None) -> str:
+        if not_numbers is not None:
+            return (f"evaluator: {not_numbers} is not a vector of numbers (x: the states, "
+                    f"u: the external inputs, p: the parameters, all of them: "
+                    f"cm.parameter_vector())")
+        n_ext = len(self._u) - len(self.discrete_start)
         wrong = [f"{name} has {np.size(value)} entries, the model {size}"
                  for name, value, size in (("x", x, len(self._x)), ("p", p, len(self._p)))
                  if value is not None and np.size(value) != size]
-        if u is not None and np.size(u) > len(self._u):
-            wrong.append(f"u has {np.size(u)} entries, the model at most {len(self._u)}")
+        if u is not None and np.size(u) not in (n_ext, len(self._u)):
+            wrong.append(f"u has {np.size(u)} entries, the model {n_ext} external inputs"
+                         + (f" ({len(self._u)} with its discrete values)"
+                            if len(self._u) > n_ext else ""))
         return (f"evaluator: {'; '.join(wrong) or 'an argument is not a vector of numbers'} "
                 f"(x: the states, u: the external inputs, p: the parameters, all of them: "
                 f"cm.parameter_vector())")
@@ -345,7 +377,7 @@ def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Eval
                                    ["x", "u", "p", "t"], ["y"])
             fn = compile_function(symbolic, optimize=2) if native else symbolic
             return _with_discrete_start(cm, Evaluator(
-                fn, cm.parameter_vector(), X.numel(), U.numel(), names, symbolic))
+                fn, cm.parameter_vector(), X.numel(), U.numel(), names, symbolic, cm.start))
         expr = cm.ode(X, Z, U, P, TIME)
     else:
         missing = [n for n in outputs if n not in cm.output_index]
@@ -360,7 +392,7 @@ def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Eval
                            ["x", "u", "p", "t"], ["y"])
     fn = compile_function(symbolic) if native else symbolic
     return _with_discrete_start(cm, Evaluator(fn, cm.parameter_vector(), X.numel(), U.numel(),
-                                              names, symbolic))
+                                              names, symbolic, cm.start))
 
 
 def _with_discrete_start(cm, ev: Evaluator) -> Evaluator:
@@ -369,10 +401,11 @@ def _with_discrete_start(cm, ev: Evaluator) -> Evaluator:
     start = getattr(cm, "discrete_start", np.zeros(0))
     if len(start):
         ev._u[len(ev._u) - len(start):] = start
+        ev._u_default[len(ev._u) - len(start):] = start
+    ev.discrete_start = np.array(start, dtype=float)
     if getattr(cm, "events", None) is not None:
         from .events import _Buffered, relations_at
         no_z = np.zeros(0)
         values = _Buffered(event_function(cm, native=bool(ev.function is not ev.symbolic)))
-        ev.discrete_start = np.array(start, dtype=float)
         ev.relations = lambda u, x, p, t: relations_at(cm, x, no_z, u, p, t, values)
     return ev

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mbmodel as mb  # noqa: E402
 from mbmodel import codegen  # noqa: E402
 from mbmodel.libraries import electrical as el  # noqa: E402
+from mbmodel.libraries import rotational as rot  # noqa: E402
 from mbmodel.libraries import translational as tr  # noqa: E402
 from concurrent_runs import in_threads  # noqa: E402
 from mb_trees import TreeModel, force_names, mbmodel_values, random_tree  # noqa: E402
@@ -456,3 +457,39 @@ def test_evaluator_arguments_of_the_wrong_size_are_refused():
                        ((["a"],), "not a vector of numbers")):
         with pytest.raises(mb.DeclarationError, match=said):
             ev(*args)
+
+
+def test_evaluator_arguments_left_out_take_their_defaults_not_the_last_calls():
+    """A left-out p or u was whatever the last call had put in the buffers: fd(x, u) after
+    fd(x, u, p={c: 50}) still had c = 50, fd(x) kept the last u, and a u of one entry for
+    two inputs kept the second from before (review). Left out, each is its default (x the
+    start, u zeros, p the parameters' values), and a u of the wrong length is refused."""
+    class TwoTorques(mb.Model):
+        tau1 = mb.Input()
+        tau2 = mb.Input()
+        fixed = rot.Fixed()
+        spring = rot.SpringDamper(c=100.0, d=1.0)
+        inertia = rot.Inertia(J=0.5, phi=mb.Fixed(0.1), w=mb.Fixed(0.0))
+        s1 = rot.Torque()
+        s2 = rot.Torque()
+
+        def equations(self):
+            yield mb.connect(self.fixed.flange, self.spring.flange_a)
+            yield mb.connect(self.spring.flange_b, self.inertia.flange_a)
+            yield mb.connect(self.s1.flange, self.inertia.flange_b)
+            yield mb.connect(self.s2.flange, self.inertia.flange_b)
+            yield mb.connect(self.tau1, self.s1.tau)
+            yield mb.connect(self.tau2, self.s2.tau)
+
+    cm = mb.compile(TwoTorques())
+    fd = cm.evaluator()
+    x = cm.start   # phi = 0.1, w = 0: a = (-c phi + tau1 + tau2) / J
+    assert fd(x, u=[0, 0], p=cm.parameter_vector({"spring.c": 50.0}))[1] == pytest.approx(-10)
+    assert fd(x, u=[0, 0])[1] == pytest.approx(-20.0)      # c back to 100
+    assert fd(x, u=[1, 2])[1] == pytest.approx(-14.0)
+    assert fd(x)[1] == pytest.approx(-20.0)                # u back to zeros
+    assert fd()[1] == pytest.approx(-20.0)                 # x: the start
+    with pytest.raises(mb.DeclarationError, match="u has 1 entries, the model 2 external"):
+        fd(x, u=[5.0])
+    with pytest.raises(mb.DeclarationError, match="t must be a number"):
+        fd(x, t="a")
