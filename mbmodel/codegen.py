@@ -150,8 +150,12 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
     if background and not library.exists():
         _build_in_background(source, library, command, flags)
         return fn
-    # A cached library that does not load (cut short by a full disk, say) is built anew once.
+    # A cached library that does not load (cut short by a full disk, say) is built anew once;
+    # one that is not as it was built is not loaded at all (a library cut short can kill the
+    # process in dlopen, SIGBUS, before any error is raised).
     for attempt in ("cached", "rebuilt"):
+        if library.exists() and not _intact(library):
+            _discard(library)
         if library.exists():
             if verbose:
                 print(f"mbmodel.codegen: reusing {library}")
@@ -169,11 +173,34 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
             if attempt == "rebuilt":
                 _fall_back(f"loading {library} failed: {_truncate(str(err))}", fn)
                 return fn
-            try:
-                library.unlink()
-            except FileNotFoundError:
-                pass
+            _discard(library)
     return fn
+
+
+def _seal_path(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _seal_text(path) -> str:
+    data = Path(path).read_bytes()
+    return f"{hashlib.sha256(data).hexdigest()} {len(data)}\n"
+
+
+def _intact(library: Path) -> bool:
+    """Whether ``library`` is the file its build wrote: the sha256 and size recorded beside
+    it (``.so.sha256``) match. One without a record (an older cache) counts as not."""
+    try:
+        return _seal_path(library).read_text() == _seal_text(library)
+    except OSError:
+        return False
+
+
+def _discard(library: Path) -> None:
+    for path in (library, _seal_path(library)):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
 
 
 _libraries: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -211,6 +238,8 @@ def compile_source(source: str, *, cache_dir=None, compiler=None) -> Path | None
         return None
     flags = ("-O2", *_accepted_host_flags(command, tuned=True))
     library = _library_path(source, command, flags, cache_dir)
+    if library.exists() and not _intact(library):
+        _discard(library)   # (cut short or changed: loading it could kill the process)
     if not library.exists():
         failed = _build(source, library, command, flags, False)
         if failed is not None:
@@ -399,6 +428,9 @@ def _build_shared_library(source: str, library: Path, command: list[str], flags:
     fd, c_tmp = tempfile.mkstemp(prefix=library.stem + ".", suffix=".c", dir=directory)
     so_fd, so_tmp = tempfile.mkstemp(prefix=library.stem + ".", suffix=".so.tmp", dir=directory)
     os.close(so_fd)
+    seal_fd, seal_tmp = tempfile.mkstemp(prefix=library.stem + ".", suffix=".sha256.tmp",
+                                         dir=directory)
+    os.close(seal_fd)
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(source)
@@ -410,11 +442,15 @@ def _build_shared_library(source: str, library: Path, command: list[str], flags:
             raise _BuildError(
                 f"{command[0]} exited with status {proc.returncode} building {library}",
                 _truncate((proc.stderr or proc.stdout).strip()))
+        # its record first, then the library: a reader that finds the library finds the
+        # record (a concurrent builder's identical record may replace it)
+        Path(seal_tmp).write_text(_seal_text(so_tmp))
+        os.replace(seal_tmp, _seal_path(library))
         os.replace(so_tmp, library)
         # Keep the source next to the library for inspection; not needed for loading.
         os.replace(c_tmp, library.with_suffix(".c"))
     finally:
-        for leftover in (c_tmp, so_tmp):
+        for leftover in (c_tmp, so_tmp, seal_tmp):
             try:
                 os.unlink(leftover)
             except FileNotFoundError:

@@ -200,7 +200,11 @@ def _kernel_source(cm) -> ca.Function | None:
     path = default_cache_dir() / f"kernels-{key}.casadi"
     try:
         text = path.read_text()
-        return None if text == _FLAT else ca.Function.deserialize(text)
+        if text == _FLAT:
+            return None
+        kernels = ca.Function.deserialize(text)
+        if not kernels.is_null():  # (an empty entry reads as a null Function, no error)
+            return kernels
     except (OSError, RuntimeError, UnicodeDecodeError):
         pass  # not cached yet, or unreadable: build it
     built = structured_dynamics(cm.system, cm.parameter_mode, cm.symbols.t)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import sys
@@ -493,3 +494,38 @@ def test_evaluator_arguments_left_out_take_their_defaults_not_the_last_calls():
         fd(x, u=[5.0])
     with pytest.raises(mb.DeclarationError, match="t must be a number"):
         fd(x, t="a")
+
+
+_CHILD = """
+import sys
+sys.path.insert(0, {tests!r})
+import mbmodel as mb
+from test_persist import RC
+cm = mb.compile(RC())
+print(cm.evaluator()(cm.start)[0], mb.simulate(cm, 1e-3, native=True, method="dop853")
+      .final("capacitor.v"))
+"""
+
+
+def test_a_cached_library_cut_short_is_built_again_not_loaded(tmp_path):
+    """A library cut short (a full disk) killed the next process in dlopen with SIGBUS, and
+    a damaged runtime of the C loops failed every later non-stiff run ('file too short')
+    (review). Each library has its sha256 and size recorded beside it; one that does not
+    match is built again."""
+    import glob
+    import subprocess
+    env = dict(os.environ, MBMODEL_CACHE=str(tmp_path))
+    code = _CHILD.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    libraries = glob.glob(str(tmp_path / "*.so"))
+    assert libraries and all(os.path.exists(lib + ".sha256") for lib in libraries)
+    for lib in libraries:
+        data = open(lib, "rb").read()
+        open(lib, "wb").write(data[: len(data) // 2])
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout   # 1000.0 and 1 - e^-1
+    assert float(first.stdout.split()[1]) == pytest.approx(1.0 - math.exp(-1.0), abs=1e-8)
