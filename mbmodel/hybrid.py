@@ -165,6 +165,38 @@ class HybridCollector:
         self.part.samples.append(FlatSample(position, start, interval, self._origin()))
         return sym
 
+    def floor_of(self, x: ca.SX) -> ca.SX:
+        """Modelica's ``floor``: the largest integer not above ``x``, held between events and
+        changed at the events where ``x`` crosses the next integer up or the current one
+        down. Per element: an integer that reads only knowns (parameters, inputs, discrete
+        values) is constant between events anyway; any other is a discrete variable
+        ``floor(x)``, set at the start (``initial()``) to ``floor(x)`` and by a when clause
+        on the relations ``x >= d + 1`` and ``x < d``. The relation that fired
+        decides the step (at a crossing ``x`` is the integer within round-off, and floor of
+        it could read the one before)."""
+        x = ca.SX(x)
+        out = []
+        for k in range(x.numel()):
+            e = x[k] if x.numel() > 1 else x
+            if all(self._kind_of(s) == "known" for s in ca.symvar(e)):
+                out.append(ca.floor(e))
+                continue
+            comp = self.fl.context.component
+            name = f"floor({describe(self.literal(e))})"
+            sym, position = self._known(name, "variable", 0.0, self._origin())
+            held = self.pre(sym)
+            up, down = e >= sym + 1, e < sym   # relations: events where x crosses
+            written = ca.floor(self.literal(e))
+            value = ca.if_else(self.initial_symbol(), written, ca.if_else(
+                up, ca.fmax(written, held + 1), ca.if_else(down, ca.fmin(written, held - 1),
+                                                           held)))
+            self.assigned[position] = f"'{name}'"
+            self.part.whens.append(FlatWhen(
+                [self.initial_symbol(), up, down], [(position, value)], [],
+                comp.path if comp is not None else "", f"when {name} steps"))
+            out.append(sym)
+        return ca.reshape(ca.vertcat(*out), *x.shape)
+
     # -- equations ------------------------------------------------------------------------
     def discrete_target(self, lhs: ca.SX) -> int | None:
         """The position of the declared discrete variable that ``lhs`` is, else None."""

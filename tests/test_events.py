@@ -1178,3 +1178,43 @@ def test_a_relation_an_event_switched_is_held_within_the_tolerance_without_algeb
         np.testing.assert_allclose(res.at(reference.t, name), reference[name], rtol=0,
                                    atol=1e-5 * np.abs(reference[name]).max())
 
+
+
+class _Quantized(mb.Model):
+    """x = t; n integrates floor(10 x), a staircase; y = mod(x, 0.3); z = the other
+    integer functions of x - 0.55."""
+    x = mb.Variable(start=0.0, fixed=True)
+    n = mb.Variable(start=0.0, fixed=True)
+    y = mb.Variable()
+    c = mb.Variable()
+    q = mb.Variable()
+    r = mb.Variable()
+
+    def equations(self):
+        from mbmodel.functions import ceil, div, floor, mod, rem
+        yield mb.der(self.x) == 1.0
+        yield mb.der(self.n) == floor(self.x * 10)
+        yield self.y == mod(self.x, 0.3)
+        yield self.c == ceil(2 * self.x - 1.1)
+        yield self.q == div(4 * self.x - 2.2, 1.0)
+        yield self.r == rem(4 * self.x - 2.2, 1.0)
+
+
+@pytest.mark.parametrize("method", ["dop853", "abm", "bdf", "idas", "adams"])
+def test_floor_and_the_integer_functions_step_at_events(method):
+    """Modelica's floor, ceil, div, mod and rem make events; casadi's floor did not, and an
+    integrator stepped over the staircase with its error control. They are held between
+    events and step where their argument crosses an integer: the staircase's integral is
+    exact, and so are the others (away from output times a round-off from a step)."""
+    cm = mb.compile(_Quantized())
+    times = np.linspace(0.0, 1.05, 43)[1:] - 0.0123   # off the steps
+    res = cm.simulate(1.05, method=method, times=np.concatenate([[0.0], times]))
+    t = res.t
+    staircase = sum(np.clip(t - k / 10, 0.0, 0.1) * k for k in range(12))
+    assert np.abs(res["n"] - staircase).max() < 1e-9
+    assert np.abs(res["y"] - np.mod(t, 0.3)).max() < 1e-9
+    assert np.array_equal(res["c"], np.ceil(2 * t - 1.1))
+    assert np.array_equal(res["q"], np.trunc(4 * t - 2.2))
+    assert np.abs(res["r"] - np.fmod(4 * t - 2.2, 1.0)).max() < 1e-9
+    steps = [e for e in res.events if any("floor((10*x))" in c for c in e.causes)]
+    assert 10 <= len(steps) <= 20   # one a step (and at most one to settle its relation)
