@@ -363,13 +363,21 @@ def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Eval
     """An :class:`Evaluator` of ``cm``'s state derivatives (``outputs=None``) or of the
     named variables, in generated C when ``native``. See :meth:`CompiledModel.evaluator`."""
     from .codegen import compile_function
-    if cm.symbols.z.numel():
-        raise DeclarationError(
-            f"model {cm.name} has algebraic variables ({', '.join(cm.algebraic[:4])}) from "
-            f"nonlinear equation systems; a direct evaluator cannot solve them. Use "
-            f"cm.explicit_ode() (Newton inside), or simulate the model")
     X, U, P = cm.symbols.x, cm.symbols.u, cm.symbols.p
     Z = _empty()
+    if cm.symbols.z.numel():
+        # (outputs that do not read the algebraic variables need no solve)
+        reads_z = outputs is None or any(
+            ca.depends_on(cm.output_function(X, cm.symbols.z, U, P, TIME)[cm.output_index[n]],
+                          cm.symbols.z) for n in outputs if n in cm.output_index)
+        if reads_z:
+            raise DeclarationError(
+                f"model {cm.name} has algebraic variables ({', '.join(cm.algebraic[:4])}) "
+                f"from nonlinear equation systems, which "
+                f"{'the state derivatives' if outputs is None else 'these outputs'} read; a "
+                f"direct evaluator cannot solve them. Use cm.explicit_ode() (Newton inside), "
+                f"or simulate the model")
+        Z = ca.SX.zeros(cm.symbols.z.numel())
     if outputs is None:
         names = [f"der({s})" for s in cm.states]
         source = code_source(cm)

@@ -529,3 +529,25 @@ def test_a_cached_library_cut_short_is_built_again_not_loaded(tmp_path):
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout   # 1000.0 and 1 - e^-1
     assert float(first.stdout.split()[1]) == pytest.approx(1.0 - math.exp(-1.0), abs=1e-8)
+
+
+def test_evaluator_of_outputs_that_read_no_algebraic_variable():
+    """evaluator(["y"]) of a model with a torn nonlinear block was refused although y
+    reads no algebraic variable (review); outputs that read one, and the derivatives, still
+    are, with what to do."""
+    class Torn(mb.Model):
+        x = mb.Variable(1.0, fixed=True)
+        z = mb.Variable(1.0)
+        y = mb.Variable()
+
+        def equations(self):
+            yield mb.der(self.x) == -self.z
+            yield self.z ** 3 + self.z == self.x
+            yield self.y == 2 * self.x
+
+    cm = mb.compile(Torn())
+    assert cm.algebraic == ["z"]
+    assert cm.evaluator(["y"])([3.0])[0] == 6.0
+    for outputs, reads in ((None, "the state derivatives"), (["z"], "these outputs")):
+        with pytest.raises(mb.DeclarationError, match=f"which {reads} read"):
+            cm.evaluator(outputs)
