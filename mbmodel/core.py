@@ -28,6 +28,7 @@ instance copies, so one class serves any number of instances.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import sys
@@ -1027,7 +1028,13 @@ class Model:
     def _claim(self, key):
         """A member name is used once: a second member under the same name would silently
         replace the first (and its equations). A class-declared member may be replaced once
-        in ``__init__``."""
+        in ``__init__``. A name the Model class itself uses (``path``, ``components``,
+        ``analysis``, ...) is refused: the member would hide it from the compiler."""
+        if key in _reserved_names():
+            raise DeclarationError(
+                f"{type(self).__name__}: '{key}' cannot name a member: the Model class uses "
+                f"it ({type(self).__name__}.{key} would hide Model.{key} from the compiler); "
+                f"choose another name")
         old = self._members.get(key)
         if old is None:
             return
@@ -1303,6 +1310,19 @@ class Model:
 
 def _order_of(member) -> int:
     return member._order
+
+
+@functools.lru_cache(maxsize=1)
+def _reserved_names() -> frozenset:
+    """What a member of a model may not be called: the Model class's own attributes that
+    the compiler and the libraries read, and the ones every instance keeps (``_members``,
+    ``_parent``, ...). The helpers only a model's own ``__init__`` calls (``add``,
+    ``time_event``, ``time_scale``) may be hidden by a member (an ``add`` block)."""
+    instance = {"_name", "_parent", "_members", "_time_events", "_time_scales",
+                "_replaceable", "_ctor_args"}
+    own_helpers = {"add", "time_event", "time_scale"}
+    return (frozenset(name for name in dir(Model) if not name.startswith("__"))
+            - own_helpers) | instance
 
 
 def _class_members(cls, kinds, check=None) -> tuple:

@@ -17,6 +17,7 @@ from itertools import repeat
 from dataclasses import dataclass
 
 import casadi as ca
+import networkx as nx
 import numpy as np
 
 from . import core
@@ -638,6 +639,26 @@ class _Flattener:
             if target is self.equations:
                 self.residual_pieces.append(residual)
 
+    def check_binding_cycles(self):
+        """No parameter is computed from itself, through others or directly
+        (``self.a = 2 * self.a``): none of the cycle would have a value (a TypeError deep
+        in the structural analysis before)."""
+        bound = {p.symbol.element_hash(): p for p in self.parameters if p.binding is not None}
+        graph = nx.DiGraph()
+        for h, p in bound.items():
+            graph.add_edges_from((h, s.element_hash()) for s in ca.symvar(p.binding)
+                                 if s.element_hash() in bound)
+        try:
+            cycle = nx.find_cycle(graph)
+        except nx.NetworkXNoCycle:
+            return
+        steps = ", ".join(f"{bound[a].name} from {bound[b].name}" for a, b in cycle)
+        raise DeclarationError(
+            f"parameter bindings form a cycle ({steps}): none of them has a value. Give "
+            f"one of them a number (a binding that reads the parameter's own "
+            f"declared value, self.a = 2 * self.a, is such a cycle: declare another "
+            f"parameter for it)")
+
     def check_symbols(self):
         """Every symbol in the equations belongs to the model (one pass over all of them;
         the equation at fault is looked for only when one does not)."""
@@ -780,6 +801,7 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
             early_choice = choose_roots_early(fl, roots, potential, branches)
         return id(var) in early_choice
 
+    fl.check_binding_cycles()
     fl.collect_equations(is_root)
     fl.check_symbols()
     fl.check_questions()

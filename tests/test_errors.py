@@ -1272,3 +1272,66 @@ def test_a_failed_assert_is_the_error_where_the_run_then_fails_and_time_alone_wo
     with pytest.raises(mb.SimulationError, match=r"^Timed: run past t_max \(does not hold at "
                                                  r"t = 0.6\)"):
         mb.compile(Timed()).simulate(1.0, n_points=11)
+
+
+def test_a_cycle_of_parameter_bindings_is_refused_by_name():
+    """self.a = 2 * self.a, or two components' parameters bound to each other, raised a
+    TypeError deep in the structural analysis (review)."""
+    class Doubled(Model):
+        a = Parameter(1.0)
+        x = Variable(start=Fixed(0.0))
+
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.a = 2 * self.a
+
+        def equations(self):
+            yield der(self.x) == self.a
+
+    with pytest.raises(mb.DeclarationError, match=r"parameter bindings form a cycle \(a from "
+                                                  r"a\): none of them has a value"):
+        mb.compile(Doubled())
+
+    class Stage(Model):
+        k = Parameter(1.0)
+        x = Variable(start=Fixed(0.0))
+
+        def equations(self):
+            yield der(self.x) == self.k
+
+    class Mutual(Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.s1 = Stage()
+            self.s2 = Stage(k=self.s1.k + 1)
+            self.s1.k = self.s2.k * 2
+
+    with pytest.raises(mb.DeclarationError, match=r"cycle \((s1.k from s2.k, s2.k from s1.k|"
+                                                  r"s2.k from s1.k, s1.k from s2.k)\)"):
+        mb.compile(Mutual())
+
+
+@pytest.mark.parametrize("name", ["path", "components", "analysis", "_parent"])
+def test_a_member_named_as_the_model_class_uses_it_is_refused(name):
+    """A parameter called 'path' raised casadi's 'truth value of an SXElem', 'components'
+    "'SX' object is not callable", '_parent' an AttributeError (review)."""
+    Named = type("Named", (Model,), {name: Parameter(2.0), "x": Variable(start=Fixed(0.0))})
+    with pytest.raises(mb.DeclarationError, match=f"'{name}' cannot name a member: the Model "
+                                                  f"class uses it"):
+        Named()
+
+
+def test_a_block_named_add_is_allowed():
+    """Model.add is a helper for __init__ only: a member may hide it (an Add block)."""
+    from mbmodel.libraries import blocks
+
+    class Summed(Model):
+        add = blocks.Add()
+        one = blocks.Constant(k=1.0)
+        two = blocks.Constant(k=2.0)
+
+        def equations(self):
+            yield connect(self.one.y, self.add.u1)
+            yield connect(self.two.y, self.add.u2)
+
+    assert mb.simulate(Summed(), 1.0).final("add.y") == 3.0
