@@ -29,6 +29,7 @@ from __future__ import annotations
 import threading
 
 import casadi as ca
+import numpy as np
 
 from .core import Variable, _FlattenContext, _where
 from .errors import DeclarationError
@@ -198,6 +199,38 @@ def _switching_method(name):
     return lambda *args: switching(*args)
 
 
+_ORIGINAL_EQ = ca.SX.__eq__
+_ORIGINAL_UFUNC = ca.SX.__array_ufunc__
+
+
+def _shape_checked_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """numpy's ``==`` with an array on the left reaches SX through ``np.equal``: the same
+    check as :func:`_shape_checked_eq`."""
+    if ufunc is np.equal and method == "__call__" and len(inputs) == 2:
+        return _shape_checked_eq(*inputs)
+    return _ORIGINAL_UFUNC(self, ufunc, method, *inputs, **kwargs)
+
+
+def _shape_checked_eq(a, b):
+    """``a == b`` (an equation) refused where the sides differ in shape and neither is a
+    scalar: casadi pairs a (3, 3) matrix with a (3,) vector row by row, where numpy pairs it
+    column by column and Modelica refuses it (docs/components.md: only a scalar is spread)."""
+    try:
+        shape_a, shape_b = ca.SX(a).shape, ca.SX(b).shape
+    except (NotImplementedError, TypeError, ValueError, RuntimeError):
+        return _ORIGINAL_EQ(a, b)
+    if shape_a != shape_b and shape_a != (1, 1) and shape_b != (1, 1):
+        from .core import _FlattenContext, _where
+        ctx = _FlattenContext.current()
+        comp = getattr(ctx, "component", None) if ctx is not None else None
+        where = f"{_where(comp)}: " if comp is not None else ""
+        raise DeclarationError(
+            f"{where}an equation between sides of shapes {shape_a} and {shape_b}: only a "
+            f"scalar is spread over the other side; give both sides one shape (a vector "
+            f"against each row of a matrix: write one equation per row)")
+    return _ORIGINAL_EQ(a, b)
+
+
 class RelationsSwitchAtEvents:
     """Context manager: comparisons on SX create relation variables while it is active in
     this thread, and abs/sign/max/min through SX's methods switch at events (re-entrant;
@@ -213,6 +246,8 @@ class RelationsSwitchAtEvents:
                     setattr(ca.SX, name, _relation_method(name))
                 for name in _SWITCHING:
                     setattr(ca.SX, name, _switching_method(name))
+                ca.SX.__eq__ = _shape_checked_eq
+                ca.SX.__array_ufunc__ = _shape_checked_ufunc
             RelationsSwitchAtEvents._depth += 1
 
     def __exit__(self, *exc):
@@ -221,6 +256,8 @@ class RelationsSwitchAtEvents:
             if RelationsSwitchAtEvents._depth == 0:
                 for name, method in {**_ORIGINAL, **_ORIGINAL_SWITCHING}.items():
                     setattr(ca.SX, name, method)
+                ca.SX.__eq__ = _ORIGINAL_EQ
+                ca.SX.__array_ufunc__ = _ORIGINAL_UFUNC
         return False
 
 

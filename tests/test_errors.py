@@ -1335,3 +1335,32 @@ def test_a_block_named_add_is_allowed():
             yield connect(self.two.y, self.add.u2)
 
     assert mb.simulate(Summed(), 1.0).final("add.y") == 3.0
+
+
+@pytest.mark.parametrize("numpy_first", [False, True])
+def test_an_equation_between_a_matrix_and_a_vector_is_refused(numpy_first):
+    """X (3 x 3) == v (3,) paired v with X's rows, [[1,1,1],[2,2,2],[3,3,3]], silently
+    (numpy pairs it with the columns; Modelica refuses it) (review); numpy's array on the
+    left came through np.equal the same way. Only a scalar is spread."""
+    class Spread(Model):
+        v = Parameter([1.0, 2.0, 3.0])
+        X = Variable(shape=(3, 3))
+
+        def equations(self):
+            if numpy_first:
+                yield np.array([1.0, 2.0, 3.0]) == self.X
+            else:
+                yield self.X == self.v
+
+    with pytest.raises(mb.DeclarationError, match=r"an equation between sides of shapes "
+                                                  r"\((3, 3)|(3, 1)\) and \((3, 1)|(3, 3)\): "
+                                                  r"only a scalar is spread"):
+        mb.compile(Spread())
+
+    class Scalar(Model):
+        X = Variable(shape=(3, 3))
+
+        def equations(self):
+            yield self.X == 2.0
+
+    assert mb.simulate(Scalar(), 1.0).final("X[2,1]") == 2.0
