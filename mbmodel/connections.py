@@ -45,6 +45,13 @@ def _connect_node(fl, comp, item, stmt):
             return (item, "outside")
         if owner is not None and owner._parent is comp:
             return (item, "inside")
+        if owner is not None and owner._parent is None and owner is not fl.root:
+            raise InvalidConnectionError(
+                f"{_where(comp)}: {stmt!r} names connector '{item.name}' of a "
+                f"{type(owner).__name__} that is not a member of any model: assign it as an "
+                f"attribute (self.name = ...) or with self.add(name, ...) in __init__ (a list "
+                f"of components is registered when it is assigned; one appended to it later "
+                f"is not)")
         raise InvalidConnectionError(
             f"{_where(comp)}: {stmt!r} names connector '{item.path}', which is neither a "
             f"connector of {comp.path or 'the model'} nor of one of its direct "

@@ -1364,3 +1364,24 @@ def test_an_equation_between_a_matrix_and_a_vector_is_refused(numpy_first):
             yield self.X == 2.0
 
     assert mb.simulate(Scalar(), 1.0).final("X[2,1]") == 2.0
+
+
+def test_connecting_a_component_that_is_no_member_says_how_to_make_it_one():
+    """A resistor appended to a list after the list was assigned is not registered; the
+    error named its connector 'p' only, as if it were misplaced (review)."""
+    class Appended(Model):
+        def __init__(self, **modifiers):
+            super().__init__(**modifiers)
+            self.src = el.ConstantVoltage(V=1.0)
+            self.g = el.Ground()
+            self.rs = [el.Resistor(R=1.0)]
+            self.rs.append(el.Resistor(R=2.0))
+
+        def equations(self):
+            yield connect(self.src.p, self.rs[0].p)
+            yield connect(self.rs[0].n, self.rs[1].p)
+            yield connect(self.rs[1].n, self.src.n, self.g.p)
+
+    with pytest.raises(mb.InvalidConnectionError, match="names connector 'p' of a Resistor "
+                                                        "that is not a member of any model"):
+        mb.compile(Appended())
