@@ -116,7 +116,8 @@ def main(plot=True, out_dir="."):
         ("relief flow pressing [L/min]",
          f"{np.mean(res['relief.q'][pressing]) * 6e4:.2f}",
          f"{np.mean(res['pump.q'][pressing]) * 6e4:.2f}",
-         "the pump's delivery (its leakage taken; the spool's edges leak 0.2 L/min)"),
+         "the pump's delivery at suction density (its leakage taken): the spool's edges "
+         "leak 0.18 L/min, and oil at 150 bar is 1.5 % denser"),
         ("retract speed [m/s]", f"{np.mean(v[retract]):.4f}",
          f"{-pump_flow / A_ANNULUS:.4f}", "pump flow / annulus area"),
     ]
