@@ -86,7 +86,7 @@ def main(argv=None):
         print(f"{n:4d} {r['fd_ops']:8d} {r['fd_ops'] / n:7.0f} {r['chain_ops']:10d} "
               f"{r['fd_ops'] - r['chain_ops']:10d} {r['largest_block']:6d} "
               f"{r['build_seconds']:8.2f} {'' if sim is None else f'{sim:8.2f}'}", flush=True)
-    exponent = growth_exponent(rows)
+    exponent = growth_exponent(rows, key="fd_ops")
     checks = {
         "growth_exponent_le_1.05": None if exponent is None else exponent <= 1.05,
         "loop_block_constant": len({r["largest_block"] for r in rows}) == 1,
