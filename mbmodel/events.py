@@ -291,6 +291,7 @@ class _Run:
         self._guard = False   # the same for the event function as DOP853's guard
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
         self.progress = None  # told the time reached (a progress bar)
+        self._ode = None  # cm.ode through buffers (edge_at_end), made when first needed
         self.impulses = ImpulseWatch(cm, atol)  # differentiated variables that must not jump
         self.z_guess = None   # simulate(x0=..., z0=...): the algebraic variables' guess
 
@@ -1030,7 +1031,9 @@ class _Run:
         if not near.any():
             return None
         h = 1e-9 * max(1.0, abs(t1))   # (a relation on time is above the noise there)
-        x_later = x + h * np.array(self.cm.ode(x, z, u, self.p, t1), dtype=float).reshape(-1)
+        if self._ode is None:   # (through buffers: a plain call converts to casadi, ~0.25 ms)
+            self._ode = _Buffered(self.cm.ode)
+        x_later = x + h * self._ode(x, z, u, self.p, t1).reshape(-1)
         c_later = self.crossings_at(x_later[:, None], z[:, None], u,
                                     np.array([t1 + h]))[:, 0]
         switching = near & (np.abs(c_later) > noise) & (lay.literal(c_later) != frozen)
