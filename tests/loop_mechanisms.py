@@ -92,9 +92,10 @@ class Fourbar(mb.Model):
     only the crank's motion is an input). ``d``: the distance of the anchor.
     ``start_at="rocker"``: the same start state given on the rocker joint instead, whose
     angle then becomes the state (a bad one at the rocker's turning points). ``at_cut``:
-    ``"sensor"`` (an AbsoluteSensor on j4's frame_b, the cut's side) or ``"damper"`` (j4
-    damped through its flange: a drive train without inertia). ``anchor_z``: the anchor
-    out of the plane (a loop that cannot close)."""
+    ``"sensor"`` (an AbsoluteSensor on j4's frame_b, the cut's side), ``"damper"`` (j4
+    damped through its flange: a drive train without inertia) or ``"friction"`` (a bearing
+    friction of 0.2 N.m on j4's flange). ``anchor_z``: the anchor out of the plane (a loop
+    that cannot close)."""
 
     def __init__(self, theta0=0.3, w0=2.0, g=G, guess_error=0.05, d=D, start_at="crank",
                  at_cut=None, anchor_z=0.0, **modifiers):
@@ -116,7 +117,7 @@ class Fourbar(mb.Model):
         self.rocker = _link(C, MASSES[2], INERTIAS[2])
         if start_at == "crank":
             self.j4 = mbl.Revolute(n=[0, 0, 1], prescribed=False,
-                                   use_axis_flange=at_cut == "damper")
+                                   use_axis_flange=at_cut in ("damper", "friction"))
         else:
             _, (_, psi_d), _ = fourbar_rates(theta0, w0, 0.0)
             # j4 turns the rocker body (pointing Q -> O4, at psi + pi) back to the anchor
@@ -129,6 +130,9 @@ class Fourbar(mb.Model):
         elif at_cut == "damper":
             from mbmodel.libraries import rotational as rot
             self.damper = rot.Damper(d=0.1)
+        elif at_cut == "friction":
+            from mbmodel.libraries import rotational as rot
+            self.bearing = rot.BearingFriction(tau_pos=[[0, 0.2]])
 
     def equations(self):
         yield from connect_chain(self.world, self.j1, self.crank, self.j2, self.coupler,
@@ -139,6 +143,8 @@ class Fourbar(mb.Model):
         elif self.at_cut == "damper":  # a drive train with no inertia on j4
             yield mb.connect(self.j4.axis, self.damper.flange_b)
             yield mb.connect(self.j4.support, self.damper.flange_a)
+        elif self.at_cut == "friction":
+            yield mb.connect(self.j4.axis, self.bearing.flange_a)
 
 
 def connect_chain(*components):

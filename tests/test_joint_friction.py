@@ -232,50 +232,10 @@ def test_friction_on_the_joint_that_closes_a_loop_dissipates_its_work():
     the cut) while the bearing slid (review). Its friction is left to the general solver:
     the mechanism's energy falls by exactly the friction work, 0.2 |w4| integrated, across
     the rocker's reversal."""
-    from mbmodel.libraries import rotational as rot
-
-    def link(L, m, I):
-        return mbl.BodyShape(r=[L, 0, 0], r_CM=[L / 2, 0, 0], m=m, I_11=I / 100, I_22=I,
-                             I_33=I)
-
-    links = (("crank", 0.1, 1.0, 0.002), ("coupler", 0.35, 2.0, 0.025),
-             ("rocker", 0.3, 1.5, 0.012))
-
-    class Rubbing(mb.Model):
-        world = mbl.World()
-        j1 = mbl.Revolute(n=[0, 0, 1], phi=mb.Fixed(0.3), w=mb.Fixed(4.0))
-        crank = link(*links[0][1:])
-        j2 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(1.2), prescribed=False)
-        coupler = link(*links[1][1:])
-        j3 = mbl.Revolute(n=[0, 0, 1], phi=mb.Guess(1.9), prescribed=False)
-        rocker = link(*links[2][1:])
-        j4 = mbl.Revolute(n=[0, 0, 1], prescribed=False, use_axis_flange=True)
-        anchor = mbl.Fixed(r=[0.4, 0, 0])
-        bearing = rot.BearingFriction(tau_pos=[[0, 0.2]])
-
-        def equations(self):
-            c = mb.connect
-            yield c(self.world.frame_b, self.j1.frame_a)
-            yield c(self.j1.frame_b, self.crank.frame_a)
-            yield c(self.crank.frame_b, self.j2.frame_a)
-            yield c(self.j2.frame_b, self.coupler.frame_a)
-            yield c(self.coupler.frame_b, self.j3.frame_a)
-            yield c(self.j3.frame_b, self.rocker.frame_a)
-            yield c(self.rocker.frame_b, self.j4.frame_a)
-            yield c(self.j4.frame_b, self.anchor.frame_b)
-            yield c(self.j4.axis, self.bearing.flange_a)
-
-    res = mb.simulate(Rubbing(), 0.25, n_points=2001, rtol=1e-10, atol=1e-12)
-    energy = 0.0
-    for name, L, m, inertia in links:   # spatial velocity [w; v] in frame_a's coordinates
-        f = f"{name}.frame_a"
-        R = np.array([[res[f"{f}.R[{i},{j}]"] for j in range(3)] for i in range(3)])
-        v = np.array([res[f"{f}.v[{k}]"] for k in range(6)])
-        centre = np.array([L / 2, 0.0, 0.0])
-        v_c = v[3:] + np.cross(v[:3].T, centre).T
-        height = res[f"{f}.r_0[1]"] + np.einsum("ijn,i->jn", R, centre)[1]
-        energy = (energy + 0.5 * m * (v_c ** 2).sum(0) + 0.5 * inertia * v[2] ** 2
-                  + m * 9.81 * height)
+    from loop_mechanisms import Fourbar, fourbar_energy
+    res = mb.simulate(Fourbar(w0=4.0, at_cut="friction"), 0.25, n_points=2001, rtol=1e-10,
+                      atol=1e-12)
+    energy = fourbar_energy(res)
     w4 = np.abs(res["j4.w"])
     work = 0.2 * np.concatenate([[0.0], np.cumsum(0.5 * (w4[1:] + w4[:-1]) * np.diff(res.t))])
     assert res["j4.w"].max() > 0.5 and res["j4.w"].min() < -4.0    # it reversed
