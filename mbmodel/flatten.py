@@ -415,9 +415,10 @@ class _Flattener:
                 if made is not None:
                     for item in made.derivatives:
                         self.declare_derivative(comp, item)
-                    for conditions, message in made.asserts:
-                        for condition in conditions:
-                            self.add_assert(comp, condition, message)
+                    for conditions, message, on_parameters in made.asserts:
+                        # (what they read is the template's, known when it was recorded)
+                        (self.asserts if on_parameters else self.run_asserts).extend(
+                            FlatAssert(c, message, comp.path) for c in conditions)
                     # still asked: the key is about equations(), not initial equations
                     method = "initial_equations"
                     return [made], list(_iterate(comp.initial_equations(), comp, method))
@@ -561,26 +562,25 @@ class _Flattener:
             f"sub-components; this model {reason} — write the equations instead")
 
     def declare_assert(self, comp, item):
-        for cond in item.condition.elements():
-            self.add_assert(comp, cond, item.message)
-
-    def add_assert(self, comp, condition, message):
-        """An Assert's condition (one element): on parameters only it goes to ``asserts``
-        (checked with the parameter values); reading variables or time, to
-        ``run_asserts`` (checked along a run), as the comparison itself, not a relation
-        that would make events for it."""
-        condition = self.hybrid.literal(condition)
-        on_parameters = True
-        for s in ca.symvar(condition):
-            h = s.element_hash()
-            if h not in self.symbols:
-                raise DeclarationError(
-                    f"{_where(comp)}: Assert('{message}') uses '{s}', which is neither a "
-                    f"parameter nor a variable of the model")
-            rec = self.symbols[h]
-            on_parameters = on_parameters and rec is not None and rec.is_parameter
-        (self.asserts if on_parameters else self.run_asserts).append(
-            FlatAssert(condition, message, comp.path))
+        """An Assert's conditions: on parameters only they go to ``asserts`` (checked with
+        the parameter values); reading variables or time, to ``run_asserts`` (checked along
+        a run), as the comparison itself, not a relation that would make events for it.
+        (Instances of a template take the classification its recording made.)"""
+        for condition in item.condition.elements():
+            if self.hybrid.has_relations():
+                condition = self.hybrid.literal(condition)
+            message = item.message
+            on_parameters = True
+            for s in ca.symvar(condition):
+                h = s.element_hash()
+                if h not in self.symbols:
+                    raise DeclarationError(
+                        f"{_where(comp)}: Assert('{message}') uses '{s}', which is neither a "
+                        f"parameter nor a variable of the model")
+                rec = self.symbols[h]
+                on_parameters = on_parameters and rec is not None and rec.is_parameter
+            (self.asserts if on_parameters else self.run_asserts).append(
+                FlatAssert(condition, message, comp.path))
 
     def declare_derivative(self, comp, item):
         for k in range(item.variable.numel()):

@@ -110,6 +110,10 @@ class HybridCollector:
         self._literal[sym.element_hash()] = result
         return sym
 
+    def has_relations(self) -> bool:
+        """Whether a comparison made a relation (whose symbol :meth:`literal` replaces)."""
+        return bool(self._literal)
+
     def literal(self, expr: ca.SX) -> ca.SX:
         """``expr`` with relation variables replaced by their comparisons (noEvent)."""
         while True:  # a comparison may contain relations made before it (nested fmin/fmax)

@@ -185,7 +185,7 @@ class Instantiated:
     """An instance's equations from a template: the flat residuals as one column and the
     equations as written (for messages), their alias forms
     (:attr:`mbmodel.flat.FlatEquation.alias_form`), its asserts as ``(condition elements,
-    message)`` and its declared derivatives (:class:`~mbmodel.Derivative`)."""
+    message, whether they read parameters only)`` and its declared derivatives (:class:`~mbmodel.Derivative`)."""
 
     def __init__(self, residuals: ca.SX, shown, alias_forms, asserts, derivatives,
                  slopes=None):
@@ -216,7 +216,8 @@ class EquationTemplate:
         self.alias_forms = alias_forms
         self.sizes = sizes  # per declaration: its number of elements (None: a parameter)
         self.with_aliases = any(alias_forms)
-        self.layout = layout  # per output group: ("equations", n) / ("assert", n, message)
+        # per output group: ("equations", n) / ("assert", n, message, on parameters only)
+        self.layout = layout
         self.questions = questions
         self.derivative_positions = derivative_positions
         self.needs_elements = bool(derivative_positions) or any(
@@ -278,6 +279,16 @@ class EquationTemplate:
             if not isinstance(d, Parameter):
                 variable_at.update((entries[k].element_hash(), k) for k in range(start, start + n))
             start += n
+        # per assert: whether it reads parameters only (checked with their values) or
+        # variables and time too (along a run): the same for every instance
+        reads_known = {s.element_hash() for k, s in enumerate(entries)
+                       if s.element_hash() not in variable_at}
+        start = 0
+        for k, entry in enumerate(layout):
+            if entry[0] == "assert":
+                read = ca.symvar(ca.vertcat(*conditions[start:start + entry[1]]))
+                layout[k] = (*entry, all(s.element_hash() in reads_known for s in read))
+                start += entry[1]
         alias_forms = [linear_pattern(r, variable_at) or False for r in residuals]
         columns = sorted(variable_at.values()) + [len(entries) + k
                                                   for k in range(len(derivatives))]
@@ -327,7 +338,7 @@ class EquationTemplate:
         asserts, declared, start = [], [], 0
         for entry in self.layout:
             if entry[0] == "assert":
-                asserts.append((conditions[start:start + entry[1]], entry[2]))
+                asserts.append((conditions[start:start + entry[1]], entry[2], entry[3]))
                 start += entry[1]
             elif entry[0] == "derivative":
                 declared.append(Derivative(ca.vertcat(*[elements[k] for k in entry[1]]),
