@@ -82,12 +82,32 @@ class StateChoice:
         """The dependent set to switch to at Jacobian ``J``, or None to keep ``current``."""
         return self.assess(J, current)[0]
 
+    @staticmethod
+    def row_scaled(J) -> np.ndarray:
+        """``J`` with each row of norm 1 (a zero row as it is): the choices' columns are
+        compared on it."""
+        rows = np.linalg.norm(J, axis=1, keepdims=True)
+        rows[rows == 0] = 1.0
+        return J / rows
+
+    def jacobians_along(self, res, model, u_of):
+        """``j -> J`` at output point ``j`` of ``res`` (a run of ``model``): only the
+        variables the Jacobian needs are evaluated, from the states and algebraic
+        variables in ``res``."""
+        needed = self._needed(model)
+        X = np.array([res[n] for n in model.states]).reshape(len(model.states), -1)
+        Z = np.array([res[n] for n in model.algebraic]).reshape(len(model.algebraic), -1)
+
+        def at(j):
+            t = float(res.t[j])
+            values = np.array(needed(X[:, j], Z[:, j], u_of(t), self.p, t)).ravel()
+            return np.array(self.jacobian(values, self.p), dtype=float)
+        return at
+
     def assess(self, J, current):
         """``(switch, ratio)``: the dependent set to switch to (or None) and how good the
         current choice is against the best one (1: the best)."""
-        rows = np.linalg.norm(J, axis=1, keepdims=True)
-        rows[rows == 0] = 1.0
-        J = J / rows
+        J = self.row_scaled(J)
         m, k = J.shape
         coordinates = self.coordinates
         always = frozenset(range(k)) - frozenset(coordinates)
@@ -107,17 +127,11 @@ class StateChoice:
         switch, the choice to switch to, and the ``(time, quality ratio)`` of the points
         checked. At most :data:`CHECKS` points are checked, evenly spread, and where one
         calls for a switch the points before it are searched for the first that does (the
-        quality changes smoothly). Only the variables the Jacobian needs are evaluated, from
-        ``model``'s states and algebraic variables in ``res``."""
-        needed = self._needed(model)
-        X = np.array([res[n] for n in model.states]).reshape(len(model.states), -1)
-        Z = np.array([res[n] for n in model.algebraic]).reshape(len(model.algebraic), -1)
+        quality changes smoothly) (:meth:`jacobians_along`)."""
+        jacobian_at = self.jacobians_along(res, model, u_of)
 
         def at(j):
-            t = float(res.t[j])
-            values = np.array(needed(X[:, j], Z[:, j], u_of(t), self.p, t)).ravel()
-            J = np.array(self.jacobian(values, self.p), dtype=float)
-            return self.assess(J, current)
+            return self.assess(jacobian_at(j), current)
         points = list(range(1, reached))
         if len(points) > CHECKS:
             picked = sorted({points[int(round(i))] for i in
@@ -290,17 +304,11 @@ def simulate_kept(cm, grid, t_start, t_end, options) -> Result:
         if getattr(exc, "result", None) is None or len(exc.result.t) < 1:
             raise
         res, failure = exc.result, exc
-    needed = choice._needed(cm)
-    X = np.array([res[n] for n in cm.states]).reshape(len(cm.states), -1)
-    Z = np.array([res[n] for n in cm.algebraic]).reshape(len(cm.algebraic), -1)
+    jacobian_at = choice.jacobians_along(res, cm, u_of)
     dependent = sorted(choice.set.dependent)
     sign = None
     for j, t in enumerate(res.t):
-        values = np.array(needed(X[:, j], Z[:, j], u_of(t), choice.p, t)).ravel()
-        J = np.array(choice.jacobian(values, choice.p), dtype=float)
-        rows = np.linalg.norm(J, axis=1, keepdims=True)
-        rows[rows == 0] = 1.0
-        columns = (J / rows)[:, dependent]
+        columns = choice.row_scaled(jacobian_at(j))[:, dependent]
         quality = np.linalg.svd(columns, compute_uv=False).min()
         now = np.sign(np.linalg.det(columns)) if columns.shape[0] == columns.shape[1] else 0.0
         if sign is None:
