@@ -262,6 +262,9 @@ class Evaluator:
         self._u_default = np.zeros(n_u)
         self._p_default = self._p.copy()
         self._x[:] = self._x_default
+        # whether u and p hold their defaults already (a call that leaves them out again
+        # copies nothing: a call at n = 6 costs ~1.7 us, each copy ~0.5 us)
+        self._u_default_in, self._p_default_in = True, True
         self._buffer, self._eval = fn.buffer()
         for k, arr in enumerate((self._x, self._u, self._p, self._t)):
             self._buffer.set_arg(k, memoryview(arr))
@@ -284,8 +287,11 @@ class Evaluator:
                 self._x[:] = x
             whole = False
             if u is None:
-                self._u[:] = self._u_default
+                if not self._u_default_in:
+                    self._u[:] = self._u_default
+                    self._u_default_in = True
             else:
+                self._u_default_in = False
                 # the external inputs, or with the discrete values after them the whole vector
                 u = np.ravel(u)
                 whole = len(u) == len(self._u)
@@ -293,10 +299,13 @@ class Evaluator:
                     raise ValueError
                 self._u[:len(u)] = u
             if p is None:
-                self._p[:] = self._p_default
+                if not self._p_default_in:
+                    self._p[:] = self._p_default
+                    self._p_default_in = True
             else:
                 if len(p) != len(self._p):
                     raise ValueError
+                self._p_default_in = False
                 self._p[:] = p
             self._t[0] = t
         except (ValueError, TypeError):
@@ -309,6 +318,7 @@ class Evaluator:
             # from the last call's: a hysteresis would keep its branch from call to call)
             self._u[len(self._u) - len(self.discrete_start):] = self.discrete_start
             self._u[:] = self.relations(self._u, self._x, self._p, t)
+            self._u_default_in = False   # (the relations' values are in it now)
         self._eval()
         return self._out
 
@@ -340,6 +350,7 @@ class Evaluator:
                 buffer[:] = default
             else:
                 buffer[:len(flat)] = flat
+        self._u_default_in, self._p_default_in = u is None, p is None
 
     def _wrong_sizes(self, x, u, p, not_numbers=None) -> str:
         if not_numbers is not None:
