@@ -40,6 +40,8 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
 
         x0, z0 = mb.compile(model).initialize(steady_state=True)
     """
+    if discrete is None and getattr(cm, "events", None) is not None:
+        return _with_settled_relations(cm, params, inputs, t_start, steady_state, x_guess)
     p = cm.parameter_vector(params)
     u = _input_values(cm, inputs, t_start)
     if discrete is not None:  # the values of relations and discrete variables (events)
@@ -111,6 +113,29 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
     if problem.unmet:
         _check_at_rest(cm, problem, sol, known)
     return sol[:n_x], sol[n_x:]
+
+
+def _with_settled_relations(cm, params, inputs, t_start, steady_state, x_guess):
+    """:func:`initialize` of a model with events: the relations and discretely defined
+    variables as they are at the solution, not at their start values (an elastic stop
+    touched at the steady state exerts its force there). The continuous initialization
+    and the relations' values alternate until these settle, as a simulation's start
+    does (without its when clauses)."""
+    from .events import MAX_EVENT_ITERATIONS, relations_at
+    p = cm.parameter_vector(params)
+    u = _input_values(cm, inputs, t_start)
+    n_ext = len(cm.inputs)
+    for _ in range(MAX_EVENT_ITERATIONS):
+        x, z = initialize(cm, params=params, inputs=inputs, t_start=t_start,
+                          steady_state=steady_state, x_guess=x_guess, discrete=u[n_ext:])
+        settled = relations_at(cm, x, z, u, p, t_start)
+        if np.array_equal(settled, u):
+            return x, z
+        u = settled
+    raise InitializationError(
+        "initialization: the relations and discrete variables do not settle (each "
+        "continuous initialization switches them again: the solution sits where a "
+        "relation switches); give start values on one side of it")
 
 
 #: A solver that did not converge has run away when its answer is this many times larger

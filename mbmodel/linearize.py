@@ -102,7 +102,8 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
     u0 = np.concatenate([u_ext, getattr(cm, "discrete_start", np.zeros(0))])
     inputs_given = dict(zip(cm.inputs, u_ext.tolist()))
     if x is None and steady_state:
-        x0, z0 = _steady_state(cm, u0, p, t, _assembled(cm, params, inputs_given, t))
+        x0, z0, u0 = _settled_steady_state(cm, u0, p, t,
+                                           _assembled(cm, params, inputs_given, t))
     elif x is None:
         x0, z0 = cm.initialize(params=params, inputs=inputs_given, t_start=t)
     else:
@@ -251,6 +252,27 @@ def _assembled(cm, params, inputs, t):
             point = cm.start, cm.z_start
         remember(cache, key, point)
     return cache[key]
+
+
+def _settled_steady_state(cm, u, p, t, start):
+    """:func:`_steady_state` with the relations and discretely defined variables of a
+    model with events as they are at the steady state (an elastic stop it rests on pushes
+    back): solved in one set of branches, the relations evaluated at the point found, and
+    solved again until they settle. Returns ``x, z, u``."""
+    x0, z0 = _steady_state(cm, u, p, t, start)
+    if getattr(cm, "events", None) is None:
+        return x0, z0, u
+    from .events import MAX_EVENT_ITERATIONS, relations_at
+    for _ in range(MAX_EVENT_ITERATIONS):
+        settled = relations_at(cm, x0, z0, u, p, t)
+        if np.array_equal(settled, u):
+            return x0, z0, u
+        u = settled
+        x0, z0 = _steady_state(cm, u, p, t, (x0, z0))
+    raise SimulationError(
+        "linearize(steady_state=True): the relations do not settle at a steady state "
+        "(in each set of branches the steady state lies where another holds: it sits where "
+        "a relation switches); give the operating point as x")
 
 
 def _steady_state(cm, u, p, t, start):

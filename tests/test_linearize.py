@@ -9,6 +9,7 @@ import mbmodel as mb
 from mbmodel import Input, Model, Parameter, Variable, connect, der
 from mbmodel.libraries import electrical as el
 from mbmodel.libraries import rotational as rot
+from mbmodel.libraries import translational as tr
 
 control = pytest.importorskip("control")
 
@@ -379,3 +380,34 @@ def test_u0_holds_the_chosen_inputs_and_to_control_says_what_python_control_cann
             cm.linearize(outputs=["inertia.phi"]).to_control()
     else:
         assert cm.linearize(outputs=["inertia.phi"]).to_control().noutputs == 1
+
+
+class _MassOnElasticStop(mb.Model):
+    """A mass pushed into an elastic stop (ElastoGap, its contact a relation that starts
+    open): at rest 400 (s - 0.2) + 2e4 (s - 0.15) = -30, s = 3050/20400."""
+    fixed = tr.Fixed()
+    spring = tr.Spring(c=400.0, s_rel0=0.2)
+    gap = tr.ElastoGap(c=2e4, d=0.0, s_rel0=0.15)
+    mass = tr.Mass(m=2.0)
+    push = tr.ConstantForce(f_constant=-30.0)
+
+    def equations(self):
+        yield mb.connect(self.fixed.flange, self.spring.flange_a, self.gap.flange_a)
+        yield mb.connect(self.spring.flange_b, self.gap.flange_b, self.mass.flange_a,
+                         self.push.flange)
+
+
+def test_steady_state_of_a_model_with_events_rests_in_the_branches_in_force_there():
+    cm = mb.compile(_MassOnElasticStop())
+    at_rest = 3050.0 / 20400.0
+    lin = cm.linearize(steady_state=True)
+    s = cm.states.index("mass.s")
+    assert lin.x0[s] == pytest.approx(at_rest, abs=1e-12)
+    assert np.max(np.abs(cm.evaluator()(lin.x0))) < 1e-9
+    # the stop's stiffness at the point where it is touched: omega^2 = (400 + 2e4) / 2
+    assert np.sort(np.abs(lin.eigenvalues().imag)) == pytest.approx(
+        [np.sqrt(10200.0)] * 2, rel=1e-12)
+    x0, _ = cm.initialize(steady_state=True)
+    assert x0[s] == pytest.approx(at_rest, abs=1e-12)
+    assert cm.simulate(1.0, steady_state=True).final("mass.s") == pytest.approx(at_rest,
+                                                                                  abs=1e-9)
