@@ -20,8 +20,9 @@ def scalar(value, what: str, error) -> float:
     except (TypeError, ValueError):
         raise error(f"{what} must be a number, not {value!r}") from None
     if array.size != 1:
-        raise error(f"{what} must be one number, not an array of shape {array.shape} (the "
-                    f"entries of an array parameter are set one by one, by their scalar names)")
+        hint = (" (the entries of an array parameter are set one by one, by their scalar "
+                "names)" if what.startswith("params") else "")
+        raise error(f"{what} must be one number, not an array of shape {array.shape}{hint}")
     return float(array.reshape(-1)[0])
 
 

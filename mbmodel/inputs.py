@@ -3,12 +3,19 @@ simulation)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from .errors import SimulationError
 from .flat import entries_named
 
 __all__ = ["input_function"]
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def input_function(cm, inputs):
@@ -23,6 +30,11 @@ def input_function(cm, inputs):
     A vector input may be named as declared (``u`` for ``u[0]``, ``u[1]``, ...): a
     sequence of its length (constant), ``(times, values)`` with a row of values per time,
     or rows ``[[time, value_0, value_1, ...], ...]``."""
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise SimulationError(
+            f"inputs must be a dict {{name: number or (times, values) table}}, not "
+            f"{type(inputs).__name__} {_short(inputs)}; the model's inputs are "
+            f"{', '.join(cm.inputs) or 'none'}")
     inputs = _entries_given(cm, dict(inputs or {}))
     unknown = [k for k in inputs if k not in cm.inputs]
     if unknown:

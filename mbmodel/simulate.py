@@ -75,14 +75,9 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
                               "x0 the initialization finds both (give guesses as Guess(...) "
                               "starts, or initialize(x_guess=...))")
     n_points = 501 if n_points is None else n_points
-    t_start, t_end, n_points, rtol, atol, max_step = _checked_options(
-        t_start, t_end, n_points, rtol, atol, max_step)
+    t_start, t_end, n_points, rtol, atol, max_step, method = checked_options(
+        t_start, t_end, n_points, rtol, atol, max_step, method)
     p = cm.parameter_vector(params)
-    if not np.isfinite(t_end) or t_end <= t_start:
-        raise SimulationError(f"t_end ({t_end}) must be finite and after t_start ({t_start})")
-    method = "auto" if method is None else method
-    if method not in METHODS:
-        raise SimulationError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
     if times is None:
         grid = np.linspace(t_start, t_end, n_points)
     else:
@@ -192,8 +187,9 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     if n_x and not (n_z and method == "cvodes"):
         dyn = dynamics(cm, native)
     if method == "auto" and n_x:
-        method, fast = _stiffness(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]), t_start,
-                                  t_end)
+        with np.errstate(over="ignore", invalid="ignore"):  # (a huge parameter: said below)
+            method, fast = _stiffness(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]),
+                                      t_start, t_end)
         if method == "adams" and explicit_integrator(dyn) is not None:
             # ABM's predictor-corrector steps are stable in a small region only: fast
             # modes that are no stiffness (an undamped oscillation) go to DOP853
@@ -316,10 +312,22 @@ def default_max_step(cm, p, duration) -> float | None:
 MAX_POINTS = 10_000_000
 
 
-def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
-    """The run's numeric options as numbers, or a SimulationError naming the bad one."""
+def checked_options(t_start=0.0, t_end=1.0, n_points=501, rtol=1e-8, atol=1e-10,
+                    max_step=None, method=None):
+    """The run's options as numbers and a method name, or a SimulationError naming the bad
+    one (:func:`mbmodel.sweep` checks them once, before any run).
+
+    Example: ``checked_options(t_end=-1.0)`` raises *t_end (-1.0) must be finite and after
+    t_start (0.0)*."""
     t_start = scalar(t_start, "t_start", SimulationError)
     t_end = scalar(t_end, "t_end", SimulationError)
+    if not np.isfinite(t_start):
+        raise SimulationError(f"t_start ({t_start}) must be finite")
+    if not np.isfinite(t_end) or t_end <= t_start:
+        raise SimulationError(f"t_end ({t_end}) must be finite and after t_start ({t_start})")
+    method = "auto" if method is None else method
+    if method not in METHODS:
+        raise SimulationError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
     if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1:
         raise SimulationError(f"n_points must be a whole number >= 1 (output times including "
                               f"t_start and t_end), not {n_points!r}")
@@ -338,7 +346,7 @@ def _checked_options(t_start, t_end, n_points, rtol, atol, max_step):
         if not (np.isfinite(max_step) and max_step > 0):
             raise SimulationError(f"max_step must be a positive step size or None, not "
                                   f"{max_step!r}")
-    return t_start, t_end, int(n_points), rtol, atol, max_step
+    return t_start, t_end, int(n_points), rtol, atol, max_step, method
 
 
 def _result(cm, grid, X, Z, U, p, rows, methods_used) -> Result:
@@ -511,13 +519,16 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
             found = locate_non_finite(cm, reached, tout[-1], x_last, z_last, pu, rtol, atol)
             block = "" if found else _losing_block(cm, t0, tout, x, z, xs, zs, pu)
             cause = (f" At t = {found.time:.9g}, {found.explanation}\n" if found else
-                     block or " The model may be stiff beyond the tolerances, have a "
-                     "singularity, or a variable may leave its domain (check start values "
-                     "and parameters).")
+                     block or _huge_values(cm, pu) or " The model may be stiff beyond the "
+                     "tolerances, have a singularity, or a variable may leave its domain "
+                     "(check start values and parameters).")
+            where = (f"after t = {reached:g} (on the way from t = {t0:g} to {tout[-1]:g})"
+                     if reached < tout[-1] else
+                     f"on the way from t = {t0:g} to {tout[-1]:g} (output time by output "
+                     f"time it got through)")
             error = SimulationError(
-                f"the integrator ({attempt}) failed after t = {reached:g} (on the way from "
-                f"t = {t0:g} to {tout[-1]:g}): {_last_line(exc)}.{cause} The result up to "
-                f"t = {reached:g} is in this error's 'result'.")
+                f"the integrator ({attempt}) failed {where}: {_last_line(exc)}.{cause} The "
+                f"result up to t = {reached:g} is in this error's 'result'.")
             error.time = found.time if found else reached
             error.variable = found.variable if found else None
             error.reached_time, error.reached = reached, (xs, zs)
@@ -625,6 +636,22 @@ def _solver_options(rtol, atol, max_step) -> dict:
     if max_step is not None:
         opts["max_step_size"] = max_step
     return opts
+
+
+#: Parameters this large (in magnitude) make the integrator's error norms overflow.
+HUGE = 1e150
+
+
+def _huge_values(cm, pu) -> str:
+    """A sentence naming the parameters near the floating-point limit, or ''."""
+    p = np.asarray(pu, dtype=float).reshape(-1)[:len(cm.parameters)]  # (then the inputs)
+    huge = [f"{name} = {value:g}" for name, value in zip(cm.parameters, p)
+            if abs(value) > HUGE]
+    if not huge:
+        return ""
+    return (f" The parameters {', '.join(huge[:5])} are near the floating-point limit: the "
+            f"integrator's error norms overflow (squares above 1e308); give values of a "
+            f"physical size.")
 
 
 def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):

@@ -342,13 +342,37 @@ class _Analysis:
             if e.is_constant():
                 what = ("is always satisfied (0 = 0): it is redundant" if float(e) == 0 else
                         f"reduces to {float(e)} = 0: it contradicts the others")
+                shorted = (self._shorted_component(self.descriptions[i])
+                           if self.equation_kinds[i] == "connection" else None)
+                if shorted is not None:
+                    raise StructuralSingularityError(
+                        f"equation '{self.descriptions[i]}' from "
+                        f"{self.origins[i] or 'the model'} {what} after connection and alias "
+                        f"equations are applied: the connection joins two connectors of the "
+                        f"same component '{shorted}', whose own equations already relate "
+                        f"them (it short-circuits '{shorted}'); remove that connection")
                 raise StructuralSingularityError(
                     f"equation '{self.descriptions[i]}' from {self.origins[i] or 'the model'} "
                     f"{what} after connection and alias equations are applied; the model "
-                    f"over-determines the variables involved (e.g. two ideal sources in "
-                    f"parallel, or a circuit without a Ground / mechanism without a fixed "
-                    f"reference, whose potentials are then undetermined); remove one of the "
+                    f"over-determines the variables involved (two ideal sources of one "
+                    f"quantity on one node: voltage sources in parallel, two positions or "
+                    f"speeds imposed on one rigid part, two pressure sources on one port; or "
+                    f"no reference: a circuit without a Ground, a mechanism without a fixed "
+                    f"support, whose potentials are then undetermined); remove one of the "
                     f"conflicting elements or add the missing reference")
+
+    @staticmethod
+    def _shorted_component(description: str) -> str | None:
+        """The component both sides of a connection equation ``a.c1.v = a.c2.v`` belong to
+        (two of its own connectors), or None."""
+        sides = description.split(" = ")
+        if len(sides) != 2:
+            return None
+        owners = {side.strip().rsplit(".", 2)[0] for side in sides if side.count(".") >= 2}
+        connectors = {side.strip().rsplit(".", 1)[0] for side in sides}
+        if len(owners) == 1 and len(connectors) == 2 and all(s.count(".") >= 2 for s in sides):
+            return owners.pop()
+        return None
 
     def template_slopes(self, local) -> list:
         """Per equation after substitution, its derivatives along the unknowns as its
@@ -875,13 +899,59 @@ class _Analysis:
                 "is determined already:\n" + "\n".join(lines) + "\n" + fixed_twice +
                 "\nRemove one of the components that fix it (e.g. a support flange that is "
                 "fixed already needs no Fixed).")
+        unknown = {self.symbols[g].element_hash() for g in self.unknown_ids}
+        known_only = [e for e in eqs
+                      if not any(s.element_hash() in unknown
+                                 for s in ca.symvar(self.equations[e]))
+                      and not any(self.flat.position_of.get(s.element_hash()) is not None
+                                  for s in ca.symvar(self.flat.equations[
+                                      self.aliases.kept_equations[e]].residual))]
+        if known_only and self.flat.position_of:
+            return StructuralSingularityError(
+                "the model is structurally singular: these equations contain no unknown "
+                "(parameters, constants and time only), so they determine nothing:\n"
+                + "\n".join(f"  '{self.descriptions[e]}' (from {self.origins[e] or 'the model'})"
+                            for e in known_only[:10])
+                + "\nTo check a condition on parameters, yield mb.Assert(condition, message) "
+                "instead; to give a parameter a value, set it (Parameter(2.0), or a modifier)."
+                + self.undetermined_text(names))
         return StructuralSingularityError(
             "the model is structurally singular: these equations over-determine the variables "
-            f"{', '.join(vars_)} (and leave others undetermined):\n" + "\n".join(lines) +
-            "\nTypical causes: two ideal voltage sources in parallel, two ideal current sources "
-            "in series (a node fed by current sources only), two position sources on one "
-            "flange. Remove or "
-            "replace one of the conflicting components.")
+            f"{', '.join(vars_)}:\n" + "\n".join(lines) + self.undetermined_text(names) +
+            "\nTypical causes: two ideal sources of one quantity on one node or rigid part "
+            "(voltage sources in parallel, current sources in series, two positions or speeds "
+            "imposed on one flange, two pressure sources on one port), or an equation written "
+            "twice. Remove or replace one of the conflicting components or equations.")
+
+    def undetermined_text(self, names) -> str:
+        """``\nThey leave undetermined: ...`` naming the unknowns (with their derivatives,
+        a family) that no equation can be assigned to, or ''. Only for messages."""
+        ids = self.unknown_ids
+        n = len(ids)
+        if not n or not self.equations:
+            return ""
+        local = {g: i for i, g in enumerate(ids)}
+        integral = [None] * n
+        for g in ids:
+            d = self.var_diff_all[g]
+            if d is not None and d in local:
+                integral[local[d]] = local[g]
+        family = list(range(n))
+        for v in range(n):
+            u = v
+            while integral[u] is not None:
+                u = integral[u]
+            family[v] = u
+        incidence = self.incidence(self.equations, ids)
+        fam_inc = [list(dict.fromkeys(family[v] for v in row)) for row in incidence]
+        _, var_match = graph.maximum_matching(fam_inc, n)
+        free = [names[v] for v in range(n)
+                if family[v] == v and var_match[v] == graph.UNMATCHED and v < len(names)]
+        if not free:
+            return ""
+        return (f"\nThey leave undetermined: {', '.join(free[:10])}"
+                f"{' ...' if len(free) > 10 else ''} (no equation is left for "
+                f"{'it' if len(free) == 1 else 'them'})")
 
     def fixed_twice(self, eqs) -> str:
         """For over-determining equations with no unknown left: each variable they had, what

@@ -41,6 +41,7 @@ import numpy as np
 from .errors import ModelError, SimulationError
 from .inputs import input_function
 from .progress import run_bar
+from .simulate import checked_options
 
 __all__ = ["sweep", "runs_of"]
 
@@ -96,6 +97,10 @@ def runs_of(params=None, inputs=None) -> list[tuple[dict, dict, int | None]]:
     return [(p, u, j) for p in param_sets for j, u in enumerate(input_sets)]
 
 
+#: The simulate options :func:`~mbmodel.simulate.checked_options` checks.
+_CHECKED_OPTIONS = ("t_start", "n_points", "rtol", "atol", "max_step", "method")
+
+
 def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client=None,
           processes: int | None = None, progress="auto", errors: str = "raise",
           **options):
@@ -135,6 +140,16 @@ def sweep(model, t_end: float, params=None, inputs=None, *, outputs=None, client
                               f"simulate options are {', '.join(sorted(_RUN_OPTIONS))}")
     if errors not in ("raise", "keep"):
         raise SimulationError(f"sweep: errors must be 'raise' or 'keep', not {errors!r}")
+    if processes is not None and (isinstance(processes, bool) or not isinstance(
+            processes, (int, np.integer)) or processes < 0):
+        raise SimulationError(f"sweep: processes must be a whole number >= 0 (0 runs "
+                              f"everything in this process) or None (one per CPU), not "
+                              f"{processes!r}")
+    try:  # wrong for every run: said once, before any starts
+        checked_options(t_end=t_end, **{k: v for k, v in options.items()
+                                        if k in _CHECKED_OPTIONS and v is not None})
+    except SimulationError as exc:
+        raise SimulationError(f"sweep: {exc}") from None
     outputs = list(cm.states if outputs is None else outputs)
     missing = [n for n in outputs if n not in cm.output_index]
     if missing:

@@ -228,7 +228,7 @@ def test_result_round_trips_with_units_and_events(tmp_path):
     assert (tmp_path / "run.csv").read_text().splitlines()[0].startswith("time [s],")
     cm.save(tmp_path / "model.mbm")   # a bare KeyError 'meta is not a file' (review)
     with pytest.raises(ValueError, match="is not a result saved by mbmodel .*a compiled "
-                                         "model\? mb.load reads those"):
+                                         r"model\? mb.load reads those"):
         mb.Result.load(tmp_path / "model.mbm")
     (tmp_path / "plain.txt").write_text("")  # what open() gives under this umask
     plain = (tmp_path / "plain.txt").stat().st_mode & 0o777

@@ -152,6 +152,16 @@ def test_bad_requests_are_refused_before_any_run(rc):
             mb.sweep(rc, 1e-3, bad, processes=0, progress=False)
     with pytest.raises(mb.SimulationError, match="inputs is an empty list"):
         mb.sweep(rc, 1e-3, inputs=[], processes=0, progress=False)
+    # wrong for every run: said once, before any run (was a failure of run 0, or
+    # concurrent.futures' ValueError) (review)
+    for options, what in (({"processes": -1}, "sweep: processes must be a whole number >= 0"),
+                          ({"method": "rk4"}, "sweep: method must be one of"),
+                          ({"n_points": 0}, "sweep: n_points must be a whole number >= 1"),
+                          ({"rtol": -1.0}, "sweep: rtol must be a positive")):
+        with pytest.raises(mb.SimulationError, match=what):
+            mb.sweep(rc, 1e-3, {"resistor.R": [1.0, 2.0]}, progress=False, **options)
+    with pytest.raises(mb.SimulationError, match=r"sweep: t_end \(-1.0\) must be finite"):
+        mb.sweep(rc, -1.0, {"resistor.R": [1.0, 2.0]}, progress=False)
 
 
 def test_progress_bar_counts_the_runs(rc, capsys):

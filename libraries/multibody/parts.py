@@ -390,9 +390,15 @@ def _check_inertia(component, m, I_c, triangle=True):
     moments = np.linalg.eigvalsh(I_c)
     scale = max(1e-300, np.abs(moments).max())
     if moments[0] < -1e-9 * scale:
+        diagonal = np.diag(I_c)
+        # (a negative moment on the diagonal is the mistake to name: the products of
+        # inertia are suspects only when every diagonal entry is positive)
+        cause = ("; ".join(f"the moment of inertia I_{k + 1}{k + 1} = {diagonal[k]:.6g} "
+                           f"is negative" for k in range(3) if diagonal[k] < -1e-9 * scale)
+                 or "check the signs and sizes of the products of inertia I_21, I_31, I_32")
         raise ParameterError(
             f"{where()}: inertia tensor is not positive semi-definite (principal moments "
-            f"{moments.round(6).tolist()}); check the signs of I_21, I_31, I_32")
+            f"{moments.round(6).tolist()}): {cause}")
     a, b, c = moments
     if triangle and a + b < c * (1 - 1e-9) - 1e-12 * scale:
         raise ParameterError(
@@ -837,6 +843,12 @@ class BodyBox(_AlongR, _RigidBody):
         super().__init__(**modifiers)
         self.width_direction = tuple(float(x) for x in width_direction)
 
+    def parameter_checks(self):
+        """Positive sizes: -1 (the default) stands for the default size only."""
+        yield from super().parameter_checks()
+        yield from _positive_or_default(self.width, "width", "|r|/20")
+        yield from _positive_or_default(self.height, "height", "the width")
+
     def mass_properties(self):
         r = sp.vec(self.r)
         length = ca.sqrt(r.T @ r)
@@ -872,6 +884,11 @@ class BodyCylinder(_AlongR, _RigidBody):
     # (a key holds for the class that states it)
     template_key, template_key_reads_connections = _AlongR.template_key, True
 
+    def parameter_checks(self):
+        """A positive diameter: -1 (the default) stands for the default size only."""
+        yield from super().parameter_checks()
+        yield from _positive_or_default(self.diameter, "diameter", "|r|/20")
+
     def mass_properties(self):
         r = sp.vec(self.r)
         length = ca.sqrt(r.T @ r)
@@ -884,6 +901,13 @@ class BodyCylinder(_AlongR, _RigidBody):
 
     def visuals(self):
         return vis.cylinder(self)
+
+
+def _positive_or_default(size, name, default):
+    """The assert that a size is positive or -1, its parameter's default (which stands for
+    the default size): any other negative value was taken for the default silently."""
+    yield mb.Assert(ca.logic_or(size == -1, size > 0),
+                    f"{name} must be positive (leave it out for the default, {default})")
 
 
 def _principal_basis(body) -> np.ndarray:
