@@ -616,7 +616,7 @@ class FreeSignal(Model):
         # in equations(): connect(command.y, source.v); motor.phi == reference(mb.time)
     """
 
-    y = Output(doc="the unknown signal")
+    y = Output(determined_outside=True, doc="the unknown signal")
 
 
 # --------------------------------------------------------------------------------------

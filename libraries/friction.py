@@ -83,6 +83,8 @@ class PartialFriction(mb.Model):
                 self.startForward, sa - tau0_max, if_else(
                     self.startBackward, sa + tau0_max, if_else(
                         was["forward"], sa - tau0_max, sa + tau0_max)))))
+        else:
+            yield mb.WrittenElsewhere(1)
         forward = _and(_and(_or(_or(was["forward"], was["free"]), self.startForward),
                             w_relfric > 0), forward_room)
         backward = _and(_and(_or(_or(was["backward"], was["free"]), self.startBackward),

@@ -283,7 +283,8 @@ class InverseSupply(_Hydraulic):
     pressure and flow the motion needs, the inverse of :class:`PressureSource`. Equation:
     ``port.p = p``, with no equation for ``p`` of its own."""
 
-    p = Variable(1e5, unit="Pa", doc="pressure the supply must deliver")
+    p = Variable(1e5, unit="Pa", determined_outside=True,
+                 doc="pressure the supply must deliver")
     port = Port()
 
     def equations(self):

@@ -20,13 +20,14 @@ Example::
     print(result["capacitor.v"][-1])
 """
 
-from .core import (ANALYSES, Assert, Branch, ClosesLoop, Connect, Connector, Derivative, Fixed, Flow, Guess, Input, LoopCut, Model, Output,
+from .core import (ANALYSES, Assert, WrittenElsewhere, Branch, ClosesLoop, Connect, Connector, Derivative, Fixed, Flow, Guess, Input, LoopCut, Model, Output,
                    Overdetermined, Parameter, Potential, PotentialRoot, Root, Start, Variable,
                    connect, der, time)
 from .discrete import (Discrete, change, edge, initial, noEvent, pre, reinit, sample,
                        when)
 from .errors import (BalanceError, DeclarationError, ImplicitStartWarning, InitializationError,
-                     InvalidConnectionError, KinematicLoopError, LostImpulseWarning, ModelError,
+                     InvalidConnectionError, KinematicLoopError, LostImpulseWarning, ModelChangedWarning,
+                     ModelError,
                      NoValueWarning, NotUniqueWarning, ParameterError, SimulationError,
                      StructuralSingularityError)
 from . import functions
@@ -45,12 +46,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Model", "Connector", "Parameter", "Variable", "Potential", "Flow", "Input", "Output",
-    "Overdetermined", "LoopCut", "Root", "PotentialRoot", "Branch", "ClosesLoop", "Derivative", "Assert", "ANALYSES", "Start",
+    "Overdetermined", "LoopCut", "Root", "PotentialRoot", "Branch", "ClosesLoop", "Derivative", "Assert", "WrittenElsewhere", "ANALYSES", "Start",
     "Fixed", "Guess", "der", "Discrete", "when", "reinit", "pre", "edge", "change", "initial",
     "noEvent", "sample",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
-    "InitializationError", "SimulationError", "ImplicitStartWarning", "LostImpulseWarning", "NoValueWarning", "NotUniqueWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
+    "InitializationError", "SimulationError", "ImplicitStartWarning", "LostImpulseWarning", "ModelChangedWarning", "NoValueWarning", "NotUniqueWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
     "load", "PersistError", "sweep", "VisualShape", "UnitError",
 ]

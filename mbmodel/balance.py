@@ -13,22 +13,33 @@ __all__ = ["check_balance"]
 
 def check_balance(fl):
     """Raise :class:`BalanceError` unless the flat model has as many equations as
-    unknowns, naming the locally unbalanced components and their equations."""
+    unknowns and every component is locally balanced (Modelica's rule: an equation
+    missing in one component and one too many in another would otherwise give a model
+    that runs and is wrong), naming the locally unbalanced components and their
+    equations."""
     n_unknown = sum(1 for v in fl.variables if v.kind == "unknown")
     n_eq = len(fl.equations)
-    if n_eq == n_unknown:
+    imbalances = _local_imbalances(fl)
+    if n_eq == n_unknown and not imbalances:
         return
     lines = []
     by_origin: dict[str, list[FlatEquation]] = {}
     for e in fl.equations:
         by_origin.setdefault(e.origin, []).append(e)
-    for comp in fl.components:
-        diff = _local_imbalance(fl, comp)
-        if diff:
-            sample = "; ".join(e.description for e in by_origin.get(comp.path, [])[:6])
-            lines.append(f"  {_where(comp)}: {diff:+d} equations "
-                         f"({'surplus' if diff > 0 else 'missing'}); its equations: "
-                         f"{sample or 'none'}")
+    for comp, diff in imbalances:
+        sample = "; ".join(e.description for e in by_origin.get(comp.path, [])[:6])
+        lines.append(f"  {_where(comp)}: {diff:+d} equations "
+                     f"({'surplus' if diff > 0 else 'missing'}); its equations: "
+                     f"{sample or 'none'}")
+    if n_eq == n_unknown:
+        raise BalanceError(
+            f"model {type(fl.root).__name__} has as many equations as unknowns ({n_eq}), "
+            f"but not every component is locally balanced: each must have as many "
+            f"equations as its unknowns, less the flows of its connectors, plus the flows "
+            f"and inputs it hands to its sub-components (Modelica's rule; a missing "
+            f"equation in one component and a surplus one in another make a model that "
+            f"runs and is wrong). Add the missing equations and remove the surplus ones:\n"
+            + "\n".join(lines))
     what = "too many" if n_eq > n_unknown else "too few"
     advice = ("remove or replace the surplus equations" if n_eq > n_unknown else
               "add the missing equations or bind the unconstrained variables")
@@ -55,32 +66,92 @@ def _unused_unknowns(fl) -> list[str]:
             if v.kind == "unknown" and v.symbol.element_hash() not in used]
 
 
-def _local_imbalance(fl, comp) -> int:
+def balanced_connector(fl, connector) -> bool:
+    """Whether the connector has as many independent potentials (an overdetermined
+    variable counts its residue's size) as flows, as Modelica requires of connectors. Only
+    then does each component's own count of equations not depend on how many others share
+    its connection sets: a multibody frame, which passes velocities and accelerations too,
+    is not, and components with such connectors (and the models connecting them) are
+    checked only as a whole."""
+    known = fl.balanced_connectors.get(type(connector))
+    if known is None:
+        potentials = flows = 0
+        overdetermined = False
+        for v in connector._variables.values():
+            if not fl.active(v):
+                continue
+            if v.kind == "flow":
+                flows += v.shape[0] * v.shape[1]
+            elif v.kind == "overdetermined":
+                overdetermined = True
+                potentials += v.residue_size
+            else:
+                potentials += v.shape[0] * v.shape[1]
+        # (an overdetermined connector's own variables hold more entries than its count:
+        # no component's count of them is right either)
+        known = fl.balanced_connectors[type(connector)] = (potentials == flows
+                                                           and not overdetermined)
+    return known
+
+
+def _local_imbalances(fl) -> list:
+    """``(component, equations surplus)`` of the locally unbalanced components. Unknowns
+    declared ``determined_outside`` count for the enclosing model; one that is short of
+    equations by no more than those passes them on to the model enclosing it (an inverse
+    model's command signal inside an axis, its prescribed motion written at the top)."""
+    passed: dict[int, int] = {}
+    found = []
+    for comp in reversed(fl.components):  # (components before the models enclosing them)
+        diff, free = _local_imbalance(fl, comp, passed)
+        if diff < 0 and free:
+            passed[id(comp)] = min(free, -diff)
+            diff += passed[id(comp)]
+        if diff:
+            found.append((comp, diff))
+    found.reverse()
+    return found
+
+
+def _local_imbalance(fl, comp, passed=None) -> tuple[int, int]:
+    """The component's surplus of equations by Modelica's local count, and how many of
+    the unknowns it is handed are ``determined_outside`` (its own sub-components' or passed
+    on to it): ``(0, 0)`` where the count does not apply."""
+    if id(comp) in fl.balance_unchecked:
+        return 0, 0  # it connects connectors that are not balanced
+    passed = passed or {}
     own_unknowns = 0
     own_flows = 0
     handed = 0
+    free = 0
     for key, m in comp._members.items():
         if isinstance(m, Variable):
-            if m.kind != "input" and fl.active(m) and m.input_in != fl.analysis:
+            if m.kind != "input" and fl.active(m) and m.input_in != fl.analysis and \
+                    not m.determined_outside:
                 own_unknowns += m.shape[0] * m.shape[1]
         elif isinstance(m, Connector):
+            if not balanced_connector(fl, m):
+                return 0, 0  # no local count is right for it: checked globally
             for v in m._variables.values():
                 if not fl.active(v):
                     continue
                 size = v.shape[0] * v.shape[1]
-                if v.kind == "overdetermined":
-                    return 0  # counted by residue rules; checked globally
                 own_unknowns += size
                 if v.kind == "flow":
                     own_flows += size
         elif isinstance(m, Model):
+            handed += passed.get(id(m), 0)
+            free += passed.get(id(m), 0)
             for m2 in m._members.values():
                 if isinstance(m2, Connector):
                     handed += sum(v.shape[0] * v.shape[1] for v in m2._variables.values()
                                   if v.kind == "flow" and fl.active(v))
-                elif isinstance(m2, Variable) and m2.kind == "input":
+                elif isinstance(m2, Variable) and fl.active(m2) and (
+                        m2.kind == "input" or m2.determined_outside):
                     handed += m2.shape[0] * m2.shape[1]
+                    if m2.determined_outside:
+                        free += m2.shape[0] * m2.shape[1]
     if comp is fl.root:
         handed += own_flows
-    have = fl.local_equations.get(id(comp), 0)
-    return have - (own_unknowns - own_flows + handed)
+    have = (fl.local_equations.get(id(comp), 0)
+            - fl.overdetermined_excess.get(id(comp), 0))
+    return have - (own_unknowns - own_flows + handed), free

@@ -16,15 +16,16 @@ import time as _clock
 from dataclasses import dataclass
 
 import warnings
+import weakref
 
 import casadi as ca
 import numpy as np
 
 from .checks import scalar
-from .core import Model, check_parameter_value
+from .core import Model, changed_since, check_parameter_value, compiled_now
 from .core import time as TIME
-from .errors import (DeclarationError, ImplicitStartWarning, NoValueWarning, ParameterError,
-                     SimulationError, user_stacklevel)
+from .errors import (DeclarationError, ImplicitStartWarning, ModelChangedWarning,
+                     NoValueWarning, ParameterError, SimulationError, user_stacklevel)
 from .flat import FlatModel, describe, entries_named, resolve_bindings, stacked
 from .flatten import flatten
 from .structure import SortedSystem, affine_expression, analyze
@@ -688,6 +689,7 @@ class CompiledModel:
         import inspect
 
         from .simulate import simulate_compiled
+        self.warn_if_model_changed()
         known = list(inspect.signature(simulate_compiled).parameters)[2:]
         unknown = sorted(set(options) - set(known))
         if unknown:
@@ -698,7 +700,30 @@ class CompiledModel:
     def initialize(self, **options):
         """Consistent initial ``(x0, z0)``; see :func:`mbmodel.initialize`."""
         from .initialization import initialize
+        self.warn_if_model_changed()
         return initialize(self, **options)
+
+    def warn_if_model_changed(self):
+        """A :class:`~mbmodel.ModelChangedWarning` (once for each new change) if a
+        parameter or start value of the model this was compiled from has been set since:
+        this compiled model keeps the values it was compiled with.
+
+        Example: ``model.load.J = 5.0`` after ``cm = mb.compile(model)`` makes
+        ``cm.simulate(1.0)`` warn that it still runs with the old ``J``."""
+        source = getattr(self, "_compiled_from", None)   # (none in a loaded one)
+        model = source[0]() if source is not None else None
+        if model is None:
+            return
+        changed = changed_since(model, source[1])
+        if len(changed) <= getattr(self, "_changes_warned", 0):
+            return
+        self._changes_warned = len(changed)
+        shown = ", ".join(changed[:6]) + (" ..." if len(changed) > 6 else "")
+        warnings.warn(ModelChangedWarning(
+            f"{type(model).__name__} was changed after it was compiled ({shown}): this "
+            f"compiled model keeps the values it was compiled with. Pass new parameter values "
+            f"as params={{name: value}}, or compile the model again (for new start values "
+            f"too)."), stacklevel=user_stacklevel())
 
     def linearize(self, x=None, u=None, params=None, t=0.0, z=None, *, inputs=None,
                   outputs=None, steady_state=False):
@@ -716,6 +741,7 @@ class CompiledModel:
             print(lin.eigenvalues())
         """
         from .linearize import linearize
+        self.warn_if_model_changed()
         return linearize(self, x, u, params, t, z, inputs, outputs, steady_state)
 
     def __repr__(self):
@@ -767,6 +793,7 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
         raise DeclarationError(f"compile(state_priority=...) takes a dict name -> priority, "
                                f"not {state_priority!r}")
     times = BuildTimes()
+    compiled_at = compiled_now(model)
     with collector_paused():
         t0 = _clock.perf_counter()
         flat = flatten(model, analysis, parameters)       # instance tree -> flat DAE
@@ -796,7 +823,9 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
         code = generate(system, parameters, outputs)      # -> casadi Functions
         t3 = _clock.perf_counter()
         times.flatten, times.structure, times.casadi = t1 - t0, t2 - t1, t3 - t2
-        return CompiledModel(code, system, parameters, times, flat)
+        cm = CompiledModel(code, system, parameters, times, flat)
+        cm._compiled_from = (weakref.ref(model), compiled_at)
+        return cm
 
 
 @contextlib.contextmanager

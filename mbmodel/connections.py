@@ -15,6 +15,7 @@ from __future__ import annotations
 import casadi as ca
 import networkx as nx
 
+from .balance import balanced_connector
 from .core import Connector, LoopCut, _where
 from .errors import DeclarationError, InvalidConnectionError, KinematicLoopError
 from .flat import describe
@@ -127,6 +128,9 @@ def connection_equations(fl, graph: nx.Graph, cuts=()):
         owner = graph.edges[next(iter(graph.edges(nodes[0])))]["owner"]
         first_item = nodes[0][0]
         if isinstance(first_item, Connector):
+            if not balanced_connector(fl, first_item):
+                fl.balance_unchecked.update(id(graph.edges[edge]["owner"])
+                                            for edge in graph.edges(nodes))
             set_cuts = [cut for node in nodes for cut in cuts_at.get(node, ())]
             parts = _parts(graph, nodes, set_cuts) if set_cuts else [nodes]
             cut_ends = [node for cut in set_cuts for node in cut[:2]]

@@ -28,9 +28,11 @@ instance copies, so one class serves any number of instances.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import itertools
 import math
+import re
 import sys
 import threading
 import weakref
@@ -245,6 +247,19 @@ class Declaration:
     def _shown(self):
         return [("unit", getattr(self, "unit", "")), ("doc", self.doc)]
 
+    def _no_arithmetic(self, *_):
+        # (2 * J0 in a class body, a Modelica habit: Python's TypeError named no remedy)
+        name = self.name or "J0"
+        raise DeclarationError(
+            f"a {type(self).__name__} declared in a class body{' (' + self.name + ')' if self.name else ''} "
+            f"is used in an expression there, where it is a declaration without a value; "
+            f"bind sub-components to parameters in __init__, after "
+            f"super().__init__(**modifiers): e.g. self.part = Part(k=2 * self.{name})")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_arithmetic
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _no_arithmetic
+    __neg__ = __pos__ = __abs__ = _no_arithmetic
+
 
 class Parameter(Declaration):
     """A constant of the model whose value can change between runs without recompiling.
@@ -318,8 +333,12 @@ class Parameter(Declaration):
             self.valued = True
             return
         if isinstance(value, (Parameter,)):
-            raise DeclarationError(f"parameter '{self.path}': bind to another parameter by "
-                                   f"its value, e.g. J=self.J, not the declaration")
+            raise DeclarationError(
+                f"parameter '{self.path}': bound to the declaration of "
+                f"{value.name or 'a parameter'} (in a class body, where it has no value); "
+                f"bind it in __init__, after super().__init__(**modifiers), to the "
+                f"parameter's value: e.g. self.part = Part({self.name}=self."
+                f"{value.name or 'J0'})")
         try:
             arr = _as_array(value, self.shape, f"parameter '{self.path}'")
         except (TypeError, ValueError) as exc:
@@ -361,6 +380,8 @@ class Variable(Declaration):
 
     ``start`` may also be given as a modifier is (``Fixed(0.0)``, ``Guess(1.0)``,
     ``Start(...)``): its ``fixed`` and ``state_select``, where set, are the declaration's.
+    ``determined_outside=True`` declares an unknown that the enclosing model, not its own
+    component, writes the equation for (the local balance check counts it there).
 
     Example: ``w = Variable(start=0.0, fixed=True, unit="rad/s", state_select="prefer")``
     """
@@ -370,8 +391,12 @@ class Variable(Declaration):
     def __init__(self, start=None, *, fixed: bool = False, unit: str = "", min: float = -math.inf,
                  max: float = math.inf, nominal: float = 1.0, state_select: str = "default",
                  shape=(), analysis: str | None = None, input_in: str | None = None,
-                 doc: str = ""):
+                 determined_outside: bool = False, doc: str = ""):
         super().__init__(doc=doc)
+        #: an unknown its own component writes no equation for: the enclosing model does
+        #: (FreeSignal's y, the command an inverse model solves for); the local balance
+        #: check counts it for the enclosing model
+        self.determined_outside = bool(determined_outside)
         if isinstance(start, Start):
             if start.fixed is not None:
                 if fixed and not start.fixed:
@@ -761,6 +786,23 @@ class Assert:
         self.message = str(message)
 
 
+class WrittenElsewhere:
+    """Yielded from :meth:`Model.equations` in place of ``count`` equations of this
+    component that another component writes (a multibody joint solves a friction element's
+    sticking in its articulated step): the local balance check counts them here.
+
+    Example::
+
+        if lock_holder(self) is None:
+            yield a_rel == ...          # the sticking equation
+        else:
+            yield mb.WrittenElsewhere(1)
+    """
+
+    def __init__(self, count: int = 1):
+        self.count = int(count)
+
+
 class Derivative:
     """Declares that ``derivative`` is the time derivative of ``variable`` (scalars or
     equally sized vectors of variables or inputs). Yield it from ``equations()``.
@@ -824,6 +866,9 @@ def der(expr):
     if ctx is None:
         raise DeclarationError("der() can only be used inside equations()")
     expr = ca.SX(expr)
+    if expr.is_symbolic() and expr.numel() == 1 and \
+            expr.element_hash() == time.element_hash():
+        return ca.SX(1)  # der(time)
     if expr.is_symbolic() and expr.numel() == 1:  # the usual der(variable): no graph walk
         rec = ctx.symbol_to_variable.get(expr.element_hash())
         if rec is not None and not rec.is_parameter:
@@ -1003,6 +1048,7 @@ class Model:
                     member.set(value)
                 else:
                     member.modify(value)
+                _note_change(self, member)
             else:
                 if members:
                     self._check_not_a_misspelt_member(key, value, members)
@@ -1015,15 +1061,25 @@ class Model:
         word, where the keyword raises."""
         declared = [k for k, m in members.items() if isinstance(m, (Parameter, Variable))]
         same = [k for k in declared if k.lower() == key.lower()]
-        if not same and not isinstance(value, Start):
+        # A number set on a sub-component (constructed: it has a parent) under a new name
+        # is meant for a declared member (spring.cc = 1000 for c); the root model's own
+        # __init__ may still be running, so its plain numbers stay allowed.
+        number = (self._parent is not None and not key.startswith("_")
+                  and _is_numeric(value))
+        if not same and not isinstance(value, Start) and not number:
             return
         variables = [k for k in declared if isinstance(members[k], Variable)]
-        hint = (f"did you mean '{same[0]}'?" if same else
-                f"its variables: {', '.join(variables) or 'none'}")
+        close = same or difflib.get_close_matches(key, declared, n=3, cutoff=0.5)
+        hint = (f"did you mean {' or '.join(repr(k) for k in close)}?" if close else
+                f"its variables: {', '.join(variables) or 'none'}" if isinstance(value, Start)
+                else f"its parameters and variables: {', '.join(declared) or 'none'}")
         raise DeclarationError(
             f"{_where(self)}: '{key}' is not a declared parameter or variable of "
             f"{type(self).__name__} ({hint}); set a declared one (it then takes the value as "
-            f"the keyword would), or use another name for a plain attribute")
+            f"the keyword would), or "
+            + ("keep a number in a plain attribute named with a leading '_' (or set it in "
+               "the class's __init__)" if number and not same and not isinstance(value, Start)
+               else "use another name for a plain attribute"))
 
     def _claim(self, key):
         """A member name is used once: a second member under the same name would silently
@@ -1397,6 +1453,50 @@ def _iterate(items, comp, method):
             f"connect(...)'")
 
 
+#: Changes of declared members set on models after they were compiled: root model ->
+#: [(sequence number, path)] (compiled models compare the numbers with their own; see
+#: :func:`compiled_now` and :func:`changed_since`). Kept beside the models, not in them.
+_changes_after_compile: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_change_sequence = itertools.count(1)
+
+
+def compiled_now(model) -> int:
+    """Start recording the changes of ``model``'s declared members; returns the sequence
+    number the changes after this moment exceed."""
+    _changes_after_compile.setdefault(model, [])
+    return next(_change_sequence)
+
+
+def changed_since(model, sequence: int) -> list[str]:
+    """The paths of ``model``'s declared members set after ``sequence`` (see
+    :func:`compiled_now`), without repeats."""
+    changes = _changes_after_compile.get(model, ())
+    return list(dict.fromkeys(path for k, path in changes if k > sequence))
+
+
+def _note_change(component, member):
+    root = component
+    while root._parent is not None:
+        root = root._parent
+    changes = _changes_after_compile.get(root)
+    if changes is not None:
+        changes.append((next(_change_sequence), member.path))
+
+
+def _is_numeric(value) -> bool:
+    """A number or an array of numbers (what a parameter takes)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float, np.number)):
+        return True
+    if isinstance(value, (list, tuple, np.ndarray)):
+        try:
+            return np.asarray(value).dtype.kind in "iuf" and np.asarray(value).size > 0
+        except (ValueError, TypeError):
+            return False
+    return False
+
+
 class _SymbolAsNumber(TypeError):
     """A model variable was converted to a Python float (``math.sin(x)``, ``float(x)``)."""
 
@@ -1479,7 +1579,52 @@ def _explain_equation_failure(comp, method, exc) -> DeclarationError:
     missing = _missing_member(exc)
     if missing is not None:
         return DeclarationError(f"{_where(comp)}: {method}() asked for {missing}")
+    shapes = _casadi_shape_failure(text)
+    if shapes is not None:
+        return DeclarationError(f"{_where(comp)}: {method}(){_user_line(exc)}: {shapes}")
     return DeclarationError(
-        f"{_where(comp)}: {method}() raised {type(exc).__name__}: {text} (if a numpy or math "
-        f"function was applied to a model variable, use the one in mbmodel.functions; the "
-        f"original traceback is chained below)")
+        f"{_where(comp)}: {method}(){_user_line(exc)} raised {type(exc).__name__}: {text} (if "
+        f"a numpy or math function was applied to a model variable, use the one in "
+        f"mbmodel.functions; the original traceback is chained below)")
+
+
+def _casadi_shape_failure(text: str) -> str | None:
+    """casadi's assertion text about shapes (a matrix product, an index, an elementwise
+    operation) said in the model's terms, or None."""
+    product = re.search(r"Matrix product with incompatible dimensions\. Lhs is (\d+)x(\d+) "
+                        r"and rhs is (\d+)x(\d+)", text)
+    if product:
+        a, b, c, d = product.groups()
+        return (f"a matrix product of a {a}x{b} and a {c}x{d} operand: the inner sizes ({b} "
+                f"and {c}) differ")
+    index = re.search(r"Slice \(start=(-?\d+), stop=(-?\d+), step=-?\d+\) out of bounds "
+                      r"with supplied length of (\d+)", text)
+    if index:
+        start, _, length = index.groups()
+        return (f"index {start} of an expression with {length} entries (indices 0 to "
+                f"{int(length) - 1}) does not exist")
+    mismatch = re.search(r"Dimension mismatch for \((.+?)\), x is (\d+x\d+), while y is "
+                         r"(\d+x\d+)", text)
+    if mismatch:
+        operation, a, b = mismatch.groups()
+        return (f"the operands of {operation.replace('x', 'a', 1).replace('y', 'b', 1)} "
+                f"have different shapes ({a} and {b}); reshape one, or index the entries "
+                f"meant")
+    return None
+
+
+def _user_line(exc) -> str:
+    """`` (at file:line: source)`` of the innermost frame of the failure outside mbmodel
+    and casadi (the user's line in equations()), or ''."""
+    import linecache
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not (os.path.abspath(filename).startswith(here) or "casadi" in filename):
+            line = linecache.getline(filename, tb.tb_lineno).strip()
+            found = f" (at {os.path.basename(filename)}:{tb.tb_lineno}: {line})"
+        tb = tb.tb_next
+    return found

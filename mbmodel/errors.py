@@ -78,6 +78,12 @@ class NotUniqueWarning(UserWarning):
     condition (a fixed start, an initial equation) to choose one."""
 
 
+class ModelChangedWarning(UserWarning):
+    """A parameter or start value of a model was set after the model was compiled: the
+    compiled model keeps the values it was compiled with (it is a snapshot). Pass new
+    parameter values as ``params={...}``, or compile again."""
+
+
 class LostImpulseWarning(UserWarning):
     """A variable whose time derivative the model uses jumps at a time event (a prescribed
     angle following a ``Step``): the derivative of the jump is an impulse, which the results

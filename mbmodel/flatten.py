@@ -97,6 +97,14 @@ class _Flattener:
         self.time_events: list = []
         # Per-component bookkeeping for balance diagnostics.
         self.local_equations: dict[int, int] = {}
+        #: per owner, how many more scalar equations its connections equate overdetermined
+        #: variables with than these have independent entries (a rotation matrix's 9
+        #: against 3): the local balance check counts the independent ones, as Modelica does
+        self.overdetermined_excess: dict[int, int] = {}
+        #: (the local balance check) connector type -> whether it is balanced, and the
+        #: components that connect unbalanced ones (see balance.balanced_connector)
+        self.balanced_connectors: dict[type, bool] = {}
+        self.balance_unchecked: set[int] = set()
         self.declared_in: dict[int, tuple[Model, Variable]] = {}  # position -> (owner, decl)
         self.first_position: dict[int, int] = {}  # id of a declared variable -> its position
         self.declared_symbols: dict[int, ca.SX] = {}  # first position -> declared symbol
@@ -459,6 +467,9 @@ class _Flattener:
                 self.declare_derivative(comp, item)
             elif isinstance(item, core.Assert):
                 self.declare_assert(comp, item)
+            elif isinstance(item, core.WrittenElsewhere):
+                self.local_equations[id(comp)] = (self.local_equations.get(id(comp), 0)
+                                                  + item.count)
             else:
                 equations.append(item)
         return equations

@@ -44,8 +44,10 @@ VERSION = 1
 _CASADI = (ca.SX, ca.MX, ca.DM, ca.Function)
 #: casadi packs lists of one type only: the objects go into one list per type, in this order.
 _KINDS = ("SX", "MX", "DM", "Function")
-#: Attributes that are caches rebuilt on demand, not part of a model.
-_TRANSIENT = {"_units", "_run_asserts"}
+#: Attributes that are caches rebuilt on demand, or that tie a compiled model to this
+#: session (the model it was compiled from, held weakly: a loaded copy watches none), not
+#: part of a model.
+_TRANSIENT = {"_units", "_run_asserts", "_compiled_from", "_changes_warned"}
 
 
 class PersistError(ModelError):

@@ -1147,8 +1147,17 @@ def test_members_set_after_construction_take_effect_or_are_refused():
     # a misspelt member was a plain attribute, ignored: J = 5 ran on (review)
     with pytest.raises(mb.DeclarationError, match="did you mean 'J'"):
         model.load.j = 8.0
-    with pytest.raises(mb.DeclarationError, match="'w0' is not a declared.*its variables: "):
+    with pytest.raises(mb.DeclarationError, match="'w0' is not a declared.*did you mean 'w'"):
         model.load.w0 = Fixed(3.0)
+    with pytest.raises(mb.DeclarationError, match="'speed' is not a declared.*its variables: "):
+        model.load.speed = Fixed(3.0)
+    # a number on a new name of a sub-component was a plain attribute too (review)
+    with pytest.raises(mb.DeclarationError, match="'Jx' is not a declared.*did you mean 'J'"):
+        model.load.Jx = 8.0
+    with pytest.raises(mb.DeclarationError, match="'inertia' is not a declared.*parameters "
+                                                  "and variables: J, "):
+        model.load.inertia = [8.0]
+    model.load._scratch = 8.0
     model.load.note = "plain attributes of other names stay allowed"
     assert mb.simulate(model, 1.0)["load.phi"][-1] == pytest.approx(0.7 + 1.0 + 1.0, abs=1e-9)
 
@@ -1468,3 +1477,35 @@ def test_a_derivative_made_a_state_by_der_of_der_warns_without_a_start():
         given = mb.compile(Oscillator(slope=0.5))
     assert given.simulate(1.0, n_points=2)["x"][-1] == pytest.approx(
         math.cos(1.0) + 0.5 * math.sin(1.0), rel=1e-6)
+
+
+def test_a_compiled_model_warns_when_its_model_was_changed_after_compile():
+    """A compiled model is a snapshot: ``model.spring.c = 1000`` after compile was ignored
+    without a word (review). It warns once per new change and keeps its values."""
+    class Oscillator(Model):
+        load = rot.Inertia(J=1.0, phi=Fixed(0.1), w=Fixed(0.0))
+        spring = rot.Spring(c=10.0)
+        fixed = rot.Fixed()
+
+        def equations(self):
+            yield mb.connect(self.fixed.flange, self.spring.flange_a)
+            yield mb.connect(self.spring.flange_b, self.load.flange_a)
+
+    model = Oscillator()
+    cm = mb.compile(model)
+    before = cm.simulate(1.0).final("load.phi")
+    model.spring.c = 1000.0
+    with pytest.warns(mb.ModelChangedWarning, match=r"Oscillator was changed after it was "
+                                                    r"compiled \(spring.c\)"):
+        assert cm.simulate(1.0).final("load.phi") == before
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cm.simulate(1.0)                     # said once
+        recompiled = mb.compile(model)
+        assert recompiled.simulate(1.0).final("load.phi") == pytest.approx(
+            0.1 * np.cos(np.sqrt(1000.0)), abs=1e-6)
+    model.load.phi = Fixed(0.5)
+    with pytest.warns(mb.ModelChangedWarning, match=r"\(spring.c, load.phi\)"):
+        cm.linearize()
+    with pytest.warns(mb.ModelChangedWarning, match=r"\(load.phi\)"):
+        recompiled.initialize()

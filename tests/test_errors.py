@@ -1,6 +1,7 @@
 """Bad input: each mistake gets its own specific, actionable error."""
 
 import math
+import warnings
 
 import casadi as ca
 import numpy as np
@@ -774,6 +775,101 @@ def test_bad_input_values_are_named():
         cm.simulate(1.0, inputs={"u": float("nan")})
     with pytest.raises(mb.SimulationError, match="finite time"):
         cm.linearize(x=[0.0], u=[0.0], t=float("nan"))
+    # a list for the dict: Python's TypeError from dict() came (review)
+    with pytest.raises(mb.SimulationError, match=r"inputs must be a dict .* not list "
+                                                 r"\[1.0\]; the model's inputs are u"):
+        cm.simulate(1.0, inputs=[1.0])
+    # an array for t_end was said to be about array parameters
+    with pytest.raises(mb.SimulationError, match=r"t_end must be one number, not an array "
+                                                 r"of shape \(2,\)$"):
+        cm.simulate([0.0, 1.0], inputs={"u": 1.0})
+
+
+def test_opposite_local_mistakes_that_balance_in_total_are_refused():
+    """A resistor without its law and another with one equation too many made a model with
+    as many equations as unknowns: it ran, r1 a 2.33 Ohm resistor (review). Modelica
+    requires every component to be locally balanced; both are named."""
+    class Lawless(el.OnePort):
+        R = Parameter(1.0)
+
+    class Limited(el.OnePort):
+        R = Parameter(1.0)
+
+        def equations(self):
+            yield from super().equations()
+            yield self.v == self.R * self.i
+            yield self.i == 0.3
+
+    class Divider(Model):
+        source = el.ConstantVoltage(V=1.0)
+        r1 = Lawless()
+        r2 = Limited()
+        ground = el.Ground()
+
+        def equations(self):
+            yield connect(self.source.p, self.r1.p)
+            yield connect(self.r1.n, self.r2.p)
+            yield connect(self.r2.n, self.source.n, self.ground.p)
+
+    with pytest.raises(mb.BalanceError, match=r"as many equations as unknowns \(20\), but "
+                                              r"not every component is locally balanced(.|\n)*"
+                                              r"Lawless 'r1': -1 equations \(missing\)(.|\n)*"
+                                              r"Limited 'r2': \+1 equations \(surplus\)"):
+        mb.compile(Divider())
+
+
+def test_unknowns_determined_outside_and_equations_written_elsewhere_balance():
+    """FreeSignal's output is determined by the enclosing model (an inverse model's
+    prescribed motion): counted there, it balances; the same output without the flag is a
+    missing equation in the block and a surplus one in the model."""
+    from mbmodel.libraries import blocks
+
+    class Unflagged(Model):
+        y = mb.Output()
+
+    class Inverse(Model):
+        def __init__(self, free, **modifiers):
+            super().__init__(**modifiers)
+            self.command = free()
+            self.load = rot.Inertia(J=2.0, phi=Fixed(0.0), w=Fixed(0.0))
+            self.torque = rot.Torque()
+
+        def equations(self):
+            yield connect(self.command.y, self.torque.tau)
+            yield connect(self.torque.flange, self.load.flange_a)
+            yield self.load.phi == 0.5 * mb.time ** 2
+
+    res = mb.simulate(Inverse(blocks.FreeSignal), 1.0)
+    assert res.final("torque.tau") == pytest.approx(2.0, abs=1e-9)
+    with pytest.raises(mb.BalanceError) as refused:
+        mb.compile(Inverse(Unflagged))
+    assert "Unflagged 'command': -1 equations (missing)" in str(refused.value)
+    assert "model Inverse: +1 equations (surplus)" in str(refused.value)
+
+
+def test_der_of_time_is_one():
+    class Clock(Model):
+        x = Variable(start=Fixed(0.0))
+
+        def equations(self):
+            yield der(self.x) == der(mb.time)   # an AttributeError from inside came (review)
+
+    assert mb.simulate(Clock(), 2.0).final("x") == pytest.approx(2.0, abs=1e-12)
+
+
+def test_a_declaration_in_an_expression_in_a_class_body_names_the_remedy():
+    """``j = Inertia(J=2*J0)`` in a class body (a Modelica habit) raised Python's
+    TypeError about 'int' and 'Parameter' (review)."""
+    with pytest.raises(mb.DeclarationError, match=r"a Parameter declared in a class body is "
+                                                  r"used in an expression there.*in __init__"):
+        class Scaled(Model):
+            J0 = Parameter(1.0)
+            load = rot.Inertia(J=2 * J0)
+    with pytest.raises(mb.DeclarationError, match=r"bound to the declaration of a parameter"
+                                                  r".*in __init__.*Part\(J=self"):
+        class Bound(Model):
+            J0 = Parameter(1.0)
+            load = rot.Inertia(J=J0)
 
 
 def test_bad_declarations_of_starts_bounds_and_compile_options():
@@ -1385,3 +1481,97 @@ def test_connecting_a_component_that_is_no_member_says_how_to_make_it_one():
     with pytest.raises(mb.InvalidConnectionError, match="names connector 'p' of a Resistor "
                                                         "that is not a member of any model"):
         mb.compile(Appended())
+
+
+def test_shape_mistakes_in_equations_are_said_in_the_models_terms_with_the_line():
+    """casadi's assertion text (sparsity.cpp, slice.cpp) came through with a hint about
+    numpy functions that did not apply (review)."""
+    class Product(Model):
+        M = Parameter(np.eye(3), shape=(3, 3))
+        x = Variable(start=Fixed([1.0, 2.0]), shape=2)
+
+        def equations(self):
+            yield der(self.x) == self.M @ self.x
+
+    class Index(Model):
+        x = Variable(start=Fixed([1.0, 2.0, 3.0]), shape=3)
+
+        def equations(self):
+            yield der(self.x) == -self.x + self.x[3]
+
+    with pytest.raises(mb.DeclarationError, match=r"model Product: equations\(\) \(at "
+                                                  r"test_errors.py:\d+: yield der\(self.x\) == "
+                                                  r"self.M @ self.x\): a matrix product of a "
+                                                  r"3x3 and a 2x1 operand: the inner sizes"):
+        mb.compile(Product())
+    with pytest.raises(mb.DeclarationError, match=r"index 3 of an expression with 3 entries "
+                                                  r"\(indices 0 to 2\) does not exist"):
+        mb.compile(Index())
+
+
+def test_connecting_two_connectors_of_one_component_names_the_short_circuit():
+    class Shorted(Model):
+        load = rot.Inertia(J=1.0, phi=Fixed(0.1), w=Fixed(0.0))
+        torque = rot.ConstantTorque(tau_constant=1.0)
+
+        def equations(self):
+            yield connect(self.load.flange_a, self.load.flange_b)
+            yield connect(self.torque.flange, self.load.flange_a)
+
+    # (the message spoke of ideal sources in parallel and a missing Ground; review)
+    with pytest.raises(mb.StructuralSingularityError,
+                       match=r"'load.flange_a.phi = load.flange_b.phi' .* joins two connectors "
+                             r"of the same component 'load'.*short-circuits 'load'"):
+        mb.compile(Shorted())
+
+
+def test_an_equation_without_unknowns_and_what_is_left_undetermined_are_named():
+    """``k == 2`` on a parameter was said to over-determine an empty list of variables, and
+    the variable left without an equation was not named (review)."""
+    class Checked(Model):
+        k = Parameter(1.0)
+        x = Variable(start=Fixed(0.0))
+        y = Variable()
+
+        def equations(self):
+            yield der(self.x) == -self.x
+            yield self.k == 2.0
+
+    class Twice(Model):
+        x = Variable(start=Fixed(0.0))
+        y = Variable()
+
+        def equations(self):
+            yield der(self.x) == -self.x
+            yield der(self.x) == -2 * self.x
+
+    with pytest.raises(mb.StructuralSingularityError,
+                       match=r"contain no unknown \(parameters, constants and time only\)(.|\n)*"
+                             r"'\(k==2\)'(.|\n)*mb.Assert(.|\n)*They leave undetermined: y "):
+        mb.compile(Checked())
+    with pytest.raises(mb.StructuralSingularityError,
+                       match=r"over-determine the variables x:(.|\n)*They leave undetermined: "
+                             r"y (.|\n)*an equation written twice"):
+        mb.compile(Twice())
+
+
+def test_a_parameter_near_the_floating_point_limit_is_named_when_the_run_fails():
+    """``c = 1e308``: numpy's overflow warning, then 'failed after t = 1 (on the way from
+    t = 0 to 1)' with no cause (review)."""
+    class Oscillator(Model):
+        load = rot.Inertia(J=1.0, phi=Fixed(0.1), w=Fixed(0.0))
+        spring = rot.Spring(c=10.0)
+        fixed = rot.Fixed()
+
+        def equations(self):
+            yield connect(self.fixed.flange, self.spring.flange_a)
+            yield connect(self.spring.flange_b, self.load.flange_a)
+
+    cm = mb.compile(Oscillator())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(mb.SimulationError, match=r"failed on the way from t = 0 to 1 "
+                                                     r"\(output time by output time it got "
+                                                     r"through\).*spring.c = 1e\+308 are near "
+                                                     r"the floating-point limit"):
+            cm.simulate(1.0, params={"spring.c": 1e308})
