@@ -91,6 +91,9 @@ def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_sta
             break
         last_error = res
     if sol is None:
+        contradiction = _contradictory_conditions(cm, F, labels_all, w0, known, x_start)
+        if contradiction:
+            raise InitializationError(contradiction)
         res = np.array(F(w0, known)).reshape(-1)
         worst = np.argsort(-np.abs(np.nan_to_num(res, nan=np.inf)))[:5]
         detail = "; ".join(f"{_label(cm, labels_all[k], x_start)} (residual {res[k]:.3g} "
@@ -192,6 +195,53 @@ def _unconnected_in(cm, text) -> str:
     return (f" Not connected: {', '.join(repr(c) for c in shown[:5])}, so "
             f"{'its flow is' if len(shown) == 1 else 'their flows are'} 0; connect "
             f"{'it' if len(shown) == 1 else 'them'} if that is not meant.")
+
+
+#: Largest initialization system whose Jacobian a failed initialization decomposes to
+#: find contradictory linear conditions (a dense SVD).
+CONTRADICTION_SIZE = 2000
+
+
+def _contradictory_conditions(cm, F, labels, w0, known, x_start) -> str:
+    """After a failed initialization: if the conditions are linear (the same Jacobian at two
+    points) and some combination of them has no unknown left but is not 0 (``x + y = 1``
+    and ``2 x + 2 y = 3``), the message naming them; no guess can help there. "" otherwise."""
+    n = len(w0)
+    if not n or n > CONTRADICTION_SIZE:
+        return ""
+    try:
+        W = ca.SX.sym("w", n)
+        K = ca.SX.sym("known", len(known))
+        residual = F(W, K)
+        slopes = ca.Function("slopes", [W, K], [ca.jacobian(residual, W), residual])
+        J0, r0 = (np.array(v, dtype=float) for v in slopes(w0, known))
+        w1 = w0 + 0.37 * (1.0 + np.abs(w0))
+        J1, _ = (np.array(v, dtype=float) for v in slopes(w1, known))
+    except (RuntimeError, NotImplementedError, TypeError):
+        return ""
+    r0 = r0.reshape(-1)
+    if not (np.all(np.isfinite(J0)) and np.all(np.isfinite(r0))) or \
+            not np.allclose(J0, J1, rtol=1e-12, atol=1e-12):
+        return ""  # nonlinear: Newton's start may well be the cause
+    rows = np.abs(J0).max(axis=1)
+    scale = np.where(rows > 0, rows, 1.0)
+    left, sigma, _ = np.linalg.svd(J0 / scale[:, None])
+    rank = int(np.sum(sigma > 1e-9 * max(sigma[0] if len(sigma) else 0.0, 1e-300)))
+    if rank == J0.shape[0]:
+        return ""
+    nulls = left[:, rank:]
+    offsets = nulls.T @ (r0 / scale)
+    bad = np.flatnonzero(np.abs(offsets) > 1e-9 * (1.0 + np.abs(r0 / scale).max()))
+    if not len(bad):
+        return ""
+    combination = nulls[:, bad[0]]
+    involved = np.flatnonzero(np.abs(combination) > 1e-6)
+    shown = "\n".join(f"  {_label(cm, labels[k], x_start)}" for k in involved[:10])
+    return (f"initialization failed: these {len(involved)} conditions (initial equations, "
+            f"fixed start values and the model's equations) are linearly dependent and "
+            f"contradictory: combined they leave no unknown and reduce to 0 = c with c not "
+            f"0, so no start value or guess can satisfy them:\n{shown}\nRemove or change "
+            f"one of them.")
 
 
 def _dependent_equations(cm, x, u, p, t) -> str:

@@ -330,9 +330,22 @@ def _steady_state_solvers(cm):
         if w.numel() == 0:  # every state held (see _steady_state)
             remember(cache, "steady_state", (g, [], np.array(held, dtype=int)))
             return cache["steady_state"]
-        rank = ca.sprank(ca.jacobian(residual, w).sparsity())
+        slopes = ca.jacobian(residual, w).sparsity()
+        rank = ca.sprank(slopes)
         if rank < w.numel():
             names = [cm.states[i] for i in moving] + list(cm.algebraic)
+            read = set(slopes.row())
+            unbalanced = [f"der({cm.states[moving[k]]})" for k in range(len(moving))
+                          if k not in read]
+            if unbalanced:
+                raise SimulationError(
+                    f"linearize(steady_state=True): there is no steady state: "
+                    f"{', '.join(unbalanced[:6])} = 0 cannot hold, as "
+                    f"{'it depends' if len(unbalanced) == 1 else 'they depend'} on no state "
+                    f"or algebraic variable that could come to rest (only on inputs, "
+                    f"parameters, time and states nothing depends on): a force or torque "
+                    f"nothing balances, or a flow nothing drains. Give the operating point as "
+                    f"x, or add what balances it")
             raise SimulationError(
                 f"linearize(steady_state=True): der(x) = 0 and the algebraic equations do "
                 f"not determine the steady state (structural rank {rank} for {w.numel()} "
@@ -377,4 +390,8 @@ def _names(given, known, what, parameter_names=()) -> list[str]:
         raise SimulationError(f"linearize({what}=...): the model has no "
                               f"{'input' if what == 'inputs' else 'variable'} "
                               f"{', '.join(map(repr, unknown[:5]))}{hint}")
+    twice = [n for n in dict.fromkeys(given) if given.count(n) > 1]
+    if twice and what == "inputs":  # (an output twice is two equal rows: harmless)
+        raise SimulationError(f"linearize(inputs=...) names {', '.join(map(repr, twice[:5]))} "
+                              f"twice: B and D would hold equal columns; name each once")
     return list(given)

@@ -1575,3 +1575,23 @@ def test_a_parameter_near_the_floating_point_limit_is_named_when_the_run_fails()
                                                      r"through\).*spring.c = 1e\+308 are near "
                                                      r"the floating-point limit"):
             cm.simulate(1.0, params={"spring.c": 1e308})
+
+
+def test_contradictory_linear_initial_equations_are_named_as_such():
+    """``x + y = 1`` and ``2 x + 2 y = 3``: the failure advised better guesses (review)."""
+    class Contradicting(Model):
+        x = Variable()
+        y = Variable()
+
+        def equations(self):
+            yield der(self.x) == -self.x
+            yield der(self.y) == -self.y
+
+        def initial_equations(self):
+            yield self.x + self.y == 1
+            yield 2 * self.x + 2 * self.y == 3
+
+    with pytest.raises(mb.InitializationError,
+                       match=r"these 2 conditions .* are linearly dependent and contradictory"
+                             r"(.|\n)*'\(\(x\+y\)==1\)'(.|\n)*Remove or change one of them"):
+        mb.compile(Contradicting()).initialize()

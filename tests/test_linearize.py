@@ -98,6 +98,22 @@ def test_steady_state_holds_a_coordinate_nothing_depends_on():
     with pytest.raises(mb.SimulationError, match=r"do not determine the steady state "
                                                  r"\(structural rank 1 for 2 unknowns: a, b"):
         mb.compile(Undetermined()).linearize(u=[1.0], steady_state=True)
+    with pytest.raises(mb.SimulationError, match=r"names 'w_ref' twice"):
+        cm.linearize(u=[3.0], inputs=["w_ref", "w_ref"])
+    # a torque nothing balances: was the structural rank only (review)
+    driven = mb.compile(DrivenInertia())
+    with pytest.raises(mb.SimulationError, match=r"there is no steady state: der\(load.w\) = "
+                                                 r"0 cannot hold.*a force or torque nothing "
+                                                 r"balances"):
+        driven.linearize(steady_state=True)
+
+
+class DrivenInertia(Model):
+    load = rot.Inertia(J=1.0, phi=mb.Fixed(0.0), w=mb.Fixed(0.0))
+    torque = rot.ConstantTorque(tau_constant=1.0)
+
+    def equations(self):
+        yield connect(self.torque.flange, self.load.flange_a)
 
 
 def test_pendulum_eigenvalues_are_plus_minus_i_sqrt_g_over_l():
