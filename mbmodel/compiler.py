@@ -409,7 +409,9 @@ class CompiledModel:
     # -- parameters -------------------------------------------------------------------------
     def parameter_vector(self, params: dict | None = None) -> np.ndarray:
         """Numeric vector ``p`` from defaults updated by ``params`` (name -> value);
-        validates finiteness and bounds of every parameter, bound ones included."""
+        validates finiteness and bounds of every parameter, bound ones included.
+
+        Example: ``cm.ode(cm.start, [], [], cm.parameter_vector({"load.J": 2.0}), 0.0)``"""
         values = self.parameter_defaults.copy()
         if params:
             index = {q.name: i for i, q in enumerate(self._free)}
@@ -453,7 +455,9 @@ class CompiledModel:
     @property
     def free_parameters(self) -> list:
         """The declarations (:class:`~mbmodel.flat.FlatParameter`: value, unit, bounds) of
-        the parameters a run can set, in the order of ``parameter_vector``."""
+        the parameters a run can set, in the order of ``parameter_vector``.
+
+        Example: ``[(q.name, q.value, q.unit) for q in cm.free_parameters]``"""
         return list(self._free)
 
     def state_vector(self, values: dict | None = None) -> np.ndarray:
@@ -685,7 +689,9 @@ class CompiledModel:
         return evaluator(self, outputs, native)
 
     def simulate(self, t_end: float, **options):
-        """Simulate from ``t_start`` (default 0) to ``t_end``; see :func:`mbmodel.simulate`."""
+        """Simulate from ``t_start`` (default 0) to ``t_end``; see :func:`mbmodel.simulate`.
+
+        Example: ``res = cm.simulate(2.0, params={"load.J": 2.0}, n_points=201)``"""
         import inspect
 
         from .simulate import simulate_compiled
@@ -698,7 +704,9 @@ class CompiledModel:
         return simulate_compiled(self, t_end, **options)
 
     def initialize(self, **options):
-        """Consistent initial ``(x0, z0)``; see :func:`mbmodel.initialize`."""
+        """Consistent initial ``(x0, z0)``; see :func:`mbmodel.initialize`.
+
+        Example: ``x0, z0 = cm.initialize(steady_state=True)``"""
         from .initialization import initialize
         self.warn_if_model_changed()
         return initialize(self, **options)

@@ -162,6 +162,8 @@ class Start:
     guess for the initialization and for nonlinear solvers; ``None`` keeps the declaration's
     setting. ``state_select`` ("never", "avoid", "default", "prefer", "always") overrides the
     declared state preference.
+
+    Example: ``Inertia(w=Start(1.0, fixed=True, state_select="prefer"))``
     """
 
     value: Any
@@ -170,12 +172,16 @@ class Start:
 
 
 def Fixed(value, state_select: str | None = None) -> Start:
-    """Hard initial condition: ``Inertia(phi=Fixed(0.0))``."""
+    """Hard initial condition.
+
+    Example: ``Inertia(phi=Fixed(0.0), w=Fixed(1.0))`` starts at angle 0 turning at 1 rad/s."""
     return Start(value, True, state_select)
 
 
 def Guess(value, state_select: str | None = None) -> Start:
-    """Start value used as a guess only: ``Inertia(w=Guess(10.0))``."""
+    """Start value used as a guess only (the initialization may move it).
+
+    Example: ``Revolute(phi=Guess(0.3))`` picks the assembly of a loop near 0.3 rad."""
     return Start(value, False, state_select)
 
 
@@ -495,27 +501,48 @@ class Variable(Declaration):
 
 
 class Potential(Variable):
-    """Across variable of a connector: equal for all connectors in a connection set."""
+    """Across variable of a connector: equal for all connectors in a connection set.
+
+    Example::
+
+        class Pin(Connector):
+            v = Potential(unit="V")
+            i = Flow(unit="A")
+    """
 
     kind = "potential"
 
 
 class Flow(Variable):
     """Through variable of a connector: sums to zero over a connection set (positive into
-    the component)."""
+    the component).
+
+    Example: ``tau = Flow(unit="N.m")`` in a rotational flange (see :class:`Potential`)."""
 
     kind = "flow"
 
 
 class Input(Variable):
     """Causal input signal of a block; connected to an :class:`Output` (or left open on the
-    top-level model, where it becomes an external input of the compiled model)."""
+    top-level model, where it becomes an external input of the compiled model).
+
+    Example::
+
+        class Gain(Model):
+            k = Parameter(2.0)
+            u = Input()
+            y = Output()
+
+            def equations(self):
+                yield self.y == self.k * self.u
+    """
 
     kind = "input"
 
 
 class Output(Variable):
-    """Causal output signal of a block."""
+    """Causal output signal of a block (see :class:`Input` for an example).
+    ``connect(block.y, other.u)`` makes the input equal to it."""
 
     kind = "output"
 
@@ -724,7 +751,9 @@ _connects_made = threading.local()
 
 class Root:
     """The overdetermined variable ``symbol`` is a definite root of its connection graph
-    (its value is fixed by the component, like a world frame's orientation)."""
+    (its value is fixed by the component, like a world frame's orientation).
+
+    Example: ``yield Root(self.frame_b.R)`` in a world or fixed frame's ``equations()``."""
 
     def __init__(self, symbol):
         self.symbol = symbol
@@ -732,7 +761,14 @@ class Root:
 
 class PotentialRoot:
     """``symbol`` may become a root if no definite root is connected; the lowest
-    ``priority`` wins. Query the choice with :meth:`Model.is_root` in ``equations()``."""
+    ``priority`` wins. Query the choice with :meth:`Model.is_root` in ``equations()``.
+
+    Example (a free body, root if nothing else fixes its orientation)::
+
+        yield PotentialRoot(self.frame_a.R, priority=1)
+        if self.is_root(self.frame_a.R):
+            yield ...   # the orientation's own state equations
+    """
 
     def __init__(self, symbol, priority: int = 0):
         self.symbol = symbol
@@ -757,7 +793,10 @@ class ClosesLoop:
     """The component closes a kinematic loop between ``a`` and ``b`` by its own constraint
     equations (a ball joint that constrains positions only): it is no branch, but the
     compiler treats the loop like one closed by a connection — the loop's coordinates give
-    way as states, its constraint force (the component's flows at ``a``) is torn first."""
+    way as states, its constraint force (the component's flows at ``a``) is torn first.
+
+    Example: ``yield ClosesLoop(self.frame_a.R, self.frame_b.R)`` in a spherical
+    constraint's ``equations()``."""
 
     def __init__(self, a, b):
         self.a = a
@@ -1120,22 +1159,33 @@ class Model:
     # -- introspection ----------------------------------------------------------------
     @property
     def path(self) -> str:
+        """The component's dotted name from the outermost model ("" for that model itself).
+
+        Example: ``robot.axis1.motor.path`` is ``"axis1.motor"``."""
         if self._parent is None:
             return self._name
         base = self._parent.path
         return f"{base}.{self._name}" if base else self._name
 
     def declaration(self, name: str):
-        """The :class:`Parameter`/:class:`Variable` object (not its symbol) named ``name``."""
+        """The :class:`Parameter`/:class:`Variable` object (not its symbol) named ``name``.
+
+        Example: ``bearing.declaration("mode").start = 1.0`` (a declared start changed)."""
         try:
             return self._members[name]
         except KeyError:
             raise DeclarationError(f"{type(self).__name__} has no member '{name}'") from None
 
     def members(self) -> dict:
+        """Every member by name: parameters, variables, connectors and sub-components.
+
+        Example: ``sorted(rot.Inertia().members())`` lists ``J``, ``a``, ``flange_a``, ..."""
         return dict(self._members)
 
     def components(self) -> list["Model"]:
+        """The direct sub-components, in declaration order.
+
+        Example: ``[c.path for c in model.components()]``"""
         return [m for m in self._members.values() if isinstance(m, Model)]
 
     def instances_in_model(self, cls) -> list["Model"]:

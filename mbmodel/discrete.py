@@ -96,7 +96,9 @@ def when(condition, *body) -> When:
 
 def reinit(variable, value) -> Reinit:
     """Inside :func:`when`: the state ``variable`` jumps to ``value`` when the clause
-    fires (the compiler keeps ``variable`` a state)."""
+    fires (the compiler keeps ``variable`` a state).
+
+    Example: ``yield mb.when(self.h < 0, mb.reinit(self.v, -0.8 * mb.pre(self.v)))``"""
     return Reinit(variable, value)
 
 
@@ -116,31 +118,43 @@ def _needs_hybrid(name):
 def pre(variable):
     """The value of a discrete variable (or relation) just before the current event: the
     left limit. Of a continuous variable inside a :func:`when` clause: its value at the event
-    before any ``reinit``."""
+    before any ``reinit``.
+
+    Example: ``yield mb.when(self.h < 0, self.bounces == mb.pre(self.bounces) + 1)``"""
     return _needs_hybrid("pre").pre(ca.SX(variable))
 
 
 def edge(variable):
-    """True at the event where the Boolean ``variable`` becomes true: ``b and not pre(b)``."""
+    """True at the event where the Boolean ``variable`` becomes true: ``b and not pre(b)``.
+
+    Example: ``yield self.starts == mb.if_else(mb.edge(self.on), 1.0, 0.0)`` (``on`` a
+    :class:`Discrete` Boolean)"""
     b = ca.SX(variable)
     return ca.logic_and(b, ca.logic_not(pre(b)))
 
 
 def change(variable):
-    """True at an event where the discrete ``variable`` changes: ``v != pre(v)``."""
+    """True at an event where the discrete ``variable`` changes: ``v != pre(v)``.
+
+    Example: ``yield mb.when(mb.change(self.gear), self.shifts == mb.pre(self.shifts) + 1)``"""
     v = ca.SX(variable)
     return v != pre(v)
 
 
 def initial():
-    """True during initialization (the events at the start time), false afterwards."""
+    """True during initialization (the events at the start time), false afterwards.
+
+    Example: ``yield mb.when(mb.initial(), self.level == self.level0)``"""
     return _needs_hybrid("initial").initial_symbol()
 
 
 def noEvent(expr):  # noqa: N802 - Modelica's name
     """``expr`` with its relations (and ``fabs``/``fmin``/``fmax``/``sign``) evaluated as
     written at every evaluation: no zero crossings, no events. For expressions that are
-    smooth across the switch (or guards such as ``noEvent(x > 0)`` in ``sqrt``)."""
+    smooth across the switch (or guards such as ``noEvent(x > 0)`` in ``sqrt``).
+
+    Example: ``yield self.q == mb.if_else(mb.noEvent(self.dp > 0), 1, -1) * mb.functions.sqrt(
+    mb.functions.fabs(self.dp))``"""
     hybrid = _hybrid()
     expr = ca.SX(expr)
     return expr if hybrid is None else hybrid.literal(expr)
@@ -149,7 +163,9 @@ def noEvent(expr):  # noqa: N802 - Modelica's name
 def sample(start, interval):
     """A Boolean that is true at the time events ``start + k*interval`` (k = 0, 1, ...)
     and false between them; ``when(sample(0, 0.1), ...)`` fires every 0.1 s.
-    ``start`` and ``interval`` are numbers or parameter expressions."""
+    ``start`` and ``interval`` are numbers or parameter expressions.
+
+    Example: ``yield mb.when(mb.sample(0, self.Ts), self.y == self.u)`` (a sampler)"""
     return _needs_hybrid("sample").sample(start, interval)
 
 

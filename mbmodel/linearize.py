@@ -32,9 +32,10 @@ class LinearSystem:
 
     Example::
 
-        lin = cm.linearize(outputs=["load.w"])
+        lin = cm.linearize(outputs=["load.w"])   # (a model with an input: its torque)
         A, B, C, D = lin
-        sys = lin.to_control()          # control.StateSpace, needs the `control` extra
+        sys = lin.to_control()   # control.StateSpace, needs the `control` extra; with
+                                 # outputs and no inputs python-control cannot hold it
     """
 
     A: np.ndarray
@@ -57,13 +58,19 @@ class LinearSystem:
         return iter((self.A, self.B, self.C, self.D) if self.outputs else (self.A, self.B))
 
     def eigenvalues(self) -> np.ndarray:
-        """Eigenvalues of ``A`` (the poles of the linearized model)."""
+        """Eigenvalues of ``A`` (the poles of the linearized model).
+
+        Example: ``cm.linearize().eigenvalues()`` is ``-1 ± 14.1j`` for ``J = 1``,
+        ``c = 200``, ``d = 2``."""
         return np.linalg.eigvals(self.A)
 
     def to_control(self):
         """The model as a ``control.StateSpace`` with the names attached (python-control,
         the ``control`` extra; the hierarchy separator '.' becomes '/', which python-control
-        allows in signal names: ``inertia/w``)."""
+        allows in signal names: ``inertia/w``). A model with outputs needs an input
+        (python-control issue #1176).
+
+        Example: ``control.step_response(cm.linearize(outputs=["load.w"]).to_control())``"""
         try:
             import control
         except ImportError as exc:  # pragma: no cover - depends on the environment

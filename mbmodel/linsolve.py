@@ -69,7 +69,7 @@ def pivoted_solve(A: ca.SX, b: ca.SX) -> ca.SX:
 
         A = ca.SX.sym("A", 2, 2); b = ca.SX.sym("b", 2)
         f = ca.Function("f", [A, b], [pivoted_solve(A, b)])
-        f([[0, 1], [1, 0]], [1, 2])   # -> [2, 1], although A[0, 0] = 0
+        f(np.array([[0, 1], [1, 0]]), np.array([1, 2]))   # -> [2, 1], though A[0, 0] = 0
     """
     n = A.size1()
     rows = [[A[i, j] for j in range(n)] + [b[i]] for i in range(n)]

@@ -130,7 +130,8 @@ _built_events: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 EVENT_NATIVE_INSTRUCTIONS = 2000
 
 
-def event_function(cm, native: bool | str = "auto", any_size: bool = False) -> ca.Function:
+def event_function(cm, native: bool | str = "auto",
+                   any_size: bool = False) -> ca.Function | None:
     """``cm.event_values`` (``x, z, u, p, t ->`` crossing functions, conditions, discrete
     equations, ...) in generated C when ``native`` allows it and it has at least
     :data:`EVENT_NATIVE_INSTRUCTIONS` instructions or ``any_size`` is given, with the same
@@ -140,9 +141,11 @@ def event_function(cm, native: bool | str = "auto", any_size: bool = False) -> c
     crossings itself, after every step (:mod:`mbmodel.events` asks with ``any_size``:
     that pays for the compiler, ~0.1 s for a small model).
 
+    None for a model without events (``cm.events is None``).
+
     Example::
 
-        values = event_function(cm)(x, z, u, p, t)
+        values = event_function(cm)(x, z, u, p, t)   # cm: a model with events
     """
     fn = cm.event_values
     if not native or fn is None or (not any_size

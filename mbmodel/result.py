@@ -23,7 +23,7 @@ class Result:
         res = mb.simulate(model, 1.0)
         w = res["load.w"]
         res.to_csv("run.csv")
-        res.plot(["load.w", "motor.i"], file="run.png")
+        res.plot(["load.w", "load.phi"], file="run.png")
         res.save("run.npz")                 # mb.Result.load("run.npz") reads it back
     """
 
@@ -66,7 +66,9 @@ class Result:
 
     @property
     def values(self) -> np.ndarray:
-        """All trajectories as one array, a row per name in ``names``."""
+        """All trajectories as one array, a row per name in ``names``.
+
+        Example: ``res.values[res.names.index("load.w")]`` is ``res["load.w"]``."""
         if self._values is None:
             self._values = self._shaped(self._compute())
             self._compute = None
@@ -107,7 +109,9 @@ class Result:
         return name in ("t", "time") or name in self._index()
 
     def final(self, name: str) -> float:
-        """The value of ``name`` at the last time point."""
+        """The value of ``name`` at the last time point.
+
+        Example: ``mb.simulate(model, 1.0).final("load.w")``"""
         return float(self[name][-1])
 
     def at(self, t, names=None):
@@ -136,7 +140,9 @@ class Result:
         return {n: value(n) for n in chosen}
 
     def unit(self, name: str) -> str:
-        """The unit ``name`` was declared with ("" if none)."""
+        """The unit ``name`` was declared with ("" if none).
+
+        Example: ``res.unit("load.w")`` is ``"rad/s"``."""
         if name in ("t", "time"):
             return "s"
         units = getattr(self, "_units", None)
@@ -190,7 +196,9 @@ class Result:
         return result
 
     def to_dataframe(self, names=None):
-        """A pandas DataFrame indexed by time (needs the ``dataframe`` extra)."""
+        """A pandas DataFrame indexed by time (needs the ``dataframe`` extra).
+
+        Example: ``res.to_dataframe(["load.w"]).plot()``"""
         try:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -200,7 +208,9 @@ class Result:
 
     def to_csv(self, path, names=None):
         """Write ``time`` and the chosen variables (default: all) as CSV. The file appears
-        complete or not at all (written to a temporary file, then renamed)."""
+        complete or not at all (written to a temporary file, then renamed).
+
+        Example: ``res.to_csv("run.csv", ["load.phi", "load.w"])``"""
         names = self.names if names is None else list(names)
         cols = [self[n] for n in names]
         with atomic_write(path, "w", newline="") as fh:
@@ -213,7 +223,9 @@ class Result:
         """Plot variables over time (needs the ``plot`` extra); saves to ``file`` if given.
         ``names`` is a variable name, a list of names, or a list of lists (one subplot each);
         units label the curves and the axes. Saving to a file leaves matplotlib's global
-        backend alone (the figure is drawn off-screen)."""
+        backend alone (the figure is drawn off-screen).
+
+        Example: ``res.plot([["load.phi"], ["load.w"]], file="run.png")`` (two subplots)"""
         try:
             import matplotlib.figure
             if file is None and ax is None:

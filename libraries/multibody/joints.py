@@ -476,8 +476,9 @@ class Spherical(_Joint):
 
     Example::
 
-        ball = Spherical(Q=mb.Fixed(spatial.rotation_to_quaternion(E0)),
-                         w_rel=mb.Fixed([0, 0, 1]))
+        from mbmodel.libraries.multibody import spatial
+        tilted = spatial.rotation_to_quaternion(np.eye(3))   # (any rotation matrix)
+        ball = Spherical(Q=mb.Fixed(tilted), w_rel=mb.Fixed([0, 0, 1]))
     """
 
     Q = Variable([0.0, 0.0, 0.0, 1.0], shape=4, state_select="prefer", input_in="inverse",
