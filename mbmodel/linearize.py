@@ -53,6 +53,8 @@ class LinearSystem:
     #: which assembly was linearized
     z0: np.ndarray = field(repr=False, default=None)
     algebraic: list[str] = field(repr=False, default_factory=list)
+    #: the values of ``outputs`` at the point (``y ≈ y0 + C (x - x0) + D (u - u0)``)
+    y0: np.ndarray = field(repr=False, default=None)
 
     def __iter__(self):
         return iter((self.A, self.B, self.C, self.D) if self.outputs else (self.A, self.B))
@@ -143,8 +145,8 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
     y = cm.output_function(X, Z, U, P, TIME)
     y = y[rows] if rows else ca.SX(0, 1)
     jac = ca.Function("linearization", [X, Z, U, P, TIME],
-                      [ca.jacobian(e, v) for e in (f, g, y) for v in (X, Z, U)])
-    (fx, fz, fu, gx, gz, gu, hx, hz, hu) = (np.array(m) for m in jac(x0, z0, u0, p, t))
+                      [ca.jacobian(e, v) for e in (f, g, y) for v in (X, Z, U)] + [y])
+    (fx, fz, fu, gx, gz, gu, hx, hz, hu, y0) = (np.array(m) for m in jac(x0, z0, u0, p, t))
     if gz.size:
         if not np.all(np.isfinite(gz)) or np.linalg.cond(gz) > 1e14:
             raise SimulationError(
@@ -173,7 +175,8 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
                         D.reshape(len(rows), len(columns)), list(cm.states), chosen_inputs,
                         chosen_outputs, np.asarray(x0, dtype=float),
                         np.asarray(u0[:len(cm.inputs)], dtype=float)[columns], float(t),
-                        np.asarray(z0, dtype=float).reshape(-1), list(cm.algebraic))
+                        np.asarray(z0, dtype=float).reshape(-1), list(cm.algebraic),
+                        y0.reshape(-1)[:len(rows)].astype(float))
 
 
 #: How often the way from the initialized states to the operating point may be halved

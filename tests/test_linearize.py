@@ -48,8 +48,10 @@ def test_feedback_loop_state_space_and_control_export():
 
 def test_steady_state_operating_point():
     cm = mb.compile(FeedbackLoop())
-    lin = cm.linearize(u=[1.0], steady_state=True, outputs=["y"])
+    lin = cm.linearize(u=[1.0], steady_state=True, outputs=["y", "u"])
     assert lin.x0 == pytest.approx([0.5])  # x = kp r / (1 + kp)
+    assert lin.y0 == pytest.approx([0.5, 0.5], abs=1e-12)  # y = x, u = kp (r - y)
+    assert lin.u0 == pytest.approx([1.0])
     with pytest.raises(mb.SimulationError, match="not both"):
         cm.linearize(x=[0.0], steady_state=True)
     with pytest.raises(mb.SimulationError, match="no variable 'nope'"):
