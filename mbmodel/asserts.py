@@ -7,8 +7,9 @@ begins and ends between two output points is not seen), also on the points a fai
 reached (a guard of the domain the integrator then left comes first); the first point
 where one fails stops the run with a
 :class:`~mbmodel.SimulationError` that names the component, its message and the values, with
-the result up to the point before attached. Conditions on parameters only are checked with
-the parameter values (:meth:`mbmodel.CompiledModel.parameter_checks`).
+the result up to the point before attached. :meth:`mbmodel.CompiledModel.initialize` checks
+them at the point it returns. Conditions on parameters only are checked with the parameter
+values (:meth:`mbmodel.CompiledModel.parameter_checks`).
 """
 
 from __future__ import annotations

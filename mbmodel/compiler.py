@@ -24,8 +24,9 @@ import numpy as np
 from .checks import scalar
 from .core import Model, changed_since, check_parameter_value, compiled_now
 from .core import time as TIME
-from .errors import (DeclarationError, ImplicitStartWarning, ModelChangedWarning,
-                     NoValueWarning, ParameterError, SimulationError, user_stacklevel)
+from .errors import (DeclarationError, ImplicitStartWarning, InitializationError,
+                     ModelChangedWarning, NoValueWarning, ParameterError, SimulationError,
+                     user_stacklevel)
 from .flat import FlatModel, describe, entries_named, resolve_bindings, stacked
 from .flatten import flatten
 from .structure import SortedSystem, affine_expression, analyze
@@ -709,7 +710,25 @@ class CompiledModel:
         Example: ``x0, z0 = cm.initialize(steady_state=True)``"""
         from .initialization import initialize
         self.warn_if_model_changed()
-        return initialize(self, **options)
+        x0, z0 = initialize(self, **options)
+        self._check_run_asserts_at_start(x0, z0, options)
+        return x0, z0
+
+    def _check_run_asserts_at_start(self, x0, z0, options):
+        """The run-time asserts (``mb.Assert`` on variables) at the initialized point, as
+        ``simulate`` checks them at its first output point: an InitializationError names
+        the first that fails (a cylinder's chamber started beyond its stroke)."""
+        from .simulate import initial_point_result, run_asserts
+        checks = run_asserts(self)
+        if not checks.asserts:
+            return
+        p = self.parameter_vector(options.get("params"))
+        point = initial_point_result(self, x0, z0, p, options.get("inputs"),
+                                     options.get("t_start", 0.0))
+        try:
+            checks.check(point, p)
+        except SimulationError as exc:
+            raise InitializationError(str(exc).split(" The result up to")[0]) from None
 
     def warn_if_model_changed(self):
         """A :class:`~mbmodel.ModelChangedWarning` (once for each new change) if a

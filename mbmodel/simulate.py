@@ -119,6 +119,19 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
             bar.close()
 
 
+def initial_point_result(cm, x0, z0, p, inputs, t_start) -> Result:
+    """A one-point :class:`Result` at ``t_start`` of an initialized point ``(x0, z0)``
+    (what the run-time asserts are checked on after :meth:`CompiledModel.initialize`)."""
+    grid = np.array([float(t_start)])
+    u = np.asarray(input_function(cm, inputs)(float(t_start)), dtype=float).reshape(-1, 1)
+    n_discrete = len(getattr(cm, "discrete_start", ()))
+    if n_discrete and u.shape[0] == len(cm.inputs):
+        u = np.vstack([u, np.asarray(cm.discrete_start, dtype=float).reshape(-1, 1)])
+    X = np.asarray(x0, dtype=float).reshape(-1, 1)
+    Z = np.asarray(z0, dtype=float).reshape(-1, 1)
+    return _result(cm, grid, X, Z, u, p, np.array([True]), [])
+
+
 def run_asserts(cm) -> RunAsserts:
     """The compiled model's :class:`~mbmodel.asserts.RunAsserts` (made once)."""
     checks = cm.__dict__.get("_run_asserts")

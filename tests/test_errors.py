@@ -1306,6 +1306,11 @@ def test_run_time_asserts_stop_the_run_at_the_first_failing_output_point(outputs
     with pytest.raises(mb.SimulationError, match=r"^a: the tank ran dry \(does not hold at "
                                                  r"t = 4.2: a.h = -0.008\)"):
         cm.simulate(5.0, n_points=51, params={"b.h0": 10.0})
+    # initialize() alone checks them at the initialized point (it did not; review)
+    assert cm.initialize()[0] is not None
+    with pytest.raises(mb.InitializationError, match=r"^b: the tank ran dry \(does not hold "
+                                                     r"at t = 0: b.h = -0.5\)\.$"):
+        cm.initialize(params={"b.h0": -0.5})
 
 
 def test_an_assert_on_a_symbol_of_no_model_is_refused():
