@@ -98,26 +98,51 @@ def _local_imbalances(fl) -> list:
     """``(component, equations surplus)`` of the locally unbalanced components. Unknowns
     declared ``determined_outside`` count for the enclosing model; one that is short of
     equations by no more than those passes them on to the model enclosing it (an inverse
-    model's command signal inside an axis, its prescribed motion written at the top)."""
+    model's command signal inside an axis, its prescribed motion written at the top).
+    A component the count does not apply to (see :func:`balanced_connector`) may have
+    written the equations for such unknowns inside it or not: what it leaves may cover a
+    surplus of the models enclosing it, but is never asked of them."""
     passed: dict[int, int] = {}
+    spare: dict[int, int] = {}  # unknowns left by unchecked components, by enclosing model
     found = []
     for comp in reversed(fl.components):  # (components before the models enclosing them)
-        diff, free = _local_imbalance(fl, comp, passed)
+        children = comp.components()
+        may_cover = sum(spare.get(id(c), 0) for c in children)
+        counted = _local_imbalance(fl, comp, passed)
+        if counted is None:
+            spare[id(comp)] = may_cover + _determined_outside(fl, comp, passed)
+            continue
+        diff, free = counted
         if diff < 0 and free:
             passed[id(comp)] = min(free, -diff)
             diff += passed[id(comp)]
+        if diff > 0 and may_cover:
+            covered = min(diff, may_cover)
+            diff, may_cover = diff - covered, may_cover - covered
+        spare[id(comp)] = may_cover
         if diff:
             found.append((comp, diff))
     found.reverse()
     return found
 
 
-def _local_imbalance(fl, comp, passed=None) -> tuple[int, int]:
+def _determined_outside(fl, comp, passed) -> int:
+    """How many unknowns ``comp``, its direct sub-components and what they passed on leave
+    for an enclosing model (declared ``determined_outside``)."""
+    count = 0
+    for m in [comp, *comp.components()]:
+        count += passed.get(id(m), 0) if m is not comp else 0
+        count += sum(v.shape[0] * v.shape[1] for v in m._members.values()
+                     if isinstance(v, Variable) and fl.active(v) and v.determined_outside)
+    return count
+
+
+def _local_imbalance(fl, comp, passed=None) -> tuple[int, int] | None:
     """The component's surplus of equations by Modelica's local count, and how many of
     the unknowns it is handed are ``determined_outside`` (its own sub-components' or passed
-    on to it): ``(0, 0)`` where the count does not apply."""
+    on to it); None where the count does not apply."""
     if id(comp) in fl.balance_unchecked:
-        return 0, 0  # it connects connectors that are not balanced
+        return None  # it connects connectors that are not balanced
     passed = passed or {}
     own_unknowns = 0
     own_flows = 0
@@ -130,7 +155,7 @@ def _local_imbalance(fl, comp, passed=None) -> tuple[int, int]:
                 own_unknowns += m.shape[0] * m.shape[1]
         elif isinstance(m, Connector):
             if not balanced_connector(fl, m):
-                return 0, 0  # no local count is right for it: checked globally
+                return None  # no local count is right for it: checked globally
             for v in m._variables.values():
                 if not fl.active(v):
                     continue
