@@ -67,8 +67,9 @@ def _unused_unknowns(fl) -> list[str]:
 
 
 def balanced_connector(fl, connector) -> bool:
-    """Whether the connector has as many independent potentials (an overdetermined
-    variable counts its residue's size) as flows, as Modelica requires of connectors. Only
+    """Whether the connector has as many potentials as flows, and no overdetermined
+    variable, as Modelica requires of connectors (it counts an overdetermined one by its
+    residue, which the count here does not follow). Only
     then does each component's own count of equations not depend on how many others share
     its connection sets: a multibody frame, which passes velocities and accelerations too,
     is not, and components with such connectors (and the models connecting them) are
@@ -84,11 +85,10 @@ def balanced_connector(fl, connector) -> bool:
                 flows += v.shape[0] * v.shape[1]
             elif v.kind == "overdetermined":
                 overdetermined = True
-                potentials += v.residue_size
             else:
                 potentials += v.shape[0] * v.shape[1]
-        # (an overdetermined connector's own variables hold more entries than its count:
-        # no component's count of them is right either)
+        # (an overdetermined variable's entries are more than its independent ones, and
+        # the equations that relate them are not a component's own count either)
         known = fl.balanced_connectors[type(connector)] = (potentials == flows
                                                            and not overdetermined)
     return known
@@ -113,7 +113,7 @@ def _local_imbalances(fl) -> list:
             spare[id(comp)] = may_cover + _determined_outside(fl, comp, passed)
             continue
         diff, free = counted
-        if diff < 0 and free:
+        if diff < 0 and free and comp is not fl.root:  # (nothing encloses the root)
             passed[id(comp)] = min(free, -diff)
             diff += passed[id(comp)]
         if diff > 0 and may_cover:
@@ -177,6 +177,5 @@ def _local_imbalance(fl, comp, passed=None) -> tuple[int, int] | None:
                         free += m2.shape[0] * m2.shape[1]
     if comp is fl.root:
         handed += own_flows
-    have = (fl.local_equations.get(id(comp), 0)
-            - fl.overdetermined_excess.get(id(comp), 0))
+    have = fl.local_equations.get(id(comp), 0)
     return have - (own_unknowns - own_flows + handed), free

@@ -708,9 +708,9 @@ class CompiledModel:
         """Consistent initial ``(x0, z0)``; see :func:`mbmodel.initialize`.
 
         Example: ``x0, z0 = cm.initialize(steady_state=True)``"""
-        from .initialization import initialize
+        from .initialization import initial_values
         self.warn_if_model_changed()
-        x0, z0 = initialize(self, **options)
+        x0, z0 = initial_values(self, **options)
         self._check_run_asserts_at_start(x0, z0, options)
         return x0, z0
 

@@ -618,6 +618,8 @@ class Connector:
         variable = self.__dict__.get("_variables", {}).get(key)
         if variable is not None:
             variable.modify(value)   # a start value (Fixed/Guess), as for a component's own
+            if isinstance(self.owner, Model):
+                _note_change(self.owner, variable)
         else:
             object.__setattr__(self, key, value)
 
@@ -1101,14 +1103,17 @@ class Model:
         declared = [k for k, m in members.items() if isinstance(m, (Parameter, Variable))]
         same = [k for k in declared if k.lower() == key.lower()]
         # A number set on a sub-component (constructed: it has a parent) under a new name
-        # is meant for a declared member (spring.cc = 1000 for c); the root model's own
-        # __init__ may still be running, so its plain numbers stay allowed.
-        number = (self._parent is not None and not key.startswith("_")
+        # close to a declared one is meant for it (spring.cc = 1000 for c); the root
+        # model's own __init__ may still be running, so its plain numbers stay allowed.
+        close = same or difflib.get_close_matches(key, declared, n=3, cutoff=0.5)
+        # (only near a declared name: an attribute the class has, or a plain one kept for
+        # bookkeeping, is not a misspelling)
+        number = (self._parent is not None and not key.startswith("_") and bool(close)
+                  and not hasattr(type(self), key) and key not in self.__dict__
                   and _is_numeric(value))
         if not same and not isinstance(value, Start) and not number:
             return
         variables = [k for k in declared if isinstance(members[k], Variable)]
-        close = same or difflib.get_close_matches(key, declared, n=3, cutoff=0.5)
         hint = (f"did you mean {' or '.join(repr(k) for k in close)}?" if close else
                 f"its variables: {', '.join(variables) or 'none'}" if isinstance(value, Start)
                 else f"its parameters and variables: {', '.join(declared) or 'none'}")
@@ -1650,9 +1655,11 @@ def _casadi_shape_failure(text: str) -> str | None:
     index = re.search(r"Slice \(start=(-?\d+), stop=(-?\d+), step=-?\d+\) out of bounds "
                       r"with supplied length of (\d+)", text)
     if index:
-        start, _, length = index.groups()
-        return (f"index {start} of an expression with {length} entries (indices 0 to "
-                f"{int(length) - 1}) does not exist")
+        start, stop, length = (int(g) for g in index.groups())
+        what = (f"index {start}" if stop == start + 1 else
+                f"the indices {start}:{stop} (up to {stop - 1})")
+        return (f"{what} of a dimension of length {length} (indices 0 to {length - 1}): "
+                f"out of range")
     mismatch = re.search(r"Dimension mismatch for \((.+?)\), x is (\d+x\d+), while y is "
                          r"(\d+x\d+)", text)
     if mismatch:
@@ -1668,12 +1675,13 @@ def _user_line(exc) -> str:
     and casadi (the user's line in equations()), or ''."""
     import linecache
     import os
-    here = os.path.dirname(os.path.abspath(__file__))
+    inside = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+              os.path.dirname(os.path.abspath(ca.__file__)) + os.sep)
     found = ""
     tb = exc.__traceback__
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if not (os.path.abspath(filename).startswith(here) or "casadi" in filename):
+        if not os.path.abspath(filename).startswith(inside):
             line = linecache.getline(filename, tb.tb_lineno).strip()
             found = f" (at {os.path.basename(filename)}:{tb.tb_lineno}: {line})"
         tb = tb.tb_next

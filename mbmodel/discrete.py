@@ -127,7 +127,7 @@ def pre(variable):
 def edge(variable):
     """True at the event where the Boolean ``variable`` becomes true: ``b and not pre(b)``.
 
-    Example: ``yield self.starts == mb.if_else(mb.edge(self.on), 1.0, 0.0)`` (``on`` a
+    Example: ``yield self.starts == mb.functions.if_else(mb.edge(self.on), 1.0, 0.0)`` (``on`` a
     :class:`Discrete` Boolean)"""
     b = ca.SX(variable)
     return ca.logic_and(b, ca.logic_not(pre(b)))
@@ -153,7 +153,7 @@ def noEvent(expr):  # noqa: N802 - Modelica's name
     written at every evaluation: no zero crossings, no events. For expressions that are
     smooth across the switch (or guards such as ``noEvent(x > 0)`` in ``sqrt``).
 
-    Example: ``yield self.q == mb.if_else(mb.noEvent(self.dp > 0), 1, -1) * mb.functions.sqrt(
+    Example: ``yield self.q == mb.functions.if_else(mb.noEvent(self.dp > 0), 1, -1) * mb.functions.sqrt(
     mb.functions.fabs(self.dp))``"""
     hybrid = _hybrid()
     expr = ca.SX(expr)

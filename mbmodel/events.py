@@ -44,6 +44,7 @@ from .explicit import CROSSED, MAX_STEPS
 from .explicit import guard as explicit_guard
 from .explicit import integrator as explicit_integrator
 from .impulses import ImpulseWatch
+from .initialization import initial_values
 from .native import dynamics, event_function
 from .quiet import casadi_lines_dropped
 from .workspace import built, workspace
@@ -519,8 +520,8 @@ class _Run:
             D[lay.initial_slot - lay.n_ext] = 1.0
         for _ in range(MAX_EVENT_ITERATIONS):
             if x0 is None:
-                x, z = cm.initialize(params=params, inputs=inputs, t_start=t,
-                                     steady_state=steady_state, discrete=D)
+                x, z = initial_values(cm, params=params, inputs=inputs, t_start=t,
+                                      steady_state=steady_state, discrete=D)
             else:
                 x = np.asarray(x0, dtype=float)
                 z = cm.starts(self.p)[1] if self.z_guess is None else np.asarray(

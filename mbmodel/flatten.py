@@ -97,10 +97,6 @@ class _Flattener:
         self.time_events: list = []
         # Per-component bookkeeping for balance diagnostics.
         self.local_equations: dict[int, int] = {}
-        #: per owner, how many more scalar equations its connections equate overdetermined
-        #: variables with than these have independent entries (a rotation matrix's 9
-        #: against 3): the local balance check counts the independent ones, as Modelica does
-        self.overdetermined_excess: dict[int, int] = {}
         #: (the local balance check) connector type -> whether it is balanced, and the
         #: components that connect unbalanced ones (see balance.balanced_connector)
         self.balanced_connectors: dict[type, bool] = {}

@@ -52,6 +52,7 @@ from .codegen import _compiler_command, _truncate
 from .compiler import per_second
 from .errors import ModelError
 from .files import atomic_write
+from .initialization import initial_values
 
 __all__ = ["export_fmu", "FMUExportError"]
 
@@ -92,7 +93,7 @@ def export_fmu(cm, path, *, outputs=None, inputs=None, model_identifier: str | N
                              f"FMU (set by the importer), not outputs")
     u0 = {name: 0.0 for name in cm.inputs}
     u0.update(inputs or {})
-    x0, z0 = cm.initialize(inputs=u0)
+    x0, z0 = initial_values(cm, inputs=u0)
     _warn_of_limits(cm)
     layout = _Layout(cm, outputs)
     c_source = _c_source(cm, x0, z0, [float(u0[n]) for n in cm.inputs], layout)

@@ -28,8 +28,16 @@ from .structure import incidence_lists
 from .workspace import remember, workspace
 
 
-def initialize(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_state=False,
-               x_guess=None, discrete=None):
+def initialize(cm, **options):
+    """Consistent initial ``(x0, z0)`` of the compiled model ``cm``: the same as
+    ``cm.initialize(**options)`` (see :func:`initial_values` for the options).
+
+    Example: ``x0, z0 = mb.initialize(cm, steady_state=True)``"""
+    return cm.initialize(**options)
+
+
+def initial_values(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_state=False,
+                   x_guess=None, discrete=None):
     """Solve for consistent initial states ``x0`` and algebraic variables ``z0``.
 
     ``steady_state=True`` replaces missing conditions by ``ẋ = 0`` (all of them when no
@@ -129,7 +137,7 @@ def _with_settled_relations(cm, params, inputs, t_start, steady_state, x_guess):
     u = _input_values(cm, inputs, t_start)
     n_ext = len(cm.inputs)
     for _ in range(MAX_EVENT_ITERATIONS):
-        x, z = initialize(cm, params=params, inputs=inputs, t_start=t_start,
+        x, z = initial_values(cm, params=params, inputs=inputs, t_start=t_start,
                           steady_state=steady_state, x_guess=x_guess, discrete=u[n_ext:])
         settled = relations_at(cm, x, z, u, p, t_start)
         if np.array_equal(settled, u):
@@ -203,9 +211,10 @@ CONTRADICTION_SIZE = 2000
 
 
 def _contradictory_conditions(cm, F, labels, w0, known, x_start) -> str:
-    """After a failed initialization: if the conditions are linear (the same Jacobian at two
-    points) and some combination of them has no unknown left but is not 0 (``x + y = 1``
-    and ``2 x + 2 y = 3``), the message naming them; no guess can help there. "" otherwise."""
+    """After a failed initialization: if the conditions are linear (their Jacobian depends
+    on no unknown) and some combination of them has no unknown left but is not 0 (``x + y
+    = 1`` and ``2 x + 2 y = 3``), the message naming them; no guess can help there. ""
+    otherwise."""
     n = len(w0)
     if not n or n > CONTRADICTION_SIZE:
         return ""
@@ -214,15 +223,14 @@ def _contradictory_conditions(cm, F, labels, w0, known, x_start) -> str:
         K = ca.SX.sym("known", len(known))
         residual = F(W, K)
         slopes = ca.Function("slopes", [W, K], [ca.jacobian(residual, W), residual])
+        if ca.depends_on(ca.jacobian(residual, W), W):
+            return ""  # nonlinear (a kink of fabs or if_else too): the start may be the cause
         J0, r0 = (np.array(v, dtype=float) for v in slopes(w0, known))
-        w1 = w0 + 0.37 * (1.0 + np.abs(w0))
-        J1, _ = (np.array(v, dtype=float) for v in slopes(w1, known))
     except (RuntimeError, NotImplementedError, TypeError):
         return ""
     r0 = r0.reshape(-1)
-    if not (np.all(np.isfinite(J0)) and np.all(np.isfinite(r0))) or \
-            not np.allclose(J0, J1, rtol=1e-12, atol=1e-12):
-        return ""  # nonlinear: Newton's start may well be the cause
+    if not (np.all(np.isfinite(J0)) and np.all(np.isfinite(r0))):
+        return ""
     rows = np.abs(J0).max(axis=1)
     scale = np.where(rows > 0, rows, 1.0)
     left, sigma, _ = np.linalg.svd(J0 / scale[:, None])
@@ -241,7 +249,7 @@ def _contradictory_conditions(cm, F, labels, w0, known, x_start) -> str:
             f"fixed start values and the model's equations) are linearly dependent and "
             f"contradictory: combined they leave no unknown and reduce to 0 = c with c not "
             f"0, so no start value or guess can satisfy them:\n{shown}\nRemove or change "
-            f"one of them.")
+            f"one of them.{_unconnected_in(cm, shown)}")
 
 
 def _dependent_equations(cm, x, u, p, t) -> str:

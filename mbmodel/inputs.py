@@ -30,12 +30,15 @@ def input_function(cm, inputs):
     A vector input may be named as declared (``u`` for ``u[0]``, ``u[1]``, ...): a
     sequence of its length (constant), ``(times, values)`` with a row of values per time,
     or rows ``[[time, value_0, value_1, ...], ...]``."""
-    if inputs is not None and not isinstance(inputs, Mapping):
+    try:  # (a dict, or what dict() takes: pairs, a pandas Series)
+        given = dict(inputs) if inputs is not None and not isinstance(inputs, Mapping) \
+            else dict(inputs or {})
+    except (TypeError, ValueError):
         raise SimulationError(
             f"inputs must be a dict {{name: number or (times, values) table}}, not "
             f"{type(inputs).__name__} {_short(inputs)}; the model's inputs are "
-            f"{', '.join(cm.inputs) or 'none'}")
-    inputs = _entries_given(cm, dict(inputs or {}))
+            f"{', '.join(cm.inputs) or 'none'}") from None
+    inputs = _entries_given(cm, given)
     unknown = [k for k in inputs if k not in cm.inputs]
     if unknown:
         raise SimulationError(f"the model has no external input {', '.join(unknown)}; "

@@ -18,6 +18,7 @@ from .core import time as TIME
 from .checks import scalar, vector
 from .errors import ModelError, SimulationError
 from .flat import entries_named
+from .initialization import initial_values
 from .minimum_norm import MinimumNormNewton
 from .quiet import casadi_lines_dropped
 from .workspace import remember, workspace
@@ -114,7 +115,7 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
         x0, z0, u0 = _settled_steady_state(cm, u0, p, t,
                                            _assembled(cm, params, inputs_given, t))
     elif x is None:
-        x0, z0 = cm.initialize(params=params, inputs=inputs_given, t_start=t)
+        x0, z0 = initial_values(cm, params=params, inputs=inputs_given, t_start=t)
     else:
         if steady_state:
             raise SimulationError("linearize(): give either x (an operating point) or "
@@ -257,7 +258,7 @@ def _assembled(cm, params, inputs, t):
            float(t))
     if key not in cache:
         try:
-            point = cm.initialize(params=params, inputs=inputs, t_start=t)
+            point = initial_values(cm, params=params, inputs=inputs, t_start=t)
         except ModelError:
             point = cm.start, cm.z_start
         remember(cache, key, point)
@@ -292,9 +293,15 @@ def _steady_state(cm, u, p, t, start):
     on (a free angle or position: a cyclic coordinate) keeps its value at ``start`` and its
     own ``ẋ = 0`` is dropped: a speed-controlled drive has no rest point, but a steady
     motion, at which it is linearized as Modelica tools trim such models."""
-    g, solvers, held = _steady_state_solvers(cm)
     n_x = len(cm.states)
     x_start, z_start = np.ravel(start[0]).astype(float), np.ravel(start[1]).astype(float)
+    try:
+        g, solvers, held = _steady_state_solvers(cm)
+    except SimulationError as exc:
+        rows = getattr(exc, "rows_without_unknowns", None)
+        if rows:
+            _raise_if_never_at_rest(cm, exc, rows, x_start, z_start, u, p, t)
+        raise
     moving = np.setdiff1d(np.arange(n_x), held)
     if not len(moving) and not len(z_start):
         return x_start, z_start  # every state held: nothing to solve (der(x) = u)
@@ -316,6 +323,26 @@ def _steady_state(cm, u, p, t, start):
     x0 = x_start.copy()
     x0[moving] = solution[:len(moving)]
     return x0, solution[len(moving):]
+
+
+def _raise_if_never_at_rest(cm, exc, rows, x_start, z_start, u, p, t):
+    """der(x) rows that read no unknown are what they are at every candidate point: if one
+    is not 0 there is no steady state (a torque nothing balances), and that is the error;
+    if all are 0 the steady state is merely not unique (``exc`` stands)."""
+    held = exc.held
+    moving = np.setdiff1d(np.arange(len(cm.states)), held)
+    guess = np.concatenate([x_start[moving], z_start])
+    known = np.concatenate([x_start[held], u, p, [t]])
+    values = np.array(exc.steady_residual(guess, known), dtype=float).reshape(-1)[rows]
+    never = [(cm.states[moving[k]], v) for k, v in zip(rows, values)
+             if not (abs(v) <= 1e-12 * (1.0 + np.max(np.abs(known), initial=0.0)))]
+    if never:
+        shown = ", ".join(f"der({name}) = {value:.6g}" for name, value in never[:6])
+        raise SimulationError(
+            f"linearize(steady_state=True): there is no steady state: {shown} whatever the "
+            f"states that can change (it depends only on inputs, parameters, time and states "
+            f"nothing depends on): a force or torque nothing balances, or a flow nothing "
+            f"drains. Give the operating point as x, or add what balances it") from None
 
 
 def _steady_state_solvers(cm):
@@ -345,24 +372,18 @@ def _steady_state_solvers(cm):
         if rank < w.numel():
             names = [cm.states[i] for i in moving] + list(cm.algebraic)
             read = set(slopes.row())
-            unbalanced = [f"der({cm.states[moving[k]]})" for k in range(len(moving))
-                          if k not in read]
-            if unbalanced:
-                raise SimulationError(
-                    f"linearize(steady_state=True): there is no steady state: "
-                    f"{', '.join(unbalanced[:6])} = 0 cannot hold, as "
-                    f"{'it depends' if len(unbalanced) == 1 else 'they depend'} on no state "
-                    f"or algebraic variable that could come to rest (only on inputs, "
-                    f"parameters, time and states nothing depends on): a force or torque "
-                    f"nothing balances, or a flow nothing drains. Give the operating point as "
-                    f"x, or add what balances it")
-            raise SimulationError(
+            undetermined = SimulationError(
                 f"linearize(steady_state=True): der(x) = 0 and the algebraic equations do "
                 f"not determine the steady state (structural rank {rank} for {w.numel()} "
                 f"unknowns: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
                 + (f"; {', '.join(cm.states[i] for i in held)} (on which nothing depends) "
                    f"kept their values" if held else "")
                 + "; give the operating point as x")
+            # rows of der(x) that read no unknown: their values decide (see _steady_state)
+            undetermined.rows_without_unknowns = [k for k in range(len(moving))
+                                                  if k not in read]
+            undetermined.steady_residual, undetermined.held = g, held
+            raise undetermined
         quiet = {"error_on_fail": False, "show_eval_warnings": False}
         solvers = [ca.rootfinder("steady_state", "newton", g, quiet),
                    ca.rootfinder("steady_state", "kinsol", g,

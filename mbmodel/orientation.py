@@ -199,8 +199,6 @@ def emit_tree_equations(fl, decisions):
         if kind == "equal":
             fl.emit(u.symbol - v.symbol, owner, f"{u.path} = {v.path}", "connection",
                     fl.difference_forms(u, v))
-            fl.overdetermined_excess[id(owner)] = (fl.overdetermined_excess.get(id(owner), 0)
-                                                   + u.symbol.numel() - u.residue_size)
         else:
             fl.emit(u.residue(u.symbol, v.symbol), owner, f"loop residue {u.path} ~ {v.path}",
                     "residue")

@@ -17,6 +17,7 @@ from .errors import SimulationError
 from .events import _due
 from .explicit import integrator as explicit_integrator
 from .impulses import ImpulseWatch
+from .initialization import initial_values
 from .inputs import input_function
 from .native import dynamics
 from .progress import time_bar
@@ -165,8 +166,8 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
                                      bar, z0)
     u_of = _after_initialization(cm, u_of)
     if x0 is None:
-        x, z = cm.initialize(params=params, inputs=inputs, t_start=t_start,
-                             steady_state=steady_state)
+        x, z = initial_values(cm, params=params, inputs=inputs, t_start=t_start,
+                              steady_state=steady_state)
     else:
         x = vector(x0, len(cm.states), "x0", cm.states)
         # consistent with x0, from z0 or the start values as guesses (the first row showed
@@ -348,12 +349,14 @@ def checked_options(t_start=0.0, t_end=1.0, n_points=501, rtol=1e-8, atol=1e-10,
         raise SimulationError(f"n_points = {n_points} output times would not fit in memory "
                               f"(at most {MAX_POINTS:.0e}); use fewer, or times=[...] for the "
                               f"instants you need")
+    tolerances = []
     for name, value in (("rtol", rtol), ("atol", atol)):
         value = scalar(value, name, SimulationError)
         if not (np.isfinite(value) and value > 0) or (name == "rtol" and value >= 1):
             raise SimulationError(f"{name} must be a positive finite tolerance (e.g. 1e-8"
                                   f"{', below 1' if name == 'rtol' else ''}), not {value!r}")
-    rtol, atol = float(rtol), float(atol)
+        tolerances.append(value)
+    rtol, atol = tolerances
     if max_step is not None:
         max_step = scalar(max_step, "max_step", SimulationError)
         if not (np.isfinite(max_step) and max_step > 0):

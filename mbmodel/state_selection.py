@@ -26,6 +26,7 @@ import numpy as np
 
 from .errors import SimulationError
 from .flat import resolve_bindings, stacked
+from .initialization import initial_values
 from .result import Result
 
 #: Switch when the current dependent variables' columns are this much worse conditioned
@@ -207,8 +208,9 @@ def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
     x0, z0 = options.pop("x0", None), options.pop("z0", None)
     switches = []
     if x0 is None:
-        x, z = cm.initialize(params=options.get("params"), inputs=options.get("inputs"),
-                             t_start=t_start, steady_state=options.get("steady_state", False))
+        x, z = initial_values(cm, params=options.get("params"),
+                              inputs=options.get("inputs"), t_start=t_start,
+                              steady_state=options.get("steady_state", False))
         values = _values_at(cm, x, z, choice.p, options.get("inputs"), t_start)
         switch = choice.better(choice.evaluate(values.__getitem__), current)
         if switch is not None:

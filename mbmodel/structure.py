@@ -908,16 +908,22 @@ class _Analysis:
                 "\nRemove one of the components that fix it (e.g. a support flange that is "
                 "fixed already needs no Fixed).")
         unknown = {self.symbols[g].element_hash() for g in self.unknown_ids}
+
+        def reads_an_unknown(e):
+            """Whether the equation as written reads a variable (an input is known)."""
+            for s in ca.symvar(self.flat.equations[self.aliases.kept_equations[e]].residual):
+                g = self.flat.position_of.get(s.element_hash())
+                if g is not None and self.flat.variables[g].kind != "input":
+                    return True
+            return False
         known_only = [e for e in eqs
                       if not any(s.element_hash() in unknown
                                  for s in ca.symvar(self.equations[e]))
-                      and not any(self.flat.position_of.get(s.element_hash()) is not None
-                                  for s in ca.symvar(self.flat.equations[
-                                      self.aliases.kept_equations[e]].residual))]
+                      and not reads_an_unknown(e)]
         if known_only and self.flat.position_of:
             return StructuralSingularityError(
                 "the model is structurally singular: these equations contain no unknown "
-                "(parameters, constants and time only), so they determine nothing:\n"
+                "(parameters, inputs, constants and time only), so they determine nothing:\n"
                 + "\n".join(f"  '{self.descriptions[e]}' (from {self.origins[e] or 'the model'})"
                             for e in known_only[:10])
                 + "\nTo check a condition on parameters, yield mb.Assert(condition, message) "

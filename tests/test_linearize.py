@@ -104,10 +104,24 @@ def test_steady_state_holds_a_coordinate_nothing_depends_on():
         cm.linearize(u=[3.0], inputs=["w_ref", "w_ref"])
     # a torque nothing balances: was the structural rank only (review)
     driven = mb.compile(DrivenInertia())
-    with pytest.raises(mb.SimulationError, match=r"there is no steady state: der\(load.w\) = "
-                                                 r"0 cannot hold.*a force or torque nothing "
-                                                 r"balances"):
+    with pytest.raises(mb.SimulationError, match=r"there is no steady state: der\(load.w\) = 1 "
+                                                 r"whatever the states.*a force or torque "
+                                                 r"nothing balances"):
         driven.linearize(steady_state=True)
+    # a torque input left at 0: every speed is at rest, the steady state is not unique
+    # (review: it was said not to exist)
+    with pytest.raises(mb.SimulationError, match=r"do not determine the steady state"):
+        mb.compile(InputDrivenInertia()).linearize(steady_state=True)
+
+
+class InputDrivenInertia(Model):
+    tau = Input()
+    load = rot.Inertia(J=1.0, phi=mb.Fixed(0.0), w=mb.Fixed(0.0))
+    torque = rot.Torque()
+
+    def equations(self):
+        yield connect(self.tau, self.torque.tau)
+        yield connect(self.torque.flange, self.load.flange_a)
 
 
 class DrivenInertia(Model):
