@@ -21,7 +21,7 @@ from itertools import chain
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
+from scipy.sparse.csgraph import connected_components
 
 UNMATCHED = -1
 
@@ -78,24 +78,18 @@ def _augment(start_eq, incidence, allowed, var_match, eq_match, visited_vars,
     return False
 
 
-def maximum_matching(incidence, n_vars, allowed=None, start=None, in_c=True):
+def maximum_matching(incidence, n_vars, allowed=None, start=None):
     """Maximum matching of equations to variables, trying each equation's variables in
     incidence order; ``allowed[v]`` (a list, all if None) says which variables may be
     matched. ``start``: a matching ``(eq_match, var_match)`` to extend (every variable it
     matches stays matched: augmenting paths only add variables). Returns ``(eq_match,
-    var_match)`` lists with ``UNMATCHED`` for unmatched entries. ``in_c``: a large system
-    that matches perfectly is matched by scipy (see :func:`_perfect_matching`); which
-    perfect matching it finds can differ from the search here inside blocks of several
-    equations, so where that matters the caller asks again with ``in_c=False``.
+    var_match)`` lists with ``UNMATCHED`` for unmatched entries.
     """
     inc = incidence
     if allowed is None:
         allowed = [True] * n_vars
     n_eqs = len(inc)
     if start is None:
-        perfect = _perfect_matching(inc, n_vars, allowed) if in_c else None
-        if perfect is not None:
-            return perfect
         var_match = [UNMATCHED] * n_vars
         eq_match = [UNMATCHED] * n_eqs
     else:
@@ -131,36 +125,6 @@ def maximum_matching(incidence, n_vars, allowed=None, start=None, in_c=True):
             break
         pending = still
     return eq_match, var_match
-
-
-#: Below this many equations the matching in Python is as fast as scipy's set-up.
-SCIPY_MATCHING_SIZE = 2000
-
-
-def _perfect_matching(incidence, n_vars, allowed):
-    """``(eq_match, var_match)`` if every equation can be matched to an allowed variable
-    (scipy's Hopcroft–Karp, in C: ~0.04 s for 150 000 equations where the augmenting
-    searches in Python take ~0.5 s), else None. The block decomposition (and so the BLT
-    order and which variable a one-equation block solves for) is the same for every
-    perfect matching; inside a block of several equations the pairs can differ. Where some
-    equation stays unmatched, which one does matters (index reduction differentiates the
-    equations its searches visit), and the deterministic search decides."""
-    n_eqs = len(incidence)
-    if n_eqs < SCIPY_MATCHING_SIZE or n_eqs > n_vars:
-        return None
-    counts = np.fromiter(map(len, incidence), dtype=np.int64, count=n_eqs)
-    rows = np.repeat(np.arange(n_eqs), counts)
-    columns = np.fromiter(chain.from_iterable(incidence), dtype=np.int64,
-                          count=int(counts.sum()))
-    ok = np.asarray(allowed, dtype=bool)[columns]
-    graph = csr_matrix((np.ones(int(ok.sum()), dtype=np.int8), (rows[ok], columns[ok])),
-                       shape=(n_eqs, n_vars))
-    match = maximum_bipartite_matching(graph, perm_type="column")
-    if (match < 0).any():
-        return None
-    var_match = np.full(n_vars, UNMATCHED, dtype=np.int64)
-    var_match[match] = np.arange(n_eqs)
-    return match.tolist(), var_match.tolist()
 
 
 @dataclass

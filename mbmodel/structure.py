@@ -682,14 +682,6 @@ class _Analysis:
                 "unassigned equations: " + "; ".join(f"'{descriptions[e]}' ({origins[e]})"
                                                      for e in bad[:8]))
         blocks_eqs = graph.blt(red.incidence, eq_match, n_all)
-        if len(red.incidence) >= graph.SCIPY_MATCHING_SIZE and any(
-                len(b) > 1 for b in blocks_eqs):
-            # the pairs inside blocks of several equations (the order of a block's
-            # variables) as the deterministic search makes them, whatever perfect matching
-            # scipy found; the blocks and their order are the same
-            eq_match, _ = graph.maximum_matching(red.incidence, n_all, unknown_ok,
-                                                 in_c=False)
-            blocks_eqs = graph.blt(red.incidence, eq_match, n_all)
         if outputs is not None:
             blocks_eqs = self.needed_blocks(blocks_eqs, eq_match, red, states, outputs, names)
         self.n_all = n_all

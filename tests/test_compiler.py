@@ -1512,26 +1512,3 @@ def test_a_compiled_model_warns_when_its_model_was_changed_after_compile():
     model.load.flange_b.phi = Fixed(0.5)     # through a connector: noted too
     with pytest.warns(mb.ModelChangedWarning, match=r"load.flange_b.phi\)"):
         mb.initialize(cm)
-
-
-@pytest.mark.parametrize("make", ["robot", "fourbar"])
-def test_the_matching_in_c_leaves_blocks_and_tearing_as_they_were(make, monkeypatch):
-    """Large systems are matched by scipy (graph.SCIPY_MATCHING_SIZE); blocks of several
-    equations then take the deterministic search's pairs again: the sorted system is the
-    same whichever matching ran (here with scipy forced on small models)."""
-    from mbmodel import graph
-    from mbmodel.libraries import robot_r3
-    sys.path.insert(0, os.path.dirname(__file__))
-    from loop_mechanisms import DoubleFourbar
-
-    def sorted_system():
-        model = robot_r3.FullRobot() if make == "robot" else DoubleFourbar()
-        cm = mb.compile(model)
-        blocks = [(b.kind, b.equations, b.variables, b.tear_vars) for b in cm.system.blocks]
-        return blocks, cm.states, cm.algebraic
-
-    monkeypatch.setattr(graph, "SCIPY_MATCHING_SIZE", 1)
-    in_c = sorted_system()
-    monkeypatch.setattr(graph, "SCIPY_MATCHING_SIZE", 10 ** 9)
-    assert any(len(b[1]) > 1 for b in in_c[0])
-    assert sorted_system() == in_c

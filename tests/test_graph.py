@@ -74,26 +74,3 @@ def test_maximum_matching_has_networkx_cardinality(seed):
                for v, e in enumerate(first[1]) if e != graph.UNMATCHED)
     assert all(v in incidence[e] and extended_vars[v] == e
                for e, v in enumerate(extended) if v != graph.UNMATCHED)
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_the_matching_in_c_of_a_large_system_gives_the_same_blocks(seed):
-    """Above SCIPY_MATCHING_SIZE equations a perfect matching comes from scipy: a valid
-    maximum matching, and the same blocks in the same order as the search in Python (the
-    block decomposition does not depend on which perfect matching it starts from)."""
-    rng = np.random.default_rng(200 + seed)
-    n = graph.SCIPY_MATCHING_SIZE + int(rng.integers(0, 3000))
-    incidence = random_square_system(n, rng, density=rng.uniform(0.5, 1.5))
-    allowed = [True] * n
-    in_c, var_in_c = graph.maximum_matching(incidence, n, allowed)
-    in_python, _ = graph.maximum_matching(incidence, n, allowed, in_c=False)
-    assert graph.UNMATCHED not in in_c
-    assert all(v in incidence[e] and var_in_c[v] == e for e, v in enumerate(in_c))
-    blocks = graph.blt(incidence, in_c, n)
-    assert blocks == graph.blt(incidence, in_python, n)
-    assert any(len(b) > 1 for b in blocks)   # (the case where the pairs can differ)
-    # a system that does not match perfectly is left to the search (it decides which
-    # equations index reduction differentiates)
-    incidence[0] = incidence[1] = [0]
-    eq_match, _ = graph.maximum_matching(incidence, n, allowed)
-    assert eq_match == graph.maximum_matching(incidence, n, allowed, in_c=False)[0]
