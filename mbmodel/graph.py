@@ -151,16 +151,23 @@ class StructurallySingular(Exception):
         self.variables = variables
 
 
-def check_regular(incidence, n_vars, var_diff, var_integral):
-    """Every equation must be matchable to a distinct variable *family* (a variable together
-    with its derivatives); otherwise the system is structurally singular whatever the index.
-    Returns None or raises :class:`StructurallySingular` naming the over-determined part."""
-    family = list(range(n_vars))
-    for v in range(n_vars):
+def families(var_integral) -> list[int]:
+    """For each variable, the variable its derivatives go back to (``var_integral[v]`` is the
+    variable ``v`` is the derivative of, or None): a family shares one entry."""
+    family = list(range(len(var_integral)))
+    for v in range(len(var_integral)):
         u = v
         while var_integral[u] is not None:
             u = var_integral[u]
         family[v] = u
+    return family
+
+
+def check_regular(incidence, n_vars, var_diff, var_integral):
+    """Every equation must be matchable to a distinct variable *family* (a variable together
+    with its derivatives); otherwise the system is structurally singular whatever the index.
+    Returns None or raises :class:`StructurallySingular` naming the over-determined part."""
+    family = families(var_integral)
     fam_inc = []
     for vs in incidence:
         fam_inc.append(list(dict.fromkeys(family[v] for v in vs)))

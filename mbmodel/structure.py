@@ -942,12 +942,7 @@ class _Analysis:
             d = self.var_diff_all[g]
             if d is not None and d in local:
                 integral[local[d]] = local[g]
-        family = list(range(n))
-        for v in range(n):
-            u = v
-            while integral[u] is not None:
-                u = integral[u]
-            family[v] = u
+        family = graph.families(integral)
         incidence = self.incidence(self.equations, ids)
         fam_inc = [list(dict.fromkeys(family[v] for v in row)) for row in incidence]
         _, var_match = graph.maximum_matching(fam_inc, n)
