@@ -282,7 +282,7 @@ class OneWay(mb.Model):
 def _one_way_expected(t, pieces):
     """Speeds (driver, load) from constant accelerations ``pieces`` [(t0, a1, a2)]."""
     w1, w2 = np.zeros_like(t), np.zeros_like(t)
-    state, t_prev = (0.0, 0.0), 0.0
+    state = (0.0, 0.0)
     starts = [p[0] for p in pieces] + [np.inf]
     for (t0, a1, a2), t1 in zip(pieces, starts[1:]):
         inside = (t >= t0) & (t <= t1)
