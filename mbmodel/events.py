@@ -64,6 +64,9 @@ HELD_FRACTION = 1e-2
 CHATTER_EVENTS = 100
 #: ... within this fraction of the run (at least 1e-12 s) stop the run with an error.
 CHATTER_FRACTION = 1e-9
+#: ... or within CHATTER_EVENTS * CHATTER_GAP * max(1, |t|) s (a gigahertz: no physical
+#: switching, whatever the run's length).
+CHATTER_GAP = 1e-9
 #: Zeno: a when clause that fired ZENO_FIRINGS + 1 times at intervals each shorter than
 #: the one before by a factor below ZENO_RATIO stops the run ...
 ZENO_FIRINGS = 30
@@ -747,7 +750,11 @@ class _Run:
         self.recent.append(t)
         if len(self.recent) == CHATTER_EVENTS:
             span = self.recent[-1] - self.recent[0]
-            if span <= max(CHATTER_FRACTION * (self.t_end - self.t_start), 1e-12):
+            # (also events closer together than the integration can tell apart: a
+            # thermostat without hysteresis switches every 5e-11 s, whatever the run's
+            # length, which the first bound alone misses in a short run)
+            if span <= max(CHATTER_FRACTION * (self.t_end - self.t_start), 1e-12,
+                           CHATTER_EVENTS * CHATTER_GAP * max(1.0, abs(t))):
                 causes = list(dict.fromkeys(c for e in self.events[-CHATTER_EVENTS:]
                                             for c in e.causes if not c.startswith("fired")))
                 raise self.failure(

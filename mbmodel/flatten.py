@@ -27,7 +27,7 @@ from .connections import (build_connection_graph, connection_equations, connecti
                           cut_sides, overdetermined_edges, unconnected)
 from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContext, _iterate, _where
 from .errors import DeclarationError, ModelError
-from .discrete import RelationsSwitchAtEvents, When
+from .discrete import Reinit, RelationsSwitchAtEvents, When
 from .flat import (FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable,
                    at_parameter_values, describe, resolve_bindings, stacked)
 from .hybrid import HybridCollector
@@ -612,6 +612,11 @@ class _Flattener:
             raise DeclarationError(
                 f"{_where(comp)}: an equation evaluated to the Python bool {item}; write "
                 f"equations on model variables (self.x == ...), not on plain numbers")
+        if isinstance(item, Reinit):
+            raise DeclarationError(
+                f"{_where(comp)}: reinit({describe(item.variable)}, ...) was yielded on its "
+                f"own; it belongs inside a when clause: yield mb.when(condition, "
+                f"mb.reinit(x, value))")
         if not isinstance(item, (ca.SX, ca.DM, float, int)):
             raise DeclarationError(f"{_where(comp)}: equations() yielded {item!r}; yield "
                                    f"'lhs == rhs' expressions or connect(...)")

@@ -39,6 +39,7 @@ class HybridCollector:
         self._initial = None
         self.time_events: list = []
         self.assigned: dict[int, str] = {}  # discrete position -> where it is defined
+        self.reinitialized: dict[int, str] = {}  # state position -> the when clause
 
     # -- discrete knowns ---------------------------------------------------------------
     def _known(self, name: str, tag: str, start: float, origin: str) -> tuple[ca.SX, int]:
@@ -253,6 +254,8 @@ class HybridCollector:
             item.condition]
         written = [c[k] for c in map(ca.SX, conditions) for k in range(c.numel())]
         shown = f"when {', '.join(describe(self.literal(c)) for c in written)}"
+        for c in written:
+            self._check_condition(comp, c, shown)
         flat_conditions = [self._after_time_events(c) for c in written]
         assignments, reinits = [], []
         for stmt in item.body:
@@ -271,6 +274,14 @@ class HybridCollector:
                         f"initialization sets the states' values, which reinit does not "
                         f"change: give {var.name} its initial value as a fixed start "
                         f"(Fixed(value)) or an initial equation instead")
+                earlier = self.reinitialized.get(rec.position)
+                if earlier is not None:
+                    raise DeclarationError(
+                        f"{_where(comp)}: reinit({var.name}, ...) in '{shown}': {var.name} is "
+                        f"re-initialized in '{earlier}' too; where both fire at one instant "
+                        f"the result would depend on their order: give it one when clause "
+                        f"(a list of conditions fires on any of them)")
+                self.reinitialized[rec.position] = shown
                 reinits.append((rec.position, stmt.value))
                 continue
             for k in range(stmt.numel()):
@@ -284,6 +295,39 @@ class HybridCollector:
                 self._claim(comp, position, f"'{shown}'")
                 assignments.append((position, e.dep(1)))
         self.part.whens.append(FlatWhen(flat_conditions, assignments, reinits, comp.path, shown))
+
+    def _check_condition(self, comp, condition, shown):
+        """A when condition must be able to become true at an event: an equality never
+        does (x == 0.5 holds at no instant a crossing is found), nor a comparison of
+        continuous variables under noEvent (no crossing is watched: the clause would fire
+        only at some other event)."""
+        continuous = getattr(self, "_continuous", None)
+        if continuous is None:
+            continuous = self._continuous = {v.symbol.element_hash() for v in self.fl.variables
+                                             if not v.discrete and v.kind != "input"}
+
+        def reads_continuous(e):
+            return any(s.element_hash() in continuous for s in ca.symvar(ca.SX(e)))
+        # (of discrete values an equality is fine: change(d) is d != pre(d))
+        if (condition.is_op(ca.OP_EQ) or condition.is_op(ca.OP_NE)) and \
+                reads_continuous(condition):
+            raise DeclarationError(
+                f"{_where(comp)}: '{shown}': '{describe(condition)}' is an equality of "
+                f"continuous values, not a condition that becomes true at an event (no "
+                f"crossing finds the instant it holds); write x >= value (or x <= value) "
+                f"for the instant it is reached")
+        todo = [condition]
+        while todo:
+            e = todo.pop()
+            if e.is_symbolic() or e.is_constant():
+                continue
+            if any(e.is_op(op) for op in (ca.OP_LT, ca.OP_LE)) and reads_continuous(e):
+                raise DeclarationError(
+                    f"{_where(comp)}: '{shown}': the comparison '{describe(e)}' is evaluated "
+                    f"without events (noEvent), so no crossing is watched and the clause "
+                    f"would fire only when some other event happens; write the condition "
+                    f"without noEvent")
+            todo.extend(e.dep(i) for i in range(e.n_dep()))
 
     def drop_unused(self, expressions):
         """Relations that no equation uses any more (their comparisons went into noEvent)

@@ -195,6 +195,23 @@ def test_chattering_is_stopped_with_the_condition_and_time():
     assert info.value.result.t[-1] <= 1.0
 
 
+@pytest.mark.parametrize("method", ["auto", "dop853", "abm", "adams", "idas"])
+def test_a_thermostat_without_hysteresis_chatters_in_a_short_run_too(method):
+    """Switching every 5e-11 s through a discrete variable: 100 events in 6e-9 s. The
+    detector asked for them within 1e-9 of the run's length: a 3 s run never finished
+    (review). Events closer than a gigahertz stop any run."""
+    class Thermostat(mb.Model):
+        T = mb.Variable(start=20.0, fixed=True)
+        on = mb.Discrete(1)
+
+        def equations(self):
+            yield mb.der(self.T) == if_else(self.on > 0.5, 1.0, -1.0)
+            yield self.on == if_else(self.T < 21.0, 1, 0)
+
+    with pytest.raises(mb.SimulationError, match=r"chattering at t = 1.0000000.*T < 21"):
+        mb.simulate(Thermostat(), 3.0, method=method)
+
+
 class SwitchedLoop(mb.Model):
     """A DAE whose algebraic loop z^3 + z = s switches from s = 2 (z = 1) to s = 10
     (z = 2) when x passes 0.5: x = 1 - e^-t until t = ln 2, then 2 - 1.5 e^-(t - ln 2)."""
@@ -378,6 +395,39 @@ def test_edge_change_and_initial():
     times = [ev.time for ev in res.events[1:]]
     np.testing.assert_allclose(times, [math.pi / 6, 5 * math.pi / 6, 2 * math.pi + math.pi / 6,
                                        2 * math.pi + 5 * math.pi / 6], atol=1e-9)
+
+
+def test_when_conditions_that_cannot_fire_at_an_event_and_stray_reinits_are_refused():
+    """An equality of continuous values and a comparison under noEvent never fired (the
+    second only at some other event); two clauses re-initializing one state took the last
+    one; a reinit yielded on its own was 'yielded <Reinit object>' (review)."""
+    class Clock(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        n = mb.Discrete(0)
+
+        def __init__(self, clauses, **modifiers):
+            super().__init__(**modifiers)
+            self.clauses = clauses
+
+        def equations(self):
+            yield mb.der(self.x) == 1
+            yield from self.clauses(self)
+
+    for clauses, message in (
+            (lambda m: [mb.when(m.x == 0.5, m.n == 1)], r"'\(x==0.5\)' is an equality of "
+                                                       r"continuous values"),
+            (lambda m: [mb.when(mb.noEvent(m.x > 0.5), m.n == 1)],
+             r"evaluated without events \(noEvent\)"),
+            (lambda m: [mb.when(m.x > 0.5, mb.reinit(m.x, 0.0)),
+                        mb.when(mb.time > 0.5, mb.reinit(m.x, 10.0))],
+             r"x is re-initialized in 'when \(0.5<x\)' too"),
+            (lambda m: [mb.reinit(m.x, 0.0)], r"reinit\(x, ...\) was yielded on its own")):
+        with pytest.raises(mb.DeclarationError, match=message):
+            mb.compile(Clock(clauses))
+    # of discrete values, an equality is a condition (change(d) is d != pre(d))
+    fine = Clock(lambda m: [mb.when(m.x > 0.5, m.n == 1),
+                            mb.when(m.n != mb.pre(m.n), mb.reinit(m.x, 0.0))])
+    assert mb.simulate(fine, 1.0).final("x") == pytest.approx(0.5, abs=1e-9)
 
 
 def test_clear_errors_for_malformed_event_declarations():
