@@ -130,6 +130,7 @@ def edge(variable):
     Example: ``yield self.starts == mb.functions.if_else(mb.edge(self.on), 1.0, 0.0)`` (``on`` a
     :class:`Discrete` Boolean)"""
     b = ca.SX(variable)
+    _discrete_argument("edge", b)
     return ca.logic_and(b, ca.logic_not(pre(b)))
 
 
@@ -138,7 +139,19 @@ def change(variable):
 
     Example: ``yield mb.when(mb.change(self.gear), self.shifts == mb.pre(self.shifts) + 1)``"""
     v = ca.SX(variable)
+    _discrete_argument("change", v)
     return v != pre(v)
+
+
+def _discrete_argument(name, expr):
+    """edge() and change() watch discrete values: of a continuous variable they would never
+    see a change at an event (it changes between them)."""
+    hybrid = _hybrid()
+    read = hybrid.reads_continuous(expr) if hybrid is not None else []
+    if read:
+        raise DeclarationError(
+            f"{name}({describe(expr)}): {', '.join(str(s) for s in read[:4])} is continuous; "
+            f"{name}() takes a Discrete variable or a relation (e.g. {name}(x > 0.5))")
 
 
 def initial():

@@ -223,7 +223,30 @@ class HybridCollector:
         self.assigned[position] = where
         self.fl.local_equations[id(comp)] = self.fl.local_equations.get(id(comp), 0) + 1
 
+    def continuous_symbols(self) -> set:
+        """The hashes of the continuous unknowns' symbols (not discrete, not inputs)."""
+        continuous = getattr(self, "_continuous", None)
+        if continuous is None:
+            continuous = self._continuous = {v.symbol.element_hash() for v in self.fl.variables
+                                             if not v.discrete and v.kind != "input"}
+        return continuous
+
+    def reads_continuous(self, expr) -> list:
+        """The continuous unknowns ``expr`` reads directly (outside relations, which are
+        discrete values by now)."""
+        continuous = self.continuous_symbols()
+        return [s for s in ca.symvar(ca.SX(expr)) if s.element_hash() in continuous]
+
     def add_discrete_equation(self, comp, position, value, shown):
+        read = self.reads_continuous(value)
+        if read:
+            name = self.fl.variables[position].name
+            raise DeclarationError(
+                f"{_where(comp)}: '{describe(shown)}' defines the Discrete variable {name} "
+                f"from the continuous {', '.join(str(s) for s in read[:4])}: a discrete "
+                f"variable changes only at events, so it would hold its value between them; "
+                f"compare instead (self.d == (x > 0.5) switches at the crossing), or make "
+                f"{name} a Variable")
         self._claim(comp, position, f"the equation '{describe(shown)}'")
         self.part.discrete_equations.append(
             FlatDiscreteEquation(position, value, comp.path, shown))
@@ -301,13 +324,8 @@ class HybridCollector:
         does (x == 0.5 holds at no instant a crossing is found), nor a comparison of
         continuous variables under noEvent (no crossing is watched: the clause would fire
         only at some other event)."""
-        continuous = getattr(self, "_continuous", None)
-        if continuous is None:
-            continuous = self._continuous = {v.symbol.element_hash() for v in self.fl.variables
-                                             if not v.discrete and v.kind != "input"}
-
         def reads_continuous(e):
-            return any(s.element_hash() in continuous for s in ca.symvar(ca.SX(e)))
+            return bool(self.reads_continuous(e))
         # (of discrete values an equality is fine: change(d) is d != pre(d))
         if (condition.is_op(ca.OP_EQ) or condition.is_op(ca.OP_NE)) and \
                 reads_continuous(condition):

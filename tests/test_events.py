@@ -430,6 +430,34 @@ def test_when_conditions_that_cannot_fire_at_an_event_and_stray_reinits_are_refu
     assert mb.simulate(fine, 1.0).final("x") == pytest.approx(0.5, abs=1e-9)
 
 
+def test_discrete_values_from_continuous_ones_outside_when_are_refused():
+    """d == x (x continuous) held d at 0 through the run, and change(x)/edge(x) of a
+    continuous x never fired (review); a relation is the discrete value wanted."""
+    class Clock(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        d = mb.Discrete(0)
+        n = mb.Discrete(0)
+
+        def __init__(self, defined, watched, **modifiers):
+            super().__init__(**modifiers)
+            self.defined, self.watched = defined, watched
+
+        def equations(self):
+            yield mb.der(self.x) == 1
+            yield self.d == self.defined(self)
+            yield mb.when(self.watched(self), self.n == mb.pre(self.n) + 1)
+
+    with pytest.raises(mb.DeclarationError, match=r"defines the Discrete variable d from the "
+                                                  r"continuous x"):
+        mb.compile(Clock(lambda m: m.x, lambda m: m.x > 0.5))
+    for watch in (mb.change, mb.edge):
+        with pytest.raises(mb.DeclarationError, match=rf"{watch.__name__}\(x\): x is "
+                                                      rf"continuous"):
+            mb.compile(Clock(lambda m: m.x > 0.5, lambda m, w=watch: w(m.x)))
+    res = mb.simulate(Clock(lambda m: m.x > 0.5, lambda m: mb.edge(m.x > 0.25)), 1.0)
+    assert (res.final("d"), res.final("n")) == (1.0, 1.0)
+
+
 def test_clear_errors_for_malformed_event_declarations():
     class NeverAssigned(mb.Model):
         x = mb.Variable(start=0.0, fixed=True)
