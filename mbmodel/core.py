@@ -913,7 +913,14 @@ def der(expr):
     if expr.is_symbolic() and expr.numel() == 1:  # the usual der(variable): no graph walk
         rec = ctx.symbol_to_variable.get(expr.element_hash())
         if rec is not None and not rec.is_parameter:
-            return ctx.make_derivative(expr)
+            derivative = ctx.make_derivative(expr)
+            if derivative.is_zero():   # (a Discrete variable: constant between events)
+                where = getattr(ctx, "component", None)
+                raise DeclarationError(
+                    (f"{_where(where)}: " if where is not None else "") +
+                    f"der({expr}): {expr} is Discrete, constant between events, so its "
+                    f"derivative is always 0; make it a Variable if it changes continuously")
+            return derivative
     symbols = ca.symvar(expr)
     records = [ctx.symbol_to_variable.get(s.element_hash()) for s in symbols]
     if symbols and all(r is not None and r.is_parameter for r in records):

@@ -457,6 +457,18 @@ def test_discrete_values_from_continuous_ones_outside_when_are_refused():
     res = mb.simulate(Clock(lambda m: m.x > 0.5, lambda m: mb.edge(m.x > 0.25)), 1.0)
     assert (res.final("d"), res.final("n")) == (1.0, 1.0)
 
+    class Derived(mb.Model):    # der(d) of a Discrete: "an equation came out as 0" came
+        x = mb.Variable(start=0.0, fixed=True)
+        d = mb.Discrete(0)
+
+        def equations(self):
+            yield mb.der(self.x) == 1
+            yield mb.der(self.d) == 1
+            yield mb.when(self.x > 0.5, self.d == 1)
+
+    with pytest.raises(mb.DeclarationError, match=r"der\(d\): d is Discrete"):
+        mb.compile(Derived())
+
 
 def test_clear_errors_for_malformed_event_declarations():
     class NeverAssigned(mb.Model):
