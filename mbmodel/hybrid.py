@@ -290,8 +290,8 @@ class HybridCollector:
                         f"{_where(comp)}: reinit({describe(stmt.variable)}, ...) in '{shown}': "
                         f"only continuous variables of the model can be re-initialized")
                 var.state_select = "always"  # reinit acts on states (Modelica's rule)
-                if self._initial is not None and any(
-                        ca.is_equal(c, self._initial) for c in written):
+                if self._initial is not None and any(  # (also inside logic_or)
+                        ca.depends_on(c, self._initial) for c in written):
                     raise DeclarationError(
                         f"{_where(comp)}: reinit({describe(stmt.variable)}, ...) in '{shown}': "
                         f"initialization sets the states' values, which reinit does not "
