@@ -177,16 +177,22 @@ def _check_at_rest(cm, problem, sol, known):
     must be at rest on the solution, or there is no steady state (the docs promise an
     error, not a state that moves)."""
     rates = np.array(problem.unmet_rates(sol, known), dtype=float).reshape(-1)
-    scale = 1.0 + np.max(np.abs(sol), initial=0.0)
-    moving = [(cm.states[k], r) for k, r in zip(problem.unmet, rates)
-              if not abs(r) <= 1e-8 * scale]
-    if moving:
-        shown = ", ".join(f"der({name}) = {r:.6g}" for name, r in moving[:5])
+    shown = rates_not_at_rest([cm.states[k] for k in problem.unmet], rates,
+                              1e-8 * (1.0 + np.max(np.abs(sol), initial=0.0)))
+    if shown:
         raise InitializationError(
             f"steady state: there is none with these conditions: {shown} whatever values "
             f"the free states take (no start value left free changes it): the model does not "
             f"come to rest (a force or torque nothing balances). Give the states fixed start "
             f"values instead of steady_state=True, or add what balances it.")
+
+
+def rates_not_at_rest(states, rates, bound) -> str:
+    """``der(x) = value`` for the ``states`` whose ``rates`` exceed ``bound`` (the first five),
+    or "": what a steady state that does not exist is shown by (initialization and
+    :func:`mbmodel.linearize.linearize` alike)."""
+    moving = [(name, r) for name, r in zip(states, rates) if not abs(r) <= bound]
+    return ", ".join(f"der({name}) = {r:.6g}" for name, r in moving[:5])
 
 
 def _unconnected_in(cm, text) -> str:

@@ -18,7 +18,7 @@ from .core import time as TIME
 from .checks import scalar, vector
 from .errors import ModelError, SimulationError
 from .flat import entries_named
-from .initialization import initial_values
+from .initialization import initial_values, rates_not_at_rest
 from .minimum_norm import MinimumNormNewton
 from .quiet import casadi_lines_dropped
 from .workspace import remember, workspace
@@ -334,10 +334,9 @@ def _raise_if_never_at_rest(cm, exc, rows, x_start, z_start, u, p, t):
     guess = np.concatenate([x_start[moving], z_start])
     known = np.concatenate([x_start[held], u, p, [t]])
     values = np.array(exc.steady_residual(guess, known), dtype=float).reshape(-1)[rows]
-    never = [(cm.states[moving[k]], v) for k, v in zip(rows, values)
-             if not (abs(v) <= 1e-12 * (1.0 + np.max(np.abs(known), initial=0.0)))]
-    if never:
-        shown = ", ".join(f"der({name}) = {value:.6g}" for name, value in never[:6])
+    shown = rates_not_at_rest([cm.states[moving[k]] for k in rows], values,
+                              1e-12 * (1.0 + np.max(np.abs(known), initial=0.0)))
+    if shown:
         raise SimulationError(
             f"linearize(steady_state=True): there is no steady state: {shown} whatever the "
             f"states that can change (it depends only on inputs, parameters, time and states "
