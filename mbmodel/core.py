@@ -256,8 +256,9 @@ class Declaration:
     def _no_arithmetic(self, *_):
         # (2 * J0 in a class body, a Modelica habit: Python's TypeError named no remedy)
         name = self.name or "J0"
+        named = f" ({self.name})" if self.name else ""
         raise DeclarationError(
-            f"a {type(self).__name__} declared in a class body{' (' + self.name + ')' if self.name else ''} "
+            f"a {type(self).__name__} declared in a class body{named} "
             f"is used in an expression there, where it is a declaration without a value; "
             f"bind sub-components to parameters in __init__, after "
             f"super().__init__(**modifiers): e.g. self.part = Part(k=2 * self.{name})")

@@ -127,8 +127,8 @@ def pre(variable):
 def edge(variable):
     """True at the event where the Boolean ``variable`` becomes true: ``b and not pre(b)``.
 
-    Example: ``yield self.starts == mb.functions.if_else(mb.edge(self.on), 1.0, 0.0)`` (``on`` a
-    :class:`Discrete` Boolean)"""
+    Example: ``yield self.starts == mb.functions.if_else(mb.edge(self.on), 1.0, 0.0)``
+    (``on`` a :class:`Discrete` Boolean)"""
     b = ca.SX(variable)
     _discrete_argument("edge", b)
     return ca.logic_and(b, ca.logic_not(pre(b)))
@@ -166,8 +166,11 @@ def noEvent(expr):  # noqa: N802 - Modelica's name
     written at every evaluation: no zero crossings, no events. For expressions that are
     smooth across the switch (or guards such as ``noEvent(x > 0)`` in ``sqrt``).
 
-    Example: ``yield self.q == mb.functions.if_else(mb.noEvent(self.dp > 0), 1, -1) * mb.functions.sqrt(
-    mb.functions.fabs(self.dp))``"""
+    Example (a square-root flow law, smooth enough through dp = 0)::
+
+        sign = mb.functions.if_else(mb.noEvent(self.dp > 0), 1, -1)
+        yield self.q == sign * mb.functions.sqrt(mb.functions.fabs(self.dp))
+    """
     hybrid = _hybrid()
     expr = ca.SX(expr)
     return expr if hybrid is None else hybrid.literal(expr)

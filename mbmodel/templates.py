@@ -185,7 +185,8 @@ class Instantiated:
     """An instance's equations from a template: the flat residuals as one column and the
     equations as written (for messages), their alias forms
     (:attr:`mbmodel.flat.FlatEquation.alias_form`), its asserts as ``(condition elements,
-    message, whether they read parameters only)`` and its declared derivatives (:class:`~mbmodel.Derivative`)."""
+    message, whether they read parameters only)`` and its declared derivatives
+    (:class:`~mbmodel.Derivative`)."""
 
     def __init__(self, residuals: ca.SX, shown, alias_forms, asserts, derivatives,
                  slopes=None):
