@@ -47,6 +47,7 @@ from .impulses import ImpulseWatch
 from .initialization import initial_values
 from .native import dynamics, event_function
 from .quiet import casadi_lines_dropped
+from .state_selection import KeptChoice, StateChoice
 from .workspace import built, workspace
 
 #: Relative width to which an event time is located.
@@ -298,6 +299,9 @@ class _Run:
         self._ode = None  # cm.ode through buffers (edge_at_end), made when first needed
         self.impulses = ImpulseWatch(cm, atol)  # differentiated variables that must not jump
         self.z_guess = None   # simulate(x0=..., z0=...): the algebraic variables' guess
+        #: the compiled choice of states, watched where the model has one to make
+        self.kept = (None if cm.system.state_set is None else
+                     KeptChoice(StateChoice(cm, p=np.asarray(p, dtype=float))))
 
     # -- evaluation ----------------------------------------------------------------------
     def values(self, x, z, u, t):
@@ -355,6 +359,7 @@ class _Run:
             k += 1
         self.reached = (grid, X, Z, U)
         n_intervals = 1  # output intervals per integrator call: doubles while no event comes
+        singular = None  # where the kept choice of states turned singular in a stretch
         probe = True  # the first stretch after an event (or the start) is probed
         while t < self.t_end:
             if self.progress is not None:
@@ -399,10 +404,13 @@ class _Run:
                 # bouncing ever lower): check points at geometrically growing distances.
                 probe = False
                 end = min(target, t + self.check_spacing)
-                t_new, x_new, z_new, crossed, _, _, _ = self.advance(
+                t_new, x_new, z_new, crossed, xs, zs, valid = self.advance(
                     t, end, PROBE_POINTS, x, z, u, geometric=True,
                     ends_at_event=end >= real_event)
                 D[lay.relation_slots - lay.n_ext] = u[lay.relation_slots]  # inert flips
+                if self.singular_choice(t, end, PROBE_POINTS, True, xs, zs, valid, u,
+                                        (t_new, x_new, z_new)) is not None:
+                    raise self.kept_choice_failure(t, end, PROBE_POINTS, True, valid)
                 if crossed is None and end < target:
                     t, x, z = t_new, x_new, z_new
                     continue
@@ -411,6 +419,11 @@ class _Run:
                 t_new, x_new, z_new, crossed, xs, zs, valid = self.advance(
                     t, target, m, x, z, u, ends_at_event=target >= real_event)
                 D[lay.relation_slots - lay.n_ext] = u[lay.relation_slots]  # inert flips
+                singular = self.singular_choice(t, target, m, False, xs, zs, valid, u,
+                                                (t_new, x_new, z_new))
+                if singular is not None:
+                    # the rows before it are written, then the run stops
+                    valid, crossed = singular, None
             # outputs reached before any crossing; one within the width the crossing was
             # located to shows the value after it (which side it falls on is round-off)
             before = t_new
@@ -423,6 +436,8 @@ class _Run:
                     break  # the last point is written after a possible event there
                 X[:, k], Z[:, k], U[:, k] = xs[:, col], zs[:, col], self.u_out(grid[k], D)
                 k += 1
+            if singular is not None:
+                raise self.kept_choice_failure(t, target, m, False, valid)
             t, x, z = t_new, x_new, z_new
             self.last_good = t
             n_intervals = 1 if crossed is not None else min(2 * n_intervals, 1 << 16)
@@ -469,6 +484,49 @@ class _Run:
                 X[:, k], Z[:, k], U[:, k] = x, z, self.u_out(grid[k], D)
                 k += 1
         return X, Z, U, self.events, self.methods
+
+    def singular_choice(self, t0, t1, m, geometric, xs, zs, valid, u, end) -> int | None:
+        """Where, among the ``valid`` first of the stretch's ``m`` check points (columns of
+        ``xs``, ``zs``; a stretch cut short has the first of them only) and then its end
+        point ``(t, x, z)`` (index ``valid``), the compiled choice of
+        states turns singular; None where it holds (or the model has no choice to make).
+        A model with events keeps the states it was compiled with (the dynamic state
+        selection switches them only in models without events): run on past a singular
+        point, a cartesian pendulum kept on ``y`` stopped dead at the bottom."""
+        if self.kept is None or zs.shape[0] != self.n_z:
+            return None
+        ts = t0 + (t1 - t0) * _fractions(m, geometric)
+        points = [(ts[j], xs[:, j], zs[:, j]) for j in range(valid)] + [end]
+        for j, (t, x, z) in enumerate(points):
+            if self.kept.fails_at(x, z, u, t):
+                return j
+        return None
+
+    def kept_choice_failure(self, t0, t1, m, geometric, valid) -> SimulationError:
+        """The error of a run whose kept choice of states turned singular after the check
+        point ``valid - 1`` of the stretch from ``t0`` to ``t1`` (:meth:`singular_choice`);
+        the rows up to that point are written."""
+        ts = t0 + (t1 - t0) * _fractions(m, geometric)
+        before = float(ts[valid - 1]) if valid > 0 else t0
+        after = float(ts[valid]) if valid < len(ts) else t1
+        self.last_good = before
+        flat = self.cm.flat
+        states = set(self.cm.states)
+        forced = [(flat.variables[pos].name, w.shown) for w in flat.hybrid.whens
+                  for pos, _ in w.reinits if flat.variables[pos].name in states]
+        if forced:
+            why = (f" The {forced[0][1]} clause's reinit({forced[0][0]}, ...) makes "
+                   f"{forced[0][0]} a state (a re-initialized variable must be one), and so "
+                   f"fixes the choice of states: re-initialize variables that stay good "
+                   f"states throughout (a pendulum's angle and angular velocity rather than "
+                   f"its cartesian coordinates)")
+        else:
+            why = (" A model with events keeps the states it was compiled with (the choice "
+                   "switches at run time only in models without events): give "
+                   "state_select='always' to variables that stay good states throughout, or "
+                   "write the model in such coordinates (a pendulum's angle rather than its "
+                   "cartesian coordinates)")
+        return self.failure(after, self.kept.singular_text(before, after, stopped=True) + why)
 
     def u_out(self, t, D):
         """The input vector at ``t``: external inputs, then the discrete values ``D``."""

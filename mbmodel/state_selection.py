@@ -48,12 +48,18 @@ CHECKS_PER_RUN = 250
 #: its row-scaled columns falls below this (the rounding of a well-posed choice is far
 #: above it; a choice that only grows poor, with no better one taken, runs on).
 SINGULAR_QUALITY = 1e-8
+#: A run that cannot switch the choice (a model with events) stops where the compiled
+#: choice's quality falls below this fraction of the best choice's: the integrator's
+#: errors reach the dependent variables amplified a hundredfold and more (a pendulum kept
+#: on y: 2e-6 in x at x = 0.01, rtol 1e-10), and closer to the singular point the run may
+#: stick beside it rather than pass it.
+KEPT_RATIO = 1e-2
 
 
 class StateChoice:
     """The run-time state choice of a compiled model with a state set."""
 
-    def __init__(self, cm, params=None):
+    def __init__(self, cm, params=None, p=None):
         self.base = cm
         self.set = cm.system.state_set
         self.compiled = {frozenset(self.set.dependent): cm}
@@ -70,7 +76,7 @@ class StateChoice:
         p_syms = [q.symbol for q in cm.system.parameters if q.binding is None]
         self.jacobian = ca.Function("state_set_jacobian",
                                     [stacked(var_syms), stacked(p_syms)], [J])
-        self.p = cm.parameter_vector(params)
+        self.p = cm.parameter_vector(params) if p is None else p
         self.coordinates = (list(range(len(self.set.candidates)))
                             if self.set.coordinates is None else list(self.set.coordinates))
 
@@ -196,6 +202,71 @@ class StateChoice:
                          if i in self.coordinates)
 
 
+class KeptChoice:
+    """The compiled choice of states watched along a run that keeps it: singular where the
+    smallest singular value of the dependent variables' row-scaled columns falls below
+    :data:`SINGULAR_QUALITY`, or their determinant changes sign between two points looked
+    at (passed through zero between them)."""
+
+    def __init__(self, choice: StateChoice):
+        self.choice = choice
+        self.dependent = sorted(choice.set.dependent)
+        #: the dependent columns per level of the states: positions, and velocities where
+        #: their choice differs (only models kept as compiled, as with a reinit, have one)
+        self.levels = [self.dependent]
+        velocity = choice.set.velocity_dependent
+        if velocity is not None and sorted(velocity) != self.dependent:
+            self.levels.append(sorted(velocity))
+        self.signs = None  # of the determinants at the first point looked at
+
+    def singular(self, J) -> bool:
+        """Whether the choice is singular at the Jacobian ``J`` (the next point along the
+        run)."""
+        scaled = self.choice.row_scaled(J)
+        qualities, signs = [], []
+        for dependent in self.levels:
+            columns = scaled[:, dependent]
+            qualities.append(np.linalg.svd(columns, compute_uv=False).min())
+            signs.append(np.sign(np.linalg.det(columns))
+                         if columns.shape[0] == columns.shape[1] else 0.0)
+        if self.signs is None:
+            self.signs = signs
+        return min(qualities) < SINGULAR_QUALITY or signs != self.signs
+
+    def fails_at(self, x, z, u, t) -> bool:
+        """Whether the choice is singular (:meth:`singular`), or far worse than the best
+        (:data:`KEPT_RATIO`), at the point (x, z) of the compiled model at time ``t`` with
+        inputs ``u``: what a run that cannot switch the choice (a model with events) stops
+        at. (An integrator run on past the singular point can stick beside it: a pendulum
+        kept on ``y`` stayed at its bottom with x = 1.6e-7, the choice's quality just that,
+        until the run ended.)"""
+        choice = self.choice
+        values = np.array(choice._needed(choice.base)(x, z, u, choice.p, t)).ravel()
+        J = np.array(choice.jacobian(values, choice.p), dtype=float)
+        return self.singular(J) or any(choice.assess(J, frozenset(dependent))[1] < KEPT_RATIO
+                                       for dependent in self.levels)
+
+    def singular_text(self, before, after, stopped=False) -> str:
+        """What a run that found the choice singular between ``before`` and ``after``
+        says (``stopped``: at :meth:`fails_at`, not run on past it)."""
+        cm = self.choice.base
+        where = (f"between t = {before:g} and t = {after:g}" if after > before else
+                 f"at t = {after:g}")
+        dependent = (self.choice.names(frozenset(self.dependent))
+                     or ', '.join(cm.algebraic[:6]))
+        if len(self.levels) > 1:
+            dependent += (f"; the velocities of "
+                          f"{self.choice.names(frozenset(self.levels[1]))}")
+        if stopped:
+            return (f"the constraints' Jacobian in the variables the kept states leave "
+                    f"dependent ({dependent}) turned singular, or nearly, {where}: the states "
+                    f"{', '.join(cm.states[:6])} no longer determine them there.")
+        return (f"the constraints' Jacobian in the variables the kept states leave dependent "
+                f"({dependent}) turned singular {where}: the states "
+                f"{', '.join(cm.states[:6])} no longer determine them there, and the run went "
+                f"on along one branch or another (not reliable past that point).")
+
+
 def simulate_switching(cm, grid, t_start, t_end, options) -> Result:
     """Integrate over ``grid`` switching the state choice where it degrades (see the module
     documentation); ``options`` are :func:`mbmodel.simulate`'s other options."""
@@ -307,25 +378,14 @@ def simulate_kept(cm, grid, t_start, t_end, options) -> Result:
             raise
         res, failure = exc.result, exc
     jacobian_at = choice.jacobians_along(res, cm, u_of)
-    dependent = sorted(choice.set.dependent)
-    sign = None
+    kept = KeptChoice(choice)
     for j, t in enumerate(res.t):
-        columns = choice.row_scaled(jacobian_at(j))[:, dependent]
-        quality = np.linalg.svd(columns, compute_uv=False).min()
-        now = np.sign(np.linalg.det(columns)) if columns.shape[0] == columns.shape[1] else 0.0
-        if sign is None:
-            sign = now
-        if quality >= SINGULAR_QUALITY and now == sign:
+        if not kept.singular(jacobian_at(j)):
             continue
         before = float(res.t[max(j - 1, 0)])
-        where = (f"between t = {before:g} and t = {float(t):g}" if j > 0 else
-                 f"at t = {float(t):g}")
         error = SimulationError(
-            f"the constraints' Jacobian in the variables the kept states leave dependent "
-            f"({choice.names(frozenset(dependent)) or ', '.join(cm.algebraic[:6])}) turned "
-            f"singular {where}: the states {', '.join(cm.states[:6])} no longer determine "
-            f"them there, and the run went on along one branch or another (not reliable past "
-            f"that point). The result up to t = {before:g} is in this error's 'result'."
+            kept.singular_text(before, float(t)) + " The result up to t = "
+            f"{before:g} is in this error's 'result'."
             + ("" if failure is None else f" The run then failed at t = {failure.time:g}."))
         error.time = error.reached_time = before
         error.variable = None

@@ -152,6 +152,9 @@ class DynamicStateSet:
     #: the candidates that may be states (the others are dependent in every choice, e.g.
     #: positions and orientations of frames on a loop)
     coordinates: list[int] = None
+    #: the candidates whose velocities the compiled model computes from the constraints
+    #: (None: not known; ``dependent`` when the states were chosen level by level alike)
+    velocity_dependent: list[int] | None = None
 
 
 #: Largest number of candidates for which the state choice is made again at run time.
@@ -729,7 +732,8 @@ class _Analysis:
             asserts=self.flat.asserts, run_asserts=self.flat.run_asserts,
             equation_descriptions=descriptions,
             hybrid=self.flat.hybrid,
-            state_set=self.dynamic_state_set(dummies, equations, symbols, names, red),
+            state_set=self.dynamic_state_set(dummies, equations, symbols, names, red,
+                                             eq_match),
             symbol_vector=ca.vertcat(self.symbol_vector[ids] if ids else ca.SX(0, 1),
                                      *symbols[len(ids):]),
             sequence_vector=self.sequence_vector,
@@ -757,7 +761,7 @@ class _Analysis:
         extra = [i for i in range(n_all) if i >= len(ids) or ids[i] >= n_flat]
         return ValueSources(self.names[:n_flat], rows, signs, offsets, reported, extra)
 
-    def dynamic_state_set(self, dummies, equations, symbols, names, red):
+    def dynamic_state_set(self, dummies, equations, symbols, names, red, eq_match=None):
         """The :class:`DynamicStateSet` of the position-level constraints (the equations
         index reduction differentiated most often), if the choice of their dependent
         variables depends on the solution: more candidates than constraints, a Jacobian that
@@ -806,9 +810,18 @@ class _Analysis:
                 chain.append(red.var_diff[chain[-1]])
             chains.append([names[w] for w in chain if names[w] in self.flat.index])
         index = {v: i for i, v in enumerate(cands)}
+        velocity_dependent = None
+        if eq_match is not None:
+            # the candidates whose velocities the once differentiated constraints give: the
+            # position-level ones, unless states were chosen apart (a reinit of vy makes vy
+            # a state beside x: vx then follows from x*vx + y*vy = 0)
+            by_velocity = {red.var_diff[v]: i for i, v in enumerate(cands)}
+            matched = [eq_match[red.eq_diff[e]] for e in G if red.eq_diff[e] is not None]
+            if len(matched) == len(G) and all(m in by_velocity for m in matched):
+                velocity_dependent = sorted(by_velocity[m] for m in matched)
         return DynamicStateSet(J, [names[v] for v in cands], chains,
                                sorted(index[v] for v in dependent),
-                               [index[v] for v in coordinates])
+                               [index[v] for v in coordinates], velocity_dependent)
 
     def _loop_coordinate(self, name) -> bool:
         """Whether the flat variable ``name`` is a preferred state of a component on a loop."""
