@@ -68,6 +68,11 @@ CHATTER_FRACTION = 1e-9
 #: ... or within CHATTER_EVENTS * CHATTER_GAP * max(1, |t|) s (a gigahertz: no physical
 #: switching, whatever the run's length).
 CHATTER_GAP = 1e-9
+#: ... or, all of them crossings with the states standing still within the integration
+#: tolerance, within this fraction of the run: a sliding mode (a thermostat without
+#: hysteresis at rtol 1e-4 switched every 1.5e-8 s, its temperature 21 to within 1e-8,
+#: which the bounds above miss; switching that moves the states, a PWM's, is not one).
+CHATTER_SLIDING_FRACTION = 1e-5
 #: Zeno: a when clause that fired ZENO_FIRINGS + 1 times at intervals each shorter than
 #: the one before by a factor below ZENO_RATIO stops the run ...
 ZENO_FIRINGS = 30
@@ -283,6 +288,8 @@ class _Run:
         #: integrated (the scale of the integrator's error on it)
         self.crossing_scale = np.zeros(len(self.layout.relation_slots))
         self.recent = deque(maxlen=CHATTER_EVENTS)
+        #: the states after each of the recent events, None after a time event or sample
+        self.recent_states = deque(maxlen=CHATTER_EVENTS)
         self.methods = []
         self.reached = None
         self.last_good = t_start
@@ -678,7 +685,9 @@ class _Run:
         self.held_band = self.band_after(x, z, u, t, forced)
         if record:
             fired_texts = [lay.when_texts[w] for w in np.flatnonzero(fired_any)]
-            self.record(t, causes + [f"fired: {s}" for s in fired_texts], (x, z, u))
+            self.record(t, causes + [f"fired: {s}" for s in fired_texts], (x, z, u),
+                        state_event=len(crossed) > 0 and not len(samples)
+                        and "time event" not in causes)
             for w in np.flatnonzero(fired_any):
                 self.check_zeno(t, int(w))
         return x, z, u[n_ext:].copy()
@@ -803,16 +812,20 @@ class _Run:
             f"may be defined through itself without pre(), or a switch has no consistent "
             f"position")
 
-    def record(self, t, causes, point=None):
+    def record(self, t, causes, point=None, state_event=False):
         self.events.append(Event(float(t), causes))
         self.recent.append(t)
+        self.recent_states.append(point[0].copy() if state_event and point is not None
+                                  else None)
         if len(self.recent) == CHATTER_EVENTS:
             span = self.recent[-1] - self.recent[0]
             # (also events closer together than the integration can tell apart: a
             # thermostat without hysteresis switches every 5e-11 s, whatever the run's
             # length, which the first bound alone misses in a short run)
             if span <= max(CHATTER_FRACTION * (self.t_end - self.t_start), 1e-12,
-                           CHATTER_EVENTS * CHATTER_GAP * max(1.0, abs(t))):
+                           CHATTER_EVENTS * CHATTER_GAP * max(1.0, abs(t))) or (
+                    span <= CHATTER_SLIDING_FRACTION * (self.t_end - self.t_start)
+                    and self.sliding()):
                 causes = list(dict.fromkeys(c for e in self.events[-CHATTER_EVENTS:]
                                             for c in e.causes if not c.startswith("fired")))
                 raise self.failure(
@@ -823,6 +836,15 @@ class _Run:
                     f"hysteresis, a rest state, or stop the run before t = {t:.6g}"
                     + (self.one_instant_hint() if span <= 1e-9 * max(1.0, abs(t)) else "")
                     + ("" if point is None else self.noise_hint(t, causes, *point)))
+
+    def sliding(self) -> bool:
+        """Whether the recent events were all crossings after which the states stood still
+        within the integration tolerance (see :data:`CHATTER_SLIDING_FRACTION`)."""
+        if not self.n_x or any(x is None for x in self.recent_states):
+            return False
+        X = np.array(self.recent_states)
+        return bool(np.all(np.ptp(X, axis=0)
+                           <= self.atol + self.rtol * np.abs(X).max(axis=0)))
 
     def one_instant_hint(self) -> str:
         """For chattering at one instant: no value of the relations is consistent there."""

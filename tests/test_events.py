@@ -212,6 +212,29 @@ def test_a_thermostat_without_hysteresis_chatters_in_a_short_run_too(method):
         mb.simulate(Thermostat(), 3.0, method=method)
 
 
+@pytest.mark.parametrize("method, rtol", [("idas", 1e-4), ("bdf", 1e-4), ("adams", 1e-4),
+                                          ("idas", 1e-6)])
+def test_a_thermostat_sliding_at_loose_tolerances_chatters_too(method, rtol):
+    """At rtol 1e-4 the crossings are located more loosely: the thermostat switched every
+    1.5e-8 s, slower than a gigahertz, and the run hung (review). 100 crossings within
+    1e-5 of the run with the temperature standing still within the tolerance are a
+    sliding mode: the run stops at t = 1."""
+    class Thermostat(mb.Model):
+        T = mb.Variable(start=20.0, fixed=True)
+        on = mb.Discrete(1)
+
+        def equations(self):
+            yield mb.der(self.T) == if_else(self.on > 0.5, 1.0, -1.0)
+            yield self.on == if_else(self.T < 21.0, 1, 0)
+
+    with pytest.raises(mb.SimulationError, match=r"chattering at t = 1.00000.*T < 21") as info:
+        mb.simulate(Thermostat(), 3.0, method=method, rtol=rtol, atol=rtol * 1e-2,
+                    progress=False)
+    result = info.value.result
+    assert 0.99 < result.t[-1] <= 1.0
+    assert result.final("T") == pytest.approx(20.0 + result.t[-1], abs=1e-6)
+
+
 class SwitchedLoop(mb.Model):
     """A DAE whose algebraic loop z^3 + z = s switches from s = 2 (z = 1) to s = 10
     (z = 2) when x passes 0.5: x = 1 - e^-t until t = ln 2, then 2 - 1.5 e^-(t - ln 2)."""
