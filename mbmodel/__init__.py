@@ -26,8 +26,8 @@ from .core import (ANALYSES, Assert, WrittenElsewhere, Branch, ClosesLoop, Conne
 from .discrete import (Discrete, change, edge, initial, noEvent, pre, reinit, sample,
                        when)
 from .errors import (BalanceError, DeclarationError, ImplicitStartWarning, InitializationError,
-                     InvalidConnectionError, KinematicLoopError, LostImpulseWarning, ModelChangedWarning,
-                     ModelError,
+                     InvalidConnectionError, KinematicLoopError, LostImpulseWarning,
+                     MethodReplacedWarning, ModelChangedWarning, ModelError,
                      NoValueWarning, NotUniqueWarning, ParameterError, SimulationError,
                      StructuralSingularityError)
 from . import functions
@@ -51,7 +51,7 @@ __all__ = [
     "noEvent", "sample",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
-    "InitializationError", "SimulationError", "ImplicitStartWarning", "LostImpulseWarning", "ModelChangedWarning", "NoValueWarning", "NotUniqueWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
+    "InitializationError", "SimulationError", "ImplicitStartWarning", "LostImpulseWarning", "MethodReplacedWarning", "ModelChangedWarning", "NoValueWarning", "NotUniqueWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
     "load", "PersistError", "sweep", "VisualShape", "UnitError",
 ]

@@ -93,6 +93,14 @@ class LostImpulseWarning(UserWarning):
     reference, a filter) or model the impact. See :mod:`mbmodel.impulses`."""
 
 
+class MethodReplacedWarning(UserWarning):
+    """The integration method asked for cannot integrate this model and another one ran:
+    explicit methods, Adams and BDF (CVODES) take no algebraic variables, so a model that
+    keeps some runs IDAS (BDF for DAEs); ``result.methods`` lists what ran. Ask for
+    ``method="idas"`` (or ``"auto"``) to silence it, or compile with fewer algebraic
+    variables (tearing keeps those of nonlinear blocks)."""
+
+
 def user_stacklevel() -> int:
     """The stack level (for ``warnings.warn`` called by the caller of this function) of
     the first frame outside mbmodel: the user's call, however deep inside mbmodel the

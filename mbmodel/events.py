@@ -128,6 +128,10 @@ class EventLayout:
     """Where the simulator finds each hybrid quantity: slots in the input vector ``u``
     (after the external inputs) and ranges in the output of ``event_values``."""
 
+    #: the start flag's slot (:meth:`~mbmodel.hybrid.HybridCollector.starting_symbol`); None in
+    #: models saved before it was made, whose conditions do not read it
+    starting_slot = None
+
     def __init__(self, system, order, cm, sample_times=None):
         hyb = system.hybrid
         variables = system.variables
@@ -147,7 +151,7 @@ class EventLayout:
         # Discrete equations on discrete values only (no relation, no continuous variable):
         # evaluated in order before each round's first solve (see event_iteration).
         event_held = {v.symbol.element_hash() for v in variables
-                      if v.discrete in ("variable", "pre", "initial", "sample")}
+                      if v.discrete in ("variable", "pre", "initial", "starting", "sample")}
         parameters = {p.symbol.element_hash() for p in system.parameters}
         self.discrete_only = np.array([
             all(s.element_hash() in event_held or s.element_hash() in parameters
@@ -194,6 +198,7 @@ class EventLayout:
                 direct |= depends[self.relation_slots]
         self.relation_direct = direct | np.isin(self.relation_slots, self.pre_of)
         self.initial_slot = slot[hyb.initial] if hyb.initial is not None else None
+        self.starting_slot = slot[hyb.starting] if hyb.starting is not None else None
         self.sample_slots = np.array([slot[s.position] for s in hyb.samples], dtype=int)
         self.sample_texts = [f"sample in {s.origin or 'the model'}" for s in hyb.samples]
         # Slots whose change keeps the event iteration going (declared variables, relations).
@@ -304,7 +309,8 @@ class _Run:
         self.firings = {}  # when clause -> its last firing times (Zeno detection)
         self.progress = None  # told the time reached (a progress bar)
         self._ode = None  # cm.ode through buffers (edge_at_end), made when first needed
-        self.impulses = ImpulseWatch(cm, atol)  # differentiated variables that must not jump
+        # differentiated variables that must not jump
+        self.impulses = ImpulseWatch(cm, atol, t_start)
         self.z_guess = None   # simulate(x0=..., z0=...): the algebraic variables' guess
         #: the compiled choice of states, watched where the model has one to make
         self.kept = (None if cm.system.state_set is None else
@@ -587,6 +593,8 @@ class _Run:
         if lay.initial_slot is not None:
             D[lay.initial_slot - lay.n_ext] = 1.0
         for _ in range(MAX_EVENT_ITERATIONS):
+            if lay.starting_slot is not None:  # (when conditions on time as written)
+                D[lay.starting_slot - lay.n_ext] = 1.0
             if x0 is None:
                 x, z = initial_values(cm, params=params, inputs=inputs, t_start=t,
                                       steady_state=steady_state, discrete=D)
@@ -611,10 +619,14 @@ class _Run:
             if settled:
                 # initial() turns false: the discrete part is evaluated once more, so what
                 # holds only at initialization (a friction's start of sliding) does not
-                # last until the first event (as Dymola does it)
+                # last until the first event (as Dymola does it); the when conditions on
+                # time, read as written so far, now read as right after the start (where
+                # time > t_start has risen)
+                if lay.starting_slot is not None:
+                    D[lay.starting_slot - lay.n_ext] = 0.0
+                # (recorded as the initialization event, with the clauses that fired)
                 x_new, z_new, D = self.event_iteration(t, x_new, z_new, self.u_out(t, D),
-                                                       ["initialization"], record=False)
-                self.events.append(Event(t, ["initialization"]))
+                                                       ["initialization"])
                 return x_new, z_new, D
             # relations and discrete variables changed: initialize the continuous part anew
         raise SimulationError(
@@ -675,10 +687,13 @@ class _Run:
         else:
             raise self.not_converging(t, u, before)
         self.chosen = None  # "auto" chooses anew for the next stretch
-        # After the event: samples and initial() are false, pre(v) = v between events.
+        # After the event: samples and initial() are false (the start flag too, once
+        # initialization is over), pre(v) = v between events.
         u[lay.sample_slots] = 0.0
         if lay.initial_slot is not None:
             u[lay.initial_slot] = 0.0
+        if lay.starting_slot is not None and not initial:  # (see initialize)
+            u[lay.starting_slot] = 0.0
         u[lay.pre_slots] = u[lay.pre_of]
         z = self.consistent_z(x, z, u, t)
         self.cond_left = self.conditions(x, z, u, t)

@@ -42,7 +42,8 @@ class FlatVariable:
     derivative: int | None = None
     start_given: bool = True
     #: For the knowns that change only at events (kind "input"): "variable" (a declared
-    #: Discrete), "relation", "pre" (left limit of another), "initial" or "sample".
+    #: Discrete), "relation", "pre" (left limit of another), "initial", "starting" or
+    #: "sample".
     discrete: str = ""
 
 
@@ -163,8 +164,9 @@ class FlatSample:
 @dataclass
 class HybridPart:
     """What a model has of events: relations, discrete equations, when clauses, samples,
-    the left limits it asks for (``pre``: (position of pre(v), position of v)) and the
-    position of ``initial()`` (None if unused). Empty for a purely continuous model."""
+    the left limits it asks for (``pre``: (position of pre(v), position of v)), the
+    position of ``initial()`` (None if unused) and of the start flag (``starting``).
+    Empty for a purely continuous model."""
 
     relations: list = field(default_factory=list)
     discrete_equations: list = field(default_factory=list)
@@ -172,6 +174,9 @@ class HybridPart:
     samples: list = field(default_factory=list)
     pre: list = field(default_factory=list)
     initial: int | None = None
+    #: the position of the flag that reads when conditions as before the start (None if
+    #: no condition has a relation on time)
+    starting: int | None = None
 
     @property
     def empty(self) -> bool:

@@ -22,6 +22,7 @@ from .flat import (FlatDiscreteEquation, FlatRelation, FlatSample, FlatVariable,
 
 #: The name of initial()'s value among the compiled model's discrete values.
 INITIAL = "initial()"
+STARTING = "$starting"
 
 class HybridCollector:
     """Collects the hybrid part for one flattening (``_Flattener.hybrid``)."""
@@ -37,6 +38,7 @@ class HybridCollector:
         #: time event and their crossing function's slope in time
         self._right_of: dict[int, tuple] = {}
         self._initial = None
+        self._starting = None
         self.time_events: list = []
         self.assigned: dict[int, str] = {}  # discrete position -> where it is defined
         self.reinitialized: dict[int, str] = {}  # state position -> the when clause
@@ -94,7 +96,7 @@ class HybridCollector:
             if at is not None and all(self.fl.symbols[s.element_hash()].is_parameter
                                       for s in ca.symvar(at)):
                 self.time_events.append(at)
-                self._right_of[result.element_hash()] = (at, slope)
+                self._right_of[result.element_hash()] = (at, slope, result)
                 return result
         a, op, b = parts
         key = (op, _node_key(a), _node_key(b))
@@ -155,6 +157,13 @@ class HybridCollector:
         if self._initial is None:
             self._initial, self.part.initial = self._known(INITIAL, "initial", 1.0, "")
         return self._initial
+
+    def starting_symbol(self) -> ca.SX:
+        """1 where the simulator takes the when conditions' values before the start (their
+        left limits there, against which a condition rises), else 0."""
+        if self._starting is None:
+            self._starting, self.part.starting = self._known(STARTING, "starting", 0.0, "")
+        return self._starting
 
     def sample(self, start, interval) -> ca.SX:
         start, interval = ca.SX(start), ca.SX(interval)
@@ -262,7 +271,10 @@ class HybridCollector:
             return condition
         found = self._right_of.get(condition.element_hash())
         if found is not None:
-            return _right_continuous(*found)
+            # (as written while the run starts: time > t0 from t0 is false before the
+            # start and rises just after it, as a crossing there would, and fires)
+            at, slope, written = found
+            return ca.if_else(self.starting_symbol(), written, _right_continuous(at, slope))
         if condition.is_op(ca.OP_NOT):
             return ca.logic_not(self._after_time_events(condition.dep(0)))
         for op, combine in ((ca.OP_AND, ca.logic_and), (ca.OP_OR, ca.logic_or)):
@@ -320,12 +332,21 @@ class HybridCollector:
         self.part.whens.append(FlatWhen(flat_conditions, assignments, reinits, comp.path, shown))
 
     def _check_condition(self, comp, condition, shown):
-        """A when condition must be able to become true at an event: an equality never
-        does (x == 0.5 holds at no instant a crossing is found), nor a comparison of
+        """A when condition must be able to become true at an event: one of constants and
+        parameters never does, nor an equality (x == 0.5 holds at no instant a crossing is
+        found), nor a comparison of
         continuous variables under noEvent (no crossing is watched: the clause would fire
         only at some other event)."""
         def reads_continuous(e):
             return bool(self.reads_continuous(e))
+        records = [self.fl.symbols.get(s.element_hash()) for s in ca.symvar(condition)]
+        if all(rec is not None and rec.is_parameter for rec in records):  # (time: None)
+            raise DeclarationError(
+                f"{_where(comp)}: '{shown}': the condition "
+                f"'{describe(self.literal(condition))}' reads only constants and parameters: "
+                f"it does not change during a run, so the clause would never fire; for "
+                f"what happens at the start use when(initial(), ...), else a condition on "
+                f"time or on the model's variables")
         # (of discrete values an equality is fine: change(d) is d != pre(d))
         if (condition.is_op(ca.OP_EQ) or condition.is_op(ca.OP_NE)) and \
                 reads_continuous(condition):

@@ -5,6 +5,8 @@ steps are resolved exactly. Solver objects are kept per thread (:mod:`mbmodel.wo
 
 from __future__ import annotations
 
+import warnings
+
 import casadi as ca
 import numpy as np
 
@@ -13,7 +15,7 @@ from .checks import scalar, vector
 from .core import Model
 from .core import time as TIME
 from .diagnose import explain_point, locate_non_finite, weakest_block
-from .errors import SimulationError
+from .errors import MethodReplacedWarning, SimulationError, user_stacklevel
 from .events import _due
 from .explicit import integrator as explicit_integrator
 from .impulses import ImpulseWatch
@@ -36,8 +38,9 @@ from .workspace import built, remember, workspace
 #: "adams" (CVODES, Adams–Moulton with functional iteration). For stiff
 #: models "bdf" (CVODES, BDF with Newton); "idas" when algebraic variables remain.
 #: "cvodes" is BDF with the torn nonlinear blocks solved inside the ODE. "abm" or "dop853"
-#: asked for where they cannot run (no C compiler, algebraic variables) run "adams" (the
-#: result's ``methods`` says so).
+#: asked for without a C compiler run "adams" (the result's ``methods`` says so); any but
+#: "cvodes" asked of a model with algebraic variables runs "idas", with a
+#: :class:`~mbmodel.MethodReplacedWarning`.
 METHODS = ("auto", "abm", "dop853", "adams", "bdf", "cvodes", "idas")
 #: The methods run by the C loops of :mod:`mbmodel.explicit`.
 C_LOOPS = ("abm", "dop853")
@@ -95,6 +98,14 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
     if state_selection not in ("dynamic", "static", UNCHECKED):
         raise SimulationError(f"state_selection must be 'dynamic' or 'static', not "
                               f"{state_selection!r}")
+    if (method in ("abm", "dop853", "adams", "bdf") and len(cm.algebraic)
+            and state_selection != UNCHECKED):
+        warnings.warn(
+            f"{cm.name}: method={method!r} takes no algebraic variables, and this model keeps "
+            f"{len(cm.algebraic)} ({', '.join(cm.algebraic[:4])}"
+            f"{', ...' if len(cm.algebraic) > 4 else ''}): the run uses 'idas' (BDF for "
+            f"DAEs); ask for method='idas' or 'auto'", MethodReplacedWarning,
+            stacklevel=user_stacklevel())
     u_of = input_function(cm, inputs)
     bar = time_bar(progress, t_start, t_end, cm.name)
     try:
@@ -211,7 +222,7 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     elif method in C_LOOPS and explicit_integrator(dyn) is None:
         method = "adams"
     methods_used = []
-    watch = ImpulseWatch(cm, atol)
+    watch = ImpulseWatch(cm, atol, t_start)
     events_inside = set(events_inside)
     for a, b in zip(bounds[:-1], bounds[1:]):
         inside = np.where((grid > a) & (grid <= b))[0]

@@ -5,6 +5,7 @@ samples, event iteration, chattering — against closed forms and scipy's event-
 from __future__ import annotations
 
 import math
+import warnings
 import os
 import sys
 
@@ -259,6 +260,23 @@ def test_events_in_a_dae_with_an_algebraic_loop_under_idas():
     assert res.events[1].time == pytest.approx(math.log(2), abs=1e-7)
 
 
+@pytest.mark.parametrize("method", ["dop853", "abm", "adams", "bdf"])
+def test_a_method_that_takes_no_algebraic_variables_is_replaced_with_a_warning(method):
+    """IDAS ran in place of the method asked for, without a word (review): the run warns,
+    naming the algebraic variables, and ``methods`` says what ran; the same run asked of
+    IDAS (or "auto") does not warn."""
+    cm = mb.compile(SwitchedLoop())
+    with pytest.warns(mb.MethodReplacedWarning, match=rf"method='{method}' takes no "
+                                                      r"algebraic variables.*1 \(z\)"):
+        res = cm.simulate(2.0, method=method, progress=False)
+    assert set(res.methods) == {"idas"}
+    assert res.final("x") == pytest.approx(2 - 1.5 * math.exp(-(2 - math.log(2))), abs=1e-7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mb.MethodReplacedWarning)
+        cm.simulate(2.0, method="idas", progress=False)
+        cm.simulate(2.0, progress=False)
+
+
 def test_hysteresis_relay_oscillator_switches_at_the_thresholds():
     class Relay(mb.Model):
         relay = bl.Hysteresis(uLow=-1.0, uHigh=1.0)
@@ -421,10 +439,12 @@ def test_edge_change_and_initial():
 
 
 def test_when_conditions_that_cannot_fire_at_an_event_and_stray_reinits_are_refused():
-    """An equality of continuous values and a comparison under noEvent never fired (the
-    second only at some other event); two clauses re-initializing one state took the last
-    one; a reinit yielded on its own was 'yielded <Reinit object>' (review)."""
+    """An equality of continuous values, a comparison under noEvent and a condition of
+    parameters never fired (the second only at some other event); two clauses
+    re-initializing one state took the last one; a reinit yielded on its own was 'yielded
+    <Reinit object>' (review)."""
     class Clock(mb.Model):
+        k = mb.Parameter(1.0)
         x = mb.Variable(start=0.0, fixed=True)
         n = mb.Discrete(0)
 
@@ -444,7 +464,12 @@ def test_when_conditions_that_cannot_fire_at_an_event_and_stray_reinits_are_refu
             (lambda m: [mb.when(m.x > 0.5, mb.reinit(m.x, 0.0)),
                         mb.when(mb.time > 0.5, mb.reinit(m.x, 10.0))],
              r"x is re-initialized in 'when \(0.5<x\)' too"),
-            (lambda m: [mb.reinit(m.x, 0.0)], r"reinit\(x, ...\) was yielded on its own")):
+            (lambda m: [mb.reinit(m.x, 0.0)], r"reinit\(x, ...\) was yielded on its own"),
+            # a condition of constants and parameters never changes: accepted, it never
+            # fired (review)
+            (lambda m: [mb.when(1.0, m.n == 1)], r"'1' reads only constants and parameters"),
+            (lambda m: [mb.when(m.k > 0.5, m.n == 1)],
+             r"'\(0.5<k\)' reads only constants and parameters.*when\(initial\(\), ...\)")):
         with pytest.raises(mb.DeclarationError, match=message):
             mb.compile(Clock(clauses))
     # of discrete values, an equality is a condition (change(d) is d != pre(d))
@@ -1117,6 +1142,46 @@ def test_when_on_a_strict_relation_on_time_fires_at_its_time_event(method):
     assert fired == [pytest.approx(13 / 11, abs=1e-15)]
     assert res.final("n") == 1
     assert res.final("x") == pytest.approx(5 * math.exp(13 / 11 - 2), rel=1e-8)
+
+
+@pytest.mark.parametrize("t_start", [0.0, 0.5])
+def test_when_on_time_at_the_start_time_fires_right_after_it_if_strict(t_start):
+    """``when(time > t0)`` with the run starting at t0: false before the start, true right
+    after it, as ``x > 0`` with x = time - t0 is (that one fired at 1.8e-15). It never
+    fired, its condition read after its time event already at initialization (review). It
+    now fires at the start, after initialization, with its reinit applied; ``time >= t0``
+    holds at the start and does not rise; ``time < t0`` and ``time <= t0`` never rise."""
+    class AtStart(mb.Model):
+        t0 = mb.Parameter(t_start)
+        x = mb.Variable(start=1.0, fixed=True)
+        strict = mb.Discrete(0)
+        not_strict = mb.Discrete(0)
+        falling = mb.Discrete(0)
+        state = mb.Discrete(0)
+        s = mb.Variable(start=0.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+            yield mb.der(self.s) == 1.0
+            yield mb.when(mb.time > self.t0, self.strict == mb.pre(self.strict) + 1,
+                          mb.reinit(self.x, 3.0))
+            yield mb.when(mb.time >= self.t0, self.not_strict == mb.pre(self.not_strict) + 1)
+            yield mb.when([mb.time < self.t0, mb.time <= self.t0],
+                          self.falling == mb.pre(self.falling) + 1)
+            yield mb.when(self.s > 0.0, self.state == mb.pre(self.state) + 1)
+
+    res = mb.simulate(AtStart(), t_start + 1.0, t_start=t_start, n_points=5, rtol=1e-10,
+                      atol=1e-12, progress=False)
+    assert res["strict"].tolist() == [1] * 5
+    assert res["state"].tolist() == [1] * 5
+    assert res["not_strict"].tolist() == [0] * 5
+    assert res["falling"].tolist() == [0] * 5
+    np.testing.assert_allclose(res["x"], 3.0 * np.exp(t_start - res.t), rtol=1e-8)
+    assert res.events[0].time == t_start and res.events[0].causes[0] == "initialization"
+    fired = [c for c in res.events[0].causes if c.startswith("fired")]
+    assert fired == ["fired: when (t0<time) (in the model)"]
+    # (s > 0 is a crossing, located a round-off after the start)
+    assert res.events[1].time - t_start < 1e-12 and "s > 0" in res.events[1].causes[0]
 
 
 def test_a_when_condition_true_at_the_start_does_not_fire_there():

@@ -85,6 +85,29 @@ def test_a_smooth_reference_is_not_warned_of(reference):
     assert np.abs(result["shoulder.a"]).max() > 1.0  # it moved
 
 
+def test_an_event_right_after_the_start_is_not_warned_of():
+    """A when clause on the drive torque of a sine followed exactly fires 1.8e-15 s after
+    the start; the speed 'before' it was taken at -1e-9 s, before the start, where the sine
+    (from t = 0) reads 0: a jump from 0 to 2 pi was warned of (review). The same clause's
+    event at t = 0.5 is checked as any other, and nothing jumps there."""
+    class Counting(mb.Model):
+        ref = blocks.Sine(amplitude=1.0, f=1.0)
+        pos = rot.Position(exact=True)
+        inertia = rot.Inertia(J=1.0)
+        n = mb.Discrete(0)
+
+        def equations(self):
+            yield mb.connect(self.ref.y, self.pos.phi_ref)
+            yield mb.connect(self.pos.flange, self.inertia.flange_a)
+            yield mb.when(self.pos.flange.tau > 0, self.n == mb.pre(self.n) + 1)
+
+    result, messages = _lost_impulses(mb.compile(Counting()), 1.0, n_points=11,
+                                      progress=False)
+    assert messages == []
+    assert 0 < result.events[1].time < 1e-12 and result.events[2].time == pytest.approx(0.5)
+    assert result.final("n") == 1  # (the torque -J phi'' = 4 pi^2 sin(2 pi t) rises at 0)
+
+
 @pytest.mark.parametrize("V, shown", [(2.0, "2"), (1e-7, "1e-07")])
 def test_a_capacitor_on_a_voltage_step_is_warned_of(V, shown):
     """The charge the capacitor takes at the step comes as a current impulse, which an
