@@ -172,16 +172,61 @@ def _fastest(cm, t, x, z, u, p) -> NonFinite | None:
     xdot = np.array(cm.ode(x, z, u, p, t)).reshape(-1)
     if not len(xdot) or not np.all(np.isfinite(xdot)):
         return explain_point(cm, t, x, z, u, p)
-    i = int(np.argmax(np.abs(xdot) / (np.abs(x) + 1.0)))
+    held = _held_at_switch(cm, t, x, z, u, p, xdot)
+    i = int(np.argmax(np.abs(xdot) / (np.abs(x) + 1.0))) if held is None else held[0]
     state = system.names[system.states[i]]
     derivative = system.state_derivatives[i]
     shown = next((":\n" + _equations_text(system, block) for block in system.blocks
                   if derivative in block.variables), "")
+    if held is not None:
+        _, above, below = held
+        return NonFinite(float(t), state, (
+            f"the solution is held at a switch of its equations: der({state}) = {above:.6g} "
+            f"just above {state} = {x[i]:.6g} and {below:.6g} just below, each side driving it "
+            f"back (a sliding mode), which the integrator cannot step across. A comparison "
+            f"under noEvent switches there unseen: written without noEvent, an event switches "
+            f"it (and a run that switches back and forth stops as chattering); or model what "
+            f"holds it there (hysteresis, a stiction state). Its derivative comes from"
+            + (shown or " the model's equations")))
     return NonFinite(float(t), state, (
         f"the solution runs away: der({state}) = {xdot[i]:.6g} with {state} = {x[i]:.6g}, "
         f"the fastest change relative to its size (a pole — a division by a quantity going to "
         f"zero — or a finite-time blow-up such as der(x) = x^2); its derivative comes from"
         + (shown or " the model's equations")))
+
+
+#: A state is held at a switch (:func:`_held_at_switch`) where its derivative, at one of
+#: these distances on either side of it (relative to max(1, |x|)), points back towards it.
+SWITCH_PROBES = 10.0 ** -np.arange(9, 2, -1)
+#: States probed for a switch, the fastest relative to their size first.
+SWITCH_PROBED_STATES = 50
+
+
+def _held_at_switch(cm, t, x, z, u, p, xdot):
+    """``(state index, derivative above, derivative below)`` of a state whose derivative
+    changes sign across its value, pointing back towards it from either side (a sliding
+    mode: ``der(x) = if_else(noEvent(x > 0), -1, 1)`` at x = 0), or None."""
+    def derivatives(i, d):
+        sides = []
+        for sign in (1.0, -1.0):
+            shifted = np.array(x, dtype=float)
+            shifted[i] += sign * d
+            sides.append(float(np.array(cm.ode(shifted, z, u, p, t)).reshape(-1)[i]))
+        return np.array(sides)
+    order = np.argsort(-np.abs(xdot) / (np.abs(x) + 1.0))[:SWITCH_PROBED_STATES]
+    for i in order:
+        # (the run stalls within its tolerance of the switch, not at it: probed ever further)
+        for d in max(1.0, abs(x[i])) * SWITCH_PROBES:
+            above, below = derivatives(i, d)
+            if not above < 0 < below:
+                continue
+            # a switch: the same values further out; a pole der(x) = -1/x halves
+            further = derivatives(i, 2 * d)
+            if np.all(np.isfinite(further)) and np.allclose(further, [above, below],
+                                                            rtol=0.1):
+                return int(i), above, below
+            break
+    return None
 
 
 def _components_say(cm, system, block, variable) -> str:

@@ -545,6 +545,36 @@ def test_run_away_solution_names_the_state_and_its_equation():
     assert np.allclose(error.result["x"], 1.0 / (1.0 - error.result.t), rtol=1e-5)
 
 
+def test_a_solution_held_at_a_switch_under_noEvent_is_named_a_sliding_mode_not_a_pole():
+    """der(x) = -1 above x = 0 and +1 below, through noEvent: the integrator stalls at x = 0
+    (t = 1), which was said to be a pole or a blow-up (review). It is said to be a sliding
+    mode at a switch, with the remedy; a true pole (der(x) = -1/x, its derivative growing
+    as x falls) is still a pole."""
+    class Sliding(Model):
+        x = Variable(1.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == mb.functions.if_else(mb.noEvent(self.x > 0), -1.0, 1.0)
+
+    class Pole(Model):
+        x = Variable(1.0, fixed=True)
+
+        def equations(self):
+            yield mb.der(self.x) == -1.0 / self.x  # x = sqrt(1 - 2t): a pole at t = 0.5
+
+    with pytest.raises(mb.SimulationError) as info:
+        mb.simulate(Sliding(), 2.0, n_points=21, progress=False)
+    error = info.value
+    assert error.variable == "x" and error.time == pytest.approx(1.0, abs=1e-6)
+    assert ("held at a switch of its equations: der(x) = -1 just above x = " in str(error)
+            and "and 1 just below" in str(error) and "written without noEvent" in str(error))
+    assert "runs away" not in str(error)
+    np.testing.assert_allclose(error.result["x"], 1.0 - error.result.t, atol=1e-8)
+    with pytest.raises(mb.SimulationError, match="runs away: der\\(x\\)") as info:
+        mb.simulate(Pole(), 2.0, n_points=21, progress=False)
+    assert info.value.time == pytest.approx(0.5, abs=1e-3)
+
+
 class TurningPoint(Model):
     """Two torn nonlinear blocks: z1**3 + z1 = x has a root for every x; z2**2 + 1 = x has
     two while x > 1, and they meet at x = 1 (t = 1): none past it."""
