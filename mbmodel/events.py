@@ -671,7 +671,7 @@ class _Run:
                 solved = self.solve_round(x, z, u, t, forced, forced_values, cond_left, True,
                                           initial)
             if solved is None:
-                raise self.not_converging(t, u, left)
+                raise self.not_converging(t, *self.unsettled)
             z, u, v, cond, fired = solved
             chosen = fired[lay.reinit_when]
             if chosen.any() and not initial:
@@ -775,6 +775,7 @@ class _Run:
             u_next[lay.assignment_slots[chosen]] = self.part(v, "assignments")[chosen]
             u_next = self.propagate_discrete(x, z, u_next, t)
             settled = np.array_equal(u_next[lay.iterated], u[lay.iterated])
+            self.unsettled = (u_next, u)  # (the last pass's change: not_converging names it)
             u = u_next
             if settled:
                 return z, u, v, cond, fired

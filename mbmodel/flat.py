@@ -88,9 +88,40 @@ class FlatEquation:
 
     @property
     def description(self) -> str:
-        if not isinstance(self.shown, str):
+        if isinstance(self.shown, ShownWithRelations):
+            self.shown = self.shown.text()
+        elif not isinstance(self.shown, str):
             self.shown = describe(self.shown)
         return self.shown
+
+
+class RelationLiterals:
+    """The comparisons as written of a model's relations, by their symbols' hashes (shared
+    by the equations that show them: :class:`ShownWithRelations`)."""
+
+    def __init__(self, relations):
+        self.literal = {r.symbol.element_hash(): r.literal for r in relations}
+
+    def substituted(self, expr: ca.SX) -> ca.SX:
+        """``expr`` with relation symbols replaced by their comparisons (nested ones too)."""
+        while True:
+            found = [s for s in ca.symvar(expr) if s.element_hash() in self.literal]
+            if not found:
+                return expr
+            expr = ca.substitute(expr, ca.vertcat(*found),
+                                 ca.vertcat(*[self.literal[s.element_hash()] for s in found]))
+
+
+@dataclass
+class ShownWithRelations:
+    """An equation as written, shown with its relations as comparisons: a relation's symbol
+    (``$relation[0]``) means nothing to the reader of a message."""
+
+    expr: ca.SX
+    relations: RelationLiterals
+
+    def text(self) -> str:
+        return describe(self.relations.substituted(self.expr))
 
 
 @dataclass

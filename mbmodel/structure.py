@@ -16,7 +16,8 @@ from . import graph
 from .alias import AliasResult, eliminate_aliases
 from .core import STATE_PRIORITY, time_derivative
 from .errors import DeclarationError, StructuralSingularityError
-from .flat import FlatModel, at_parameter_values, describe, stacked
+from .flat import (FlatModel, RelationLiterals, ShownWithRelations, at_parameter_values,
+                   describe, stacked)
 from .linear import reduce_linear
 from .linsolve import SINGULAR_PIVOT, pivoted_solve, smallest_relative_pivot
 
@@ -570,12 +571,16 @@ class _Analysis:
                 "sources only), two position sources on one flange, a circuit part with no "
                 "Ground. Remove or replace one of the conflicting components (or add the "
                 "missing reference).")
+        relations = self.flat.hybrid.relations  # (shown as their comparisons)
+        literals = RelationLiterals(relations) if relations else None
         for e, (expr, used) in reduction.replaced.items():
             self.equations[e] = expr
             self.slopes[e] = None
             inc[e] = self.incidence([expr], ids)[0]
-            self.descriptions[e] = (lambda expr=expr, used=used: f"hidden constraint "
-                                    f"0 = {describe(expr)}, combined from "
+            text = (ShownWithRelations(expr, literals).text if literals is not None else
+                    lambda expr=expr: describe(expr))
+            self.descriptions[e] = (lambda text=text, used=used: f"hidden constraint "
+                                    f"0 = {text()}, combined from "
                                     + "; ".join(f"'{texts[u]}'" for u in used[:6])
                                     + ("; ..." if len(used) > 6 else ""))
 
