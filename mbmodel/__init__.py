@@ -29,6 +29,7 @@ from .errors import (BalanceError, DeclarationError, ImplicitStartWarning, Initi
                      InvalidConnectionError, KinematicLoopError, LostImpulseWarning,
                      MethodReplacedWarning, ModelChangedWarning, ModelError,
                      NoValueWarning, NotUniqueWarning, ParameterError, SimulationError,
+                     SwitchPointWarning,
                      StructuralSingularityError)
 from . import functions
 from .flatten import FlatModel, flatten
@@ -51,7 +52,7 @@ __all__ = [
     "noEvent", "sample",
     "connect", "time", "Connect", "flatten", "FlatModel", "ModelError", "DeclarationError",
     "ParameterError", "InvalidConnectionError", "BalanceError", "StructuralSingularityError",
-    "InitializationError", "SimulationError", "ImplicitStartWarning", "LostImpulseWarning", "MethodReplacedWarning", "ModelChangedWarning", "NoValueWarning", "NotUniqueWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
+    "InitializationError", "SimulationError", "ImplicitStartWarning", "LostImpulseWarning", "MethodReplacedWarning", "ModelChangedWarning", "NoValueWarning", "NotUniqueWarning", "SwitchPointWarning", "KinematicLoopError", "analyze", "SortedSystem", "compile",
     "CompiledModel", "BuildTimes", "initialize", "simulate", "Result", "format_table",
     "load", "PersistError", "sweep", "VisualShape", "UnitError",
 ]

@@ -101,6 +101,13 @@ class MethodReplacedWarning(UserWarning):
     variables (tearing keeps those of nonlinear blocks)."""
 
 
+class SwitchPointWarning(UserWarning):
+    """A linearization's operating point lies on the switch of a relation (a friction
+    element at rest, a diode at 0 V): the model is not differentiable there, and the
+    matrices are those of the branch in force. Linearize a little to one side of the switch
+    for the branch wanted."""
+
+
 def user_stacklevel() -> int:
     """The stack level (for ``warnings.warn`` called by the caller of this function) of
     the first frame outside mbmodel: the user's call, however deep inside mbmodel the

@@ -9,6 +9,7 @@ any of the model's variables (``cm.output_names``), differentiated the same way.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import casadi as ca
@@ -16,7 +17,7 @@ import numpy as np
 
 from .core import time as TIME
 from .checks import scalar, vector
-from .errors import ModelError, SimulationError
+from .errors import ModelError, SimulationError, SwitchPointWarning, user_stacklevel
 from .flat import entries_named
 from .initialization import initial_values, rates_not_at_rest
 from .minimum_norm import MinimumNormNewton
@@ -147,22 +148,28 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
     y = y[rows] if rows else ca.SX(0, 1)
     jac = ca.Function("linearization", [X, Z, U, P, TIME],
                       [ca.jacobian(e, v) for e in (f, g, y) for v in (X, Z, U)] + [y])
-    (fx, fz, fu, gx, gz, gu, hx, hz, hu, y0) = (np.array(m) for m in jac(x0, z0, u0, p, t))
-    if gz.size:
-        if not np.all(np.isfinite(gz)) or np.linalg.cond(gz) > 1e14:
-            raise SimulationError(
-                f"linearize(): the algebraic equations are singular at the point "
-                f"{_point(cm.states, x0)}, {_point(cm.algebraic, z0)} (their Jacobian with "
-                f"respect to {', '.join(cm.algebraic[:6])} has condition number "
-                f"{np.linalg.cond(gz):.3g}), so the algebraic variables cannot be "
-                f"eliminated; linearize at another operating point")
-        dz_dx = -np.linalg.solve(gz, gx)
-        dz_du = -np.linalg.solve(gz, gu)
-        A, B = fx + fz @ dz_dx, fu + fz @ dz_du
-        C, D = hx + hz @ dz_dx, hu + hz @ dz_du
-    else:
-        A, B, C, D = fx, fu, hx, hu
-    B, D = B[:, columns], D[:, columns]
+
+    def state_space(u_point):
+        (fx, fz, fu, gx, gz, gu, hx, hz, hu, y0) = (np.array(m)
+                                                     for m in jac(x0, z0, u_point, p, t))
+        if gz.size:
+            if not np.all(np.isfinite(gz)) or np.linalg.cond(gz) > 1e14:
+                raise SimulationError(
+                    f"linearize(): the algebraic equations are singular at the point "
+                    f"{_point(cm.states, x0)}, {_point(cm.algebraic, z0)} (their Jacobian "
+                    f"with respect to {', '.join(cm.algebraic[:6])} has condition number "
+                    f"{np.linalg.cond(gz):.3g}), so the algebraic variables cannot be "
+                    f"eliminated; linearize at another operating point")
+            dz_dx = -np.linalg.solve(gz, gx)
+            dz_du = -np.linalg.solve(gz, gu)
+            A, B = fx + fz @ dz_dx, fu + fz @ dz_du
+            C, D = hx + hz @ dz_dx, hu + hz @ dz_du
+        else:
+            A, B, C, D = fx, fu, hx, hu
+        return A, B[:, columns], C, D[:, columns], y0
+    A, B, C, D, y0 = state_space(u0)
+    if getattr(cm, "events", None) is not None:
+        _warn_if_on_a_switch(cm, x0, z0, u0, p, t, state_space, (A, B, C, D))
     for name, matrix, labels in (("A", A, [f"der({s})" for s in cm.states]),
                                  ("B", B, [f"der({s})" for s in cm.states]),
                                  ("C", C, chosen_outputs), ("D", D, chosen_outputs)):
@@ -178,6 +185,49 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
                         np.asarray(u0[:len(cm.inputs)], dtype=float)[columns], float(t),
                         np.asarray(z0, dtype=float).reshape(-1), list(cm.algebraic),
                         y0.reshape(-1)[:len(rows)].astype(float))
+
+
+#: A relation's switch is at the operating point where its crossing function is within
+#: this fraction of the size of its sides (plus this much absolutely) of zero.
+ON_SWITCH = 1e-9
+
+
+def _warn_if_on_a_switch(cm, x, z, u, p, t, state_space, matrices):
+    """Warn where the operating point lies on the switch of a relation (a friction element
+    at rest, a diode at 0 V) and the other side's branch gives other matrices: the model is
+    not differentiable there, and the linearization is the branch in force."""
+    lay = cm.events
+    if not len(lay.relation_slots):
+        return
+    values = np.array(cm.event_values(x, z, u, p, t)).reshape(-1)
+    crossings = values[lay.ranges["crossings"]]
+    scales = values[lay.ranges["scales"]] if "scales" in lay.ranges else 0.0 * crossings
+    for k in np.flatnonzero(np.abs(crossings) <= ON_SWITCH * (np.abs(scales) + 1e-3)):
+        flipped = np.array(u, dtype=float)
+        slot = lay.relation_slots[k]
+        flipped[slot] = 1.0 - flipped[slot]
+        try:
+            other = state_space(flipped)[:4]
+        except SimulationError:
+            other = None
+        differing = [] if other is None else [
+            (name, a, b) for name, a, b in zip("ABCD", matrices, other)
+            if not np.allclose(a, b, rtol=1e-9, atol=1e-12)]
+        if other is not None and not differing:
+            continue
+        shown = ""
+        if differing:
+            name, a, b = differing[0]
+            i, j = np.unravel_index(np.argmax(np.abs(a - b)), a.shape)
+            shown = f" ({name}[{i}, {j}] = {a[i, j]:.6g} against {b[i, j]:.6g})"
+        relation = lay.relation_text(k)
+        warnings.warn(SwitchPointWarning(
+            f"linearize(): the operating point lies on the switch of the relation {relation}: "
+            f"its crossing function is {crossings[k]:.3g} there, and the model is not "
+            f"differentiable. The matrices are those of the branch in force (the relation "
+            f"{'true' if u[slot] else 'false'}); the other side's differ{shown}. Linearize a "
+            f"little to one side of the switch for the branch wanted"),
+            stacklevel=user_stacklevel())
 
 
 #: How often the way from the initialized states to the operating point may be halved

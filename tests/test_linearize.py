@@ -1,6 +1,7 @@
 """Linearization with named inputs and outputs, against closed forms and python-control."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -443,3 +444,36 @@ def test_steady_state_of_a_model_with_events_rests_in_the_branches_in_force_ther
     assert x0[s] == pytest.approx(at_rest, abs=1e-12)
     assert cm.simulate(1.0, steady_state=True).final("mass.s") == pytest.approx(at_rest,
                                                                                   abs=1e-9)
+
+
+def test_an_operating_point_on_a_switch_is_warned_of_where_the_branches_differ():
+    """der(x) = -2x for x > 0, -x below: at x = 0 the model has no derivative, and the
+    linearization took the branch in force without a word (review). It warns, naming the
+    relation, the branch and the entry that differs; off the switch, and where the other
+    branch gives the same matrices (a relation that only counts), it does not warn."""
+    class Kinked(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        u = mb.Input()
+
+        def equations(self):
+            yield mb.der(self.x) == (mb.functions.if_else(self.x > 0, -2.0 * self.x,
+                                                          -1.0 * self.x) + self.u)
+
+    class Counting(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        n = mb.Discrete(0)
+
+        def equations(self):
+            yield mb.der(self.x) == -self.x
+            yield mb.when(self.x > 0, self.n == mb.pre(self.n) + 1)
+
+    cm = mb.compile(Kinked())
+    with pytest.warns(mb.SwitchPointWarning, match=r"switch of the relation x > 0 \(in the "
+                      r"model\).*branch in force \(the relation false\).*A\[0, 0\] = -1 "
+                      r"against -2"):
+        assert cm.linearize(x=[0.0]).A.tolist() == [[-1.0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mb.SwitchPointWarning)
+        assert cm.linearize(x=[0.1]).A.tolist() == [[-2.0]]
+        assert cm.linearize(x=[-0.1]).A.tolist() == [[-1.0]]
+        assert mb.compile(Counting()).linearize(x=[0.0]).A.tolist() == [[-1.0]]
