@@ -189,6 +189,12 @@ def Guess(value, state_select: str | None = None) -> Start:
 # Declarations: Parameter, Variable and the connector-level kinds
 # --------------------------------------------------------------------------------------
 
+#: The attributes of a declared member whose change after compiling is noted
+#: (:class:`~mbmodel.ModelChangedWarning`).
+_NOTED_ATTRIBUTES = frozenset({"value", "start", "fixed", "min", "max", "nominal",
+                               "state_select", "default"})
+
+
 class Declaration:
     """Base class of what a component class body may declare."""
 
@@ -218,6 +224,17 @@ class Declaration:
         if not isinstance(member, Declaration):
             return self  # not registered yet (before Model.__init__): the declaration
         return member.symbol
+
+    def __setattr__(self, key, value):
+        object.__setattr__(self, key, value)
+        # (a change made to a component's member directly, model.load.declaration("w")
+        # .start = 1.0, after the model was compiled: see ModelChangedWarning)
+        if key in _NOTED_ATTRIBUTES and _changes_after_compile:
+            owner = self.__dict__.get("owner")
+            if owner is not None and not isinstance(owner, Model):
+                owner = getattr(owner, "owner", None)  # (a connector's variable)
+            if isinstance(owner, Model):
+                _note_change(owner, self)
 
     @property
     def symbol(self) -> ca.SX | None:

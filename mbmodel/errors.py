@@ -82,8 +82,8 @@ class ModelChangedWarning(UserWarning):
     """A parameter or start value of a model was set after the model was compiled: the
     compiled model keeps the values it was compiled with (it is a snapshot). Pass new
     parameter values as ``params={...}``, or compile again. Seen are assignments to
-    members (``model.load.J = 5.0``, ``model.load.flange_a.phi = Fixed(0.1)``), not changes
-    made to a declaration object directly (``model.load.declaration("J").value``)."""
+    members (``model.load.J = 5.0``, ``model.load.flange_a.phi = Fixed(0.1)``) and changes
+    made to a declaration object directly (``model.load.declaration("J").value = 5.0``)."""
 
 
 class LostImpulseWarning(UserWarning):

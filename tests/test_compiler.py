@@ -1512,3 +1512,32 @@ def test_a_compiled_model_warns_when_its_model_was_changed_after_compile():
     model.load.flange_b.phi = Fixed(0.5)     # through a connector: noted too
     with pytest.warns(mb.ModelChangedWarning, match=r"load.flange_b.phi\)"):
         mb.initialize(cm)
+
+
+def test_a_change_made_to_a_declaration_directly_is_noted_too():
+    """``model.load.declaration("phi").start = 0.5`` changes the member object itself, which
+    ModelChangedWarning did not see (noted in the last review): it is seen, as is a
+    parameter's value set there; a new model built (and compiled) meanwhile is not a
+    change of the old one."""
+    class Oscillator(Model):
+        load = rot.Inertia(J=1.0, phi=Fixed(0.1), w=Fixed(0.0))
+        spring = rot.Spring(c=10.0)
+        fixed = rot.Fixed()
+
+        def equations(self):
+            yield mb.connect(self.fixed.flange, self.spring.flange_a)
+            yield mb.connect(self.spring.flange_b, self.load.flange_a)
+
+    model = Oscillator()
+    cm = mb.compile(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mb.ModelChangedWarning)
+        other = Oscillator()
+        other.load.J = 2.0
+        mb.compile(other)
+        cm.simulate(0.5)
+    model.load.declaration("phi").start = 0.5
+    model.spring.declaration("c").value = 5.0
+    with pytest.warns(mb.ModelChangedWarning, match=r"\(load.phi, spring.c\)"):
+        assert cm.simulate(0.5).final("load.phi") == pytest.approx(
+            0.1 * math.cos(math.sqrt(10.0) * 0.5), abs=1e-6)
