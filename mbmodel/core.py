@@ -251,10 +251,8 @@ class Declaration:
 
     def _copy_for(self, owner, name):
         new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        new.owner = owner
-        new.name = name
-        new._symbol = None
+        # (into the dict: no __setattr__ for each of the ~56 members of a link)
+        new.__dict__.update(self.__dict__, owner=owner, name=name, _symbol=None)
         return new
 
     @property
@@ -329,7 +327,7 @@ class Parameter(Declaration):
         if modifier is not None:
             new._check_not_spread(modifier)
         new.set(value)
-        new.valued = self.valued or modifier is not None
+        new.__dict__["valued"] = self.valued or modifier is not None  # (no change to note)
         return new
 
     def _check_not_spread(self, value):
@@ -462,7 +460,9 @@ class Variable(Declaration):
     def _instantiate(self, owner, name, modifier=None):
         new = self._copy_for(owner, name)
         if modifier is None and self._checked_start is not None:
-            new.start = self._checked_start  # the declaration's, checked for its first instance
+            # the declaration's, checked for its first instance (into the dict: a new
+            # member is no change to note)
+            new.__dict__["start"] = self._checked_start
             return new
         if modifier is not None:
             new.modify(modifier)
@@ -1130,13 +1130,16 @@ class Model:
         # A number set on a sub-component (constructed: it has a parent) under a new name
         # close to a declared one is meant for it (spring.cc = 1000 for c); the root
         # model's own __init__ may still be running, so its plain numbers stay allowed.
-        close = same or difflib.get_close_matches(key, declared, n=3, cutoff=0.5)
         # (only near a declared name: an attribute the class has, or a plain one kept for
-        # bookkeeping, is not a misspelling)
-        number = (self._parent is not None and not key.startswith("_") and bool(close)
+        # bookkeeping, is not a misspelling; the cheap conditions first, difflib last: this
+        # runs for every plain attribute a model sets)
+        number = (self._parent is not None and not key.startswith("_")
                   and not hasattr(type(self), key) and key not in self.__dict__
                   and _is_numeric(value))
         if not same and not isinstance(value, Start) and not number:
+            return
+        close = same or difflib.get_close_matches(key, declared, n=3, cutoff=0.5)
+        if not same and not isinstance(value, Start) and not close:
             return
         variables = [k for k in declared if isinstance(members[k], Variable)]
         hint = (f"did you mean {' or '.join(repr(k) for k in close)}?" if close else
