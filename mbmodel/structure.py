@@ -915,8 +915,9 @@ class _Analysis:
                 "the model is structurally singular: after connection and alias equations are "
                 "applied, these equations have no unknowns left, because what they determine "
                 "is determined already:\n" + "\n".join(lines) + "\n" + fixed_twice +
-                "\nRemove one of the components that fix it (e.g. a support flange that is "
-                "fixed already needs no Fixed).")
+                "\nRemove one of the components that fix it, or put a compliance between "
+                "them (a support flange that is fixed already needs no Fixed; a flow source "
+                "into a closed port needs a volume there).")
         unknown = {self.symbols[g].element_hash() for g in self.unknown_ids}
 
         def reads_an_unknown(e):
@@ -988,10 +989,38 @@ class _Analysis:
                     continue
                 rep, _, offset = self.alias[g]
                 name = self.names[g]
-                value = (f"the constant {offset:g}" if rep is None else
-                         f"{self.names[rep]}, itself given")
+                value = (f"the constant {offset:g}{self._constant_source(g)}" if rep is None
+                         else f"{self.names[rep]}, itself given")
                 said.append(f"  {name} is {value}{self._connected_text(name)}")
         return "\n".join(dict.fromkeys(said))
+
+    def _constant_source(self, g) -> str:
+        """``, by 'eq' (from component)``: the equation alias elimination took the constant
+        value of the flat variable ``g`` from (a Cap's zero flow reached through a flow
+        source's connection), walking the alias equations it removed; "" if none is found."""
+        position_of = self.flat.position_of or {}
+        neighbours, constant = {}, {}
+        for e in self.aliases.removed_equations:
+            eq = self.flat.equations[e]
+            variables = [position_of.get(s.element_hash()) for s in ca.symvar(eq.residual)]
+            variables = [v for v in variables if v is not None]
+            if len(variables) == 1:
+                constant.setdefault(variables[0], eq)
+            elif len(variables) == 2:
+                a, b = variables
+                neighbours.setdefault(a, []).append(b)
+                neighbours.setdefault(b, []).append(a)
+        seen, queue = {g}, [g]
+        while queue:
+            v = queue.pop(0)
+            if v in constant:
+                eq = constant[v]
+                return f", by '{eq.description}' (from {eq.origin or 'the model'})"
+            for w in neighbours.get(v, ()):
+                if w not in seen:
+                    seen.add(w)
+                    queue.append(w)
+        return ""
 
     def _connected_text(self, name) -> str:
         """`` (connected to a.b, c.d)``: the other connectors of the connection set of the

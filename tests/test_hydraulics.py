@@ -759,3 +759,22 @@ def test_chambers_of_no_volume_are_refused():
     cm = mb.compile(Press())
     with pytest.raises(mb.ParameterError, match="Cylinder: V_dead_b must be positive"):
         cm.simulate(0.1, params={"cylinder.V_dead_b": 0.0})
+
+
+def test_a_flow_source_into_a_closed_port_names_the_cap_that_fixes_the_flow():
+    """A MassFlowSource connected to a Cap: the message said 'k.y is the constant 0' and
+    advised about fixed support flanges (review). It names the Cap's equation that makes
+    the flow 0 and the remedy, a volume between them."""
+    class Blocked(mb.Model):
+        src = hy.MassFlowSource()
+        k = bl.Constant(k=0.1)
+        cap = hy.Cap()
+
+        def equations(self):
+            yield mb.connect(self.k.y, self.src.m_flow_in)
+            yield mb.connect(self.src.port, self.cap.port)
+
+    with pytest.raises(mb.StructuralSingularityError,
+                       match=r"k.y is the constant 0, by '\(cap.port.m_flow==0\)' \(from cap\)"
+                             r"(.|\n)*a flow source into a closed port needs a volume there"):
+        mb.compile(Blocked())

@@ -542,6 +542,6 @@ def test_a_joint_support_fixed_twice_names_what_fixed_it_already():
 
     with pytest.raises(mb.StructuralSingularityError, match=r"no unknowns left.*\n.*"
                        r"\(fixed.flange.phi==fixed.phi0\)' \(from fixed\)\n  fixed.flange.phi is "
-                       r"the constant 0 \(its connection set: damper.flange_a.phi, "
-                       r"joint.support.phi\)"):
+                       r"the constant 0, by '\(joint.support.phi==0\)' \(from joint\) \(its "
+                       r"connection set: damper.flange_a.phi, joint.support.phi\)"):
         mb.compile(Doubly())
