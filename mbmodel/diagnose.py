@@ -252,18 +252,23 @@ def _components_say(cm, system, block, variable) -> str:
 
 
 def _held_relations(system, block) -> str:
-    """A hint where an explicit block's equations read a relation (``$relation[k]``): it
-    keeps its value between events, so the branch it guards is evaluated past its
-    threshold until the crossing is found (``if_else(h > 0, sqrt(h), 0)`` with h < 0)."""
-    texts = system.equation_descriptions
-    if block.kind != "explicit" or texts is None or not any(
-            "$relation[" in str(texts[e]) for e in block.equations):
+    """A hint where an explicit block's equations read a relation: it keeps its value
+    between events, so the branch it guards is evaluated past its threshold until the
+    crossing is found (``if_else(h > 0, sqrt(h), 0)`` with h < 0)."""
+    hybrid = getattr(system, "hybrid", None)
+    if block.kind != "explicit" or hybrid is None or not hybrid.relations:
         return ""
-    return ("\nA relation ($relation[...]) keeps its value between events, so the branch it "
-            "guards is evaluated a little past its threshold until the crossing is located "
-            "(sqrt(h) with h slightly negative, where h only touches 0): guard the argument "
-            "itself, without an event (sqrt(noEvent(fmax(h, 0)))), or write the switch in "
-            "noEvent(...) where it is smooth")
+    relations = {r.symbol.element_hash(): r for r in hybrid.relations}
+    read = [relations[s.element_hash()] for e in block.equations
+            for s in ca.symvar(system.equations[e]) if s.element_hash() in relations]
+    if not read:
+        return ""
+    shown = "', '".join(dict.fromkeys(r.description for r in read))
+    return (f"\nA relation ('{shown}') keeps its value between events, so the branch it "
+            f"guards is evaluated a little past its threshold until the crossing is located "
+            f"(sqrt(h) with h slightly negative, where h only touches 0): guard the argument "
+            f"itself, without an event (sqrt(noEvent(fmax(h, 0)))), or write the switch in "
+            f"noEvent(...) where it is smooth")
 
 
 def _equations_text(system, block) -> str:

@@ -118,7 +118,7 @@ class ShownWithRelations:
     (``$relation[0]``) means nothing to the reader of a message."""
 
     expr: ca.SX
-    relations: RelationLiterals
+    relations: RelationLiterals = field(repr=False, compare=False)
 
     def text(self) -> str:
         return describe(self.relations.substituted(self.expr))

@@ -206,7 +206,7 @@ class _Flattener:
             return
         renamed = ca.substitute(exprs, [ca.vertcat(*old)], [ca.vertcat(*new)])
         for m, value in zip(bound, renamed):
-            m.value = value
+            m.__dict__["value"] = value  # (the same binding renamed: no change to note)
         for v, value in zip(self.symbolic_starts, renamed[len(bound):]):
             v.start_expression = value
         renamed = renamed[len(self.symbolic_starts):]
