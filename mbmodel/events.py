@@ -47,6 +47,7 @@ from .impulses import ImpulseWatch
 from .initialization import initial_values
 from .native import dynamics, event_function
 from .quiet import casadi_lines_dropped
+from .state_selection import CHECKS_PER_RUN as STATE_CHECKS_PER_RUN
 from .state_selection import KeptChoice, StateChoice
 from .workspace import built, workspace
 
@@ -312,9 +313,11 @@ class _Run:
         # differentiated variables that must not jump
         self.impulses = ImpulseWatch(cm, atol, t_start)
         self.z_guess = None   # simulate(x0=..., z0=...): the algebraic variables' guess
-        #: the compiled choice of states, watched where the model has one to make
+        #: the compiled choice of states, watched where the model has one to make, and the
+        #: time it was last found good
         self.kept = (None if cm.system.state_set is None else
                      KeptChoice(StateChoice(cm, p=np.asarray(p, dtype=float))))
+        self.choice_checked = -math.inf
 
     # -- evaluation ----------------------------------------------------------------------
     def values(self, x, z, u, t):
@@ -421,9 +424,10 @@ class _Run:
                     t, end, PROBE_POINTS, x, z, u, geometric=True,
                     ends_at_event=end >= real_event)
                 D[lay.relation_slots - lay.n_ext] = u[lay.relation_slots]  # inert flips
-                if self.singular_choice(t, end, PROBE_POINTS, True, xs, zs, valid, u,
-                                        (t_new, x_new, z_new)) is not None:
-                    raise self.kept_choice_failure(t, end, PROBE_POINTS, True, valid)
+                singular = self.singular_choice(t, end, PROBE_POINTS, True, xs, zs, valid, u,
+                                                (t_new, x_new, z_new))
+                if singular is not None:
+                    raise self.kept_choice_failure(*singular[1:])
                 if crossed is None and end < target:
                     t, x, z = t_new, x_new, z_new
                     continue
@@ -436,7 +440,7 @@ class _Run:
                                                 (t_new, x_new, z_new))
                 if singular is not None:
                     # the rows before it are written, then the run stops
-                    valid, crossed = singular, None
+                    valid, crossed = singular[0], None
             # outputs reached before any crossing; one within the width the crossing was
             # located to shows the value after it (which side it falls on is round-off)
             before = t_new
@@ -450,7 +454,7 @@ class _Run:
                 X[:, k], Z[:, k], U[:, k] = xs[:, col], zs[:, col], self.u_out(grid[k], D)
                 k += 1
             if singular is not None:
-                raise self.kept_choice_failure(t, target, m, False, valid)
+                raise self.kept_choice_failure(*singular[1:])
             t, x, z = t_new, x_new, z_new
             self.last_good = t
             n_intervals = 1 if crossed is not None else min(2 * n_intervals, 1 << 16)
@@ -498,11 +502,12 @@ class _Run:
                 k += 1
         return X, Z, U, self.events, self.methods
 
-    def singular_choice(self, t0, t1, m, geometric, xs, zs, valid, u, end) -> int | None:
+    def singular_choice(self, t0, t1, m, geometric, xs, zs, valid, u, end):
         """Where, among the ``valid`` first of the stretch's ``m`` check points (columns of
         ``xs``, ``zs``; a stretch cut short has the first of them only) and then its end
-        point ``(t, x, z)`` (index ``valid``), the compiled choice of
-        states turns singular; None where it holds (or the model has no choice to make).
+        point ``(t, x, z)`` (index ``valid``), the compiled choice of states turns singular:
+        ``(index, time of the point before it, its time)``; None where it holds (or the
+        model has no choice to make).
         A model with events keeps the states it was compiled with (the dynamic state
         selection switches them only in models without events): run on past a singular
         point, a cartesian pendulum kept on ``y`` stopped dead at the bottom."""
@@ -510,23 +515,33 @@ class _Run:
             return None
         ts = t0 + (t1 - t0) * _fractions(m, geometric)
         points = [(ts[j], xs[:, j], zs[:, j]) for j in range(valid)] + [end]
+        # at most one point per spacing of the static choice's checks; where one fails, the
+        # first failing point since the last good one
+        last, good = self.choice_checked, -1
+        spacing = max(self.check_spacing, (self.t_end - self.t_start) / STATE_CHECKS_PER_RUN)
         for j, (t, x, z) in enumerate(points):
+            # (and the stretch's end: a run stuck beside a singular point just before it
+            # fails on every later stretch, halving each many times before it gets here)
+            if j < len(points) - 1 and t < last + spacing * (1 - 1e-9):
+                continue
             if self.kept.fails_at(x, z, u, t):
-                return j
+                j = next((i for i in range(good + 1, j) if self.kept.fails_at(
+                    points[i][1], points[i][2], u, points[i][0])), j)
+                return j, float(points[j - 1][0]) if j > 0 else t0, float(points[j][0])
+            last, good = t, j
+        self.choice_checked = last
         return None
 
-    def kept_choice_failure(self, t0, t1, m, geometric, valid) -> SimulationError:
-        """The error of a run whose kept choice of states turned singular after the check
-        point ``valid - 1`` of the stretch from ``t0`` to ``t1`` (:meth:`singular_choice`);
-        the rows up to that point are written."""
-        ts = t0 + (t1 - t0) * _fractions(m, geometric)
-        before = float(ts[valid - 1]) if valid > 0 else t0
-        after = float(ts[valid]) if valid < len(ts) else t1
-        self.last_good = before
+    def kept_choice_failure(self, before, after, reached=None) -> SimulationError:
+        """The error of a run whose kept choice of states turned singular between the times
+        ``before`` and ``after`` (:meth:`singular_choice`); the rows up to ``before`` are
+        written (up to ``reached``, if given)."""
+        self.last_good = before if reached is None else reached
         flat = self.cm.flat
         states = set(self.cm.states)
         forced = [(flat.variables[pos].name, w.shown) for w in flat.hybrid.whens
-                  for pos, _ in w.reinits if flat.variables[pos].name in states]
+                  for pos, _ in w.reinits if flat.variables[pos].name in states
+                  and self._tied_to_candidates(flat.variables[pos])]
         if forced:
             why = (f" The {forced[0][1]} clause's reinit({forced[0][0]}, ...) makes "
                    f"{forced[0][0]} a state (a re-initialized variable must be one), and so "
@@ -540,6 +555,24 @@ class _Run:
                    "write the model in such coordinates (a pendulum's angle rather than its "
                    "cartesian coordinates)")
         return self.failure(after, self.kept.singular_text(before, after, stopped=True) + why)
+
+    def _tied_to_candidates(self, variable) -> bool:
+        """Whether ``variable`` is one of the state set's candidates or their derivatives,
+        or equals one through an equation of those two alone (vy of der(y) == vy): a
+        reinit of it fixes the choice; one of a timer elsewhere does not."""
+        chains = {name for chain in self.cm.system.state_set.chains for name in chain}
+        if variable.name in chains:
+            return True
+        flat = self.cm.flat
+        symbols = {flat.variables[flat.index[name]].symbol.element_hash()
+                   for name in chains if name in flat.index}
+        own = variable.symbol.element_hash()
+        for eq in flat.equations:
+            used = {s.element_hash() for s in ca.symvar(eq.residual)
+                    if flat.position_of.get(s.element_hash()) is not None}
+            if len(used) == 2 and own in used and used & symbols:
+                return True
+        return False
 
     def u_out(self, t, D):
         """The input vector at ``t``: external inputs, then the discrete values ``D``."""
@@ -851,7 +884,20 @@ class _Run:
                     f"ball coming to rest, or a switching condition without hysteresis); add "
                     f"hysteresis, a rest state, or stop the run before t = {t:.6g}"
                     + (self.one_instant_hint() if span <= 1e-9 * max(1.0, abs(t)) else "")
+                    + (self.sliding_hint() if self.sliding() else "")
                     + ("" if point is None else self.noise_hint(t, causes, *point)))
+
+    def sliding_hint(self) -> str:
+        """For chattering with the states standing still: a switching band narrower than
+        the integration tolerance is not resolved (a relay's hysteresis of 2e-4 around
+        x = 100 at rtol 1e-4)."""
+        X = np.array(self.recent_states)
+        tolerance = self.atol + self.rtol * np.abs(X).max(axis=0)
+        k = int(np.argmax(tolerance / (np.abs(X).max(axis=0) + 1e-300)))
+        return (f". The states stood still within the integration tolerance across these "
+                f"events ({self.cm.states[k]} within {tolerance[k]:.3g}): where the model "
+                f"has a switching band (hysteresis) narrower than that, the run cannot "
+                f"resolve it; tighten rtol/atol below the band, or widen it")
 
     def sliding(self) -> bool:
         """Whether the recent events were all crossings after which the states stood still
@@ -1068,7 +1114,16 @@ class _Run:
         else:
             left = (ts[j - 1], xs[:, j - 1], zs[:, j - 1], c[:, j - 1])
         right = (ts[j], xs[:, j], zs[:, j], c[:, j])
-        return (*self.locate(left, right, u, frozen, literal[:, j] != frozen), xs, zs, j)
+        try:
+            return (*self.locate(left, right, u, frozen, literal[:, j] != frozen), xs, zs, j)
+        except SimulationError:
+            # (a rocker's speed crossing 0 at its turning point, where the kept choice of
+            # states is singular: the crossing cannot be located on that branch)
+            singular = self.singular_choice(t0, t1, m, geometric, xs, zs, j, u,
+                                            (ts[j], xs[:, j], zs[:, j]))
+            if singular is None:
+                raise
+            raise self.kept_choice_failure(*singular[1:], reached=self.last_good) from None
 
     def advance_guarded(self, t0, t1, m, x, z, u, geometric, ends_at_event):
         """:meth:`advance` with the crossings found inside the C loop: DOP853 evaluates the

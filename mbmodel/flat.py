@@ -96,20 +96,21 @@ class FlatEquation:
 
 
 class RelationLiterals:
-    """The comparisons as written of a model's relations, by their symbols' hashes (shared
-    by the equations that show them: :class:`ShownWithRelations`)."""
+    """The comparisons as written of a model's relations, by their symbols' names
+    (``$relation[k]``, one per model; a hash would not survive saving the model), shared by
+    the equations that show them (:class:`ShownWithRelations`)."""
 
     def __init__(self, relations):
-        self.literal = {r.symbol.element_hash(): r.literal for r in relations}
+        self.literal = {r.symbol.name(): r.literal for r in relations}
 
     def substituted(self, expr: ca.SX) -> ca.SX:
         """``expr`` with relation symbols replaced by their comparisons (nested ones too)."""
         while True:
-            found = [s for s in ca.symvar(expr) if s.element_hash() in self.literal]
+            found = [s for s in ca.symvar(expr) if s.name() in self.literal]
             if not found:
                 return expr
             expr = ca.substitute(expr, ca.vertcat(*found),
-                                 ca.vertcat(*[self.literal[s.element_hash()] for s in found]))
+                                 ca.vertcat(*[self.literal[s.name()] for s in found]))
 
 
 @dataclass

@@ -99,7 +99,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
         raise SimulationError(f"state_selection must be 'dynamic' or 'static', not "
                               f"{state_selection!r}")
     if (method in ("abm", "dop853", "adams", "bdf") and len(cm.algebraic)
-            and state_selection != UNCHECKED):
+            and len(cm.states) and state_selection != UNCHECKED):   # (no states: none runs)
         warnings.warn(
             f"{cm.name}: method={method!r} takes no algebraic variables, and this model keeps "
             f"{len(cm.algebraic)} ({', '.join(cm.algebraic[:4])}"

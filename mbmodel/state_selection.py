@@ -54,6 +54,9 @@ SINGULAR_QUALITY = 1e-8
 #: on y: 2e-6 in x at x = 0.01, rtol 1e-10), and closer to the singular point the run may
 #: stick beside it rather than pass it.
 KEPT_RATIO = 1e-2
+#: ... compared with the best choice only where it has fallen below this fraction of its
+#: quality at the run's first point looked at.
+COMPARED_BELOW = 0.1
 
 
 class StateChoice:
@@ -218,6 +221,9 @@ class KeptChoice:
         if velocity is not None and sorted(velocity) != self.dependent:
             self.levels.append(sorted(velocity))
         self.signs = None  # of the determinants at the first point looked at
+        #: per level: at the last point looked at, the first, and the last found good
+        self.qualities = self.first_qualities = self.previous = None
+        self.jacobian_at = None  # (x, z, u, p, t) -> the Jacobian, made when first needed
 
     def singular(self, J) -> bool:
         """Whether the choice is singular at the Jacobian ``J`` (the next point along the
@@ -231,20 +237,43 @@ class KeptChoice:
                          if columns.shape[0] == columns.shape[1] else 0.0)
         if self.signs is None:
             self.signs = signs
+        self.qualities = qualities
         return min(qualities) < SINGULAR_QUALITY or signs != self.signs
 
     def fails_at(self, x, z, u, t) -> bool:
         """Whether the choice is singular (:meth:`singular`), or far worse than the best
-        (:data:`KEPT_RATIO`), at the point (x, z) of the compiled model at time ``t`` with
-        inputs ``u``: what a run that cannot switch the choice (a model with events) stops
-        at. (An integrator run on past the singular point can stick beside it: a pendulum
+        (:data:`KEPT_RATIO`) and falling, at the point (x, z) of the compiled model at time
+        ``t`` with inputs ``u`` (the next along the run after those looked at): what a run
+        that cannot switch the choice (a model with events) stops at. (An integrator run on past the singular point can stick beside it: a pendulum
         kept on ``y`` stayed at its bottom with x = 1.6e-7, the choice's quality just that,
         until the run ended.)"""
+        if self.jacobian_at is None:   # (one call: the variables it needs, then it)
+            choice, sym = self.choice, self.choice.base.symbols
+            needed = choice._needed(choice.base)(sym.x, sym.z, sym.u, sym.p, sym.t)
+            self.jacobian_at = ca.Function("kept_choice_jacobian",
+                                           [sym.x, sym.z, sym.u, sym.p, sym.t],
+                                           [choice.jacobian(needed, sym.p)])
         choice = self.choice
-        values = np.array(choice._needed(choice.base)(x, z, u, choice.p, t)).ravel()
-        J = np.array(choice.jacobian(values, choice.p), dtype=float)
-        return self.singular(J) or any(choice.assess(J, frozenset(dependent))[1] < KEPT_RATIO
-                                       for dependent in self.levels)
+        J = np.array(self.jacobian_at(x, z, u, choice.p, t), dtype=float)
+        if self.singular(J):
+            return True
+        qualities, previous = self.qualities, self.previous
+        if self.first_qualities is None:
+            self.first_qualities = qualities
+        # Far worse than the best only counts on the way down: a pendulum released just
+        # below the horizontal, kept on x, starts with y at 0.002 of x and is right (its
+        # choice improves as it swings). The comparison with every other choice takes an
+        # SVD each (48 x 48 for a four-bar, 0.2 ms): made only where the kept choice has
+        # fallen to a tenth of its quality at the first point, or of sqrt(rows), above
+        # which no choice's can be (the Frobenius norm of the row-scaled Jacobian).
+        falling = previous is not None and any(q < p for q, p in zip(qualities, previous))
+        poor = any(q < COMPARED_BELOW * min(q0, np.sqrt(J.shape[0]))
+                   for q, q0 in zip(qualities, self.first_qualities))
+        if falling and poor and any(choice.assess(J, frozenset(dependent))[1] < KEPT_RATIO
+                                    for dependent in self.levels):
+            return True
+        self.previous = qualities
+        return False
 
     def singular_text(self, before, after, stopped=False) -> str:
         """What a run that found the choice singular between ``before`` and ``after``

@@ -85,11 +85,12 @@ def test_a_smooth_reference_is_not_warned_of(reference):
     assert np.abs(result["shoulder.a"]).max() > 1.0  # it moved
 
 
-def test_an_event_right_after_the_start_is_not_warned_of():
+def test_an_event_right_after_the_start_is_checked_at_the_instant_itself():
     """A when clause on the drive torque of a sine followed exactly fires 1.8e-15 s after
     the start; the speed 'before' it was taken at -1e-9 s, before the start, where the sine
-    (from t = 0) reads 0: a jump from 0 to 2 pi was warned of (review). The same clause's
-    event at t = 0.5 is checked as any other, and nothing jumps there."""
+    (from t = 0) reads 0: a jump from 0 to 2 pi was warned of (review). Both sides are now
+    taken at the instant itself: nothing jumps there (nor at t = 0.5), while a jump the
+    event makes is still warned of."""
     class Counting(mb.Model):
         ref = blocks.Sine(amplitude=1.0, f=1.0)
         pos = rot.Position(exact=True)
@@ -106,6 +107,27 @@ def test_an_event_right_after_the_start_is_not_warned_of():
     assert messages == []
     assert 0 < result.events[1].time < 1e-12 and result.events[2].time == pytest.approx(0.5)
     assert result.final("n") == 1  # (the torque -J phi'' = 4 pi^2 sin(2 pi t) rises at 0)
+
+    class Jumping(mb.Model):
+        """The angle follows a discrete value that an event 1.8e-15 s after the start sets
+        to 1: a jump the event makes, warned of as at any other time (review)."""
+        pos = rot.Position(exact=True)
+        inertia = rot.Inertia(J=1.0)
+        s = mb.Variable(start=0.0, fixed=True)
+        d = mb.Discrete(0.0)
+        src = blocks.FreeSignal()
+
+        def equations(self):
+            yield mb.der(self.s) == 1.0
+            yield mb.when(self.s > 0, self.d == 1.0)
+            yield mb.connect(self.src.y, self.pos.phi_ref)
+            yield self.src.y == self.d
+            yield mb.connect(self.pos.flange, self.inertia.flange_a)
+
+    result, messages = _lost_impulses(mb.compile(Jumping()), 1.0, n_points=11,
+                                      progress=False)
+    assert 0 < result.events[1].time < 1e-12
+    assert len(messages) == 1 and messages[0].startswith("'inertia.phi' jumps at t = 1.8")
 
 
 @pytest.mark.parametrize("V, shown", [(2.0, "2"), (1e-7, "1e-07")])
