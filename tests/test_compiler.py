@@ -1479,18 +1479,20 @@ def test_a_derivative_made_a_state_by_der_of_der_warns_without_a_start():
         math.cos(1.0) + 0.5 * math.sin(1.0), rel=1e-6)
 
 
+class Oscillator(Model):
+    """An inertia on a spring, released at 0.1 rad: phi = 0.1 cos(sqrt(c/J) t)."""
+    load = rot.Inertia(J=1.0, phi=Fixed(0.1), w=Fixed(0.0))
+    spring = rot.Spring(c=10.0)
+    fixed = rot.Fixed()
+
+    def equations(self):
+        yield mb.connect(self.fixed.flange, self.spring.flange_a)
+        yield mb.connect(self.spring.flange_b, self.load.flange_a)
+
+
 def test_a_compiled_model_warns_when_its_model_was_changed_after_compile():
     """A compiled model is a snapshot: ``model.spring.c = 1000`` after compile was ignored
     without a word (review). It warns once per new change and keeps its values."""
-    class Oscillator(Model):
-        load = rot.Inertia(J=1.0, phi=Fixed(0.1), w=Fixed(0.0))
-        spring = rot.Spring(c=10.0)
-        fixed = rot.Fixed()
-
-        def equations(self):
-            yield mb.connect(self.fixed.flange, self.spring.flange_a)
-            yield mb.connect(self.spring.flange_b, self.load.flange_a)
-
     model = Oscillator()
     cm = mb.compile(model)
     before = cm.simulate(1.0).final("load.phi")
@@ -1519,15 +1521,6 @@ def test_a_change_made_to_a_declaration_directly_is_noted_too():
     ModelChangedWarning did not see (noted in the last review): it is seen, as is a
     parameter's value set there; a new model built (and compiled) meanwhile is not a
     change of the old one."""
-    class Oscillator(Model):
-        load = rot.Inertia(J=1.0, phi=Fixed(0.1), w=Fixed(0.0))
-        spring = rot.Spring(c=10.0)
-        fixed = rot.Fixed()
-
-        def equations(self):
-            yield mb.connect(self.fixed.flange, self.spring.flange_a)
-            yield mb.connect(self.spring.flange_b, self.load.flange_a)
-
     model = Oscillator()
     cm = mb.compile(model)
     with warnings.catch_warnings():

@@ -196,19 +196,21 @@ def test_chattering_is_stopped_with_the_condition_and_time():
     assert info.value.result.t[-1] <= 1.0
 
 
+class Thermostat(mb.Model):
+    """Heats at 1 K/s below 21 degrees and cools at 1 K/s above, without hysteresis."""
+    T = mb.Variable(start=20.0, fixed=True)
+    on = mb.Discrete(1)
+
+    def equations(self):
+        yield mb.der(self.T) == if_else(self.on > 0.5, 1.0, -1.0)
+        yield self.on == if_else(self.T < 21.0, 1, 0)
+
+
 @pytest.mark.parametrize("method", ["auto", "dop853", "abm", "adams", "idas"])
 def test_a_thermostat_without_hysteresis_chatters_in_a_short_run_too(method):
     """Switching every 5e-11 s through a discrete variable: 100 events in 6e-9 s. The
     detector asked for them within 1e-9 of the run's length: a 3 s run never finished
     (review). Events closer than a gigahertz stop any run."""
-    class Thermostat(mb.Model):
-        T = mb.Variable(start=20.0, fixed=True)
-        on = mb.Discrete(1)
-
-        def equations(self):
-            yield mb.der(self.T) == if_else(self.on > 0.5, 1.0, -1.0)
-            yield self.on == if_else(self.T < 21.0, 1, 0)
-
     with pytest.raises(mb.SimulationError, match=r"chattering at t = 1.0000000.*T < 21"):
         mb.simulate(Thermostat(), 3.0, method=method)
 
@@ -220,14 +222,6 @@ def test_a_thermostat_sliding_at_loose_tolerances_chatters_too(method, rtol):
     1.5e-8 s, slower than a gigahertz, and the run hung (review). 100 crossings within
     1e-5 of the run with the temperature standing still within the tolerance are a
     sliding mode: the run stops at t = 1."""
-    class Thermostat(mb.Model):
-        T = mb.Variable(start=20.0, fixed=True)
-        on = mb.Discrete(1)
-
-        def equations(self):
-            yield mb.der(self.T) == if_else(self.on > 0.5, 1.0, -1.0)
-            yield self.on == if_else(self.T < 21.0, 1, 0)
-
     with pytest.raises(mb.SimulationError, match=r"chattering at t = 1.00000.*T < 21") as info:
         mb.simulate(Thermostat(), 3.0, method=method, rtol=rtol, atol=rtol * 1e-2,
                     progress=False)
