@@ -258,30 +258,50 @@ class HybridCollector:
                 f"{name} a Variable")
         self._claim(comp, position, f"the equation '{describe(shown)}'")
         self.part.discrete_equations.append(
-            FlatDiscreteEquation(position, value, comp.path, shown))
+            FlatDiscreteEquation(position, self._after_time_events(value), comp.path, shown))
 
-    def _after_time_events(self, condition):
-        """A when condition whose relations on time and parameters take, at their time
-        event, the value they have just after it (``time > t0`` is true at t0), as a
-        located crossing's relation does: read as written it is false at the event and
-        turns true between events, unseen, and ``when(time > t0, ...)`` never fired. Only
-        the conditions change (and, through ``not``/``and``/``or``, their combinations):
-        continuous equations and the start read the comparison as written."""
-        if not self._right_of or condition.numel() != 1:
-            return condition
-        found = self._right_of.get(condition.element_hash())
-        if found is not None:
-            # (as written while the run starts: time > t0 from t0 is false before the
-            # start and rises just after it, as a crossing there would, and fires)
-            at, slope, written = found
-            return ca.if_else(self.starting_symbol(), written, _right_continuous(at, slope))
-        if condition.is_op(ca.OP_NOT):
-            return ca.logic_not(self._after_time_events(condition.dep(0)))
-        for op, combine in ((ca.OP_AND, ca.logic_and), (ca.OP_OR, ca.logic_or)):
-            if condition.is_op(op):
-                return combine(self._after_time_events(condition.dep(0)),
-                               self._after_time_events(condition.dep(1)))
-        return condition
+    def _after_time_events(self, expr):
+        """``expr`` (a when condition, a discrete equation's value, a when clause's
+        assignment) with its relations on time and parameters taking, at their time event,
+        the value they have just after it (``time > t0`` is true at t0), as a located
+        crossing's relation does: read as written it is false at the event and turns true
+        between events, unseen, and ``when(time > t0, ...)`` never fired, nor did
+        ``d == (time > t0)`` switch. Wherever they sit (inside ``if_else`` too); continuous
+        equations and the start read the comparison as written."""
+        if not self._right_of:
+            return expr
+        if expr.numel() != 1:
+            return ca.reshape(ca.vertcat(*[self._after_time_events(expr[k])
+                                           for k in range(expr.numel())]), *expr.shape)
+        memo = {}
+        todo = [expr]
+        while todo:   # (rebuilt from its operands upwards, each node once)
+            e = todo[-1]
+            h = e.element_hash()
+            if h in memo:
+                todo.pop()
+                continue
+            found = self._right_of.get(h)
+            if found is not None:
+                # (as written while the run starts: time > t0 from t0 is false before the
+                # start and rises just after it, as a crossing there would)
+                at, slope, written = found
+                memo[h] = ca.if_else(self.starting_symbol(), written,
+                                     _right_continuous(at, slope))
+            elif e.is_symbolic() or e.is_constant() or not e.n_dep():
+                memo[h] = e
+            else:
+                deps = [e.dep(i) for i in range(e.n_dep())]
+                waiting = [d for d in deps if d.element_hash() not in memo]
+                if waiting:
+                    todo.extend(waiting)
+                    continue
+                done = [memo[d.element_hash()] for d in deps]
+                memo[h] = (e if all(a is b or ca.is_equal(a, b) for a, b in zip(done, deps))
+                           else ca.SX.unary(e.op(), done[0]) if len(done) == 1
+                           else ca.SX.binary(e.op(), done[0], done[1]))
+            todo.pop()
+        return memo[expr.element_hash()]
 
     def add_when(self, comp, item: When):
         check_when(comp, item)
@@ -317,7 +337,7 @@ class HybridCollector:
                         f"the result would depend on their order: give it one when clause "
                         f"(a list of conditions fires on any of them)")
                 self.reinitialized[rec.position] = shown
-                reinits.append((rec.position, stmt.value))
+                reinits.append((rec.position, self._after_time_events(ca.SX(stmt.value))))
                 continue
             for k in range(stmt.numel()):
                 e = stmt[k] if stmt.numel() > 1 else stmt
@@ -328,7 +348,7 @@ class HybridCollector:
                         f"Discrete variables (self.d == expr) or re-initializes states "
                         f"(reinit(x, value))")
                 self._claim(comp, position, f"'{shown}'")
-                assignments.append((position, e.dep(1)))
+                assignments.append((position, self._after_time_events(e.dep(1))))
         self.part.whens.append(FlatWhen(flat_conditions, assignments, reinits, comp.path, shown))
 
     def _check_condition(self, comp, condition, shown):

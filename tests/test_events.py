@@ -1178,6 +1178,35 @@ def test_when_on_time_at_the_start_time_fires_right_after_it_if_strict(t_start):
     assert res.events[1].time - t_start < 1e-12 and "s > 0" in res.events[1].causes[0]
 
 
+def test_discrete_values_read_relations_on_time_as_after_their_event():
+    """d == (time > 0.5) stayed 0 through the run: at its time event the relation read
+    false (0.5 > 0.5), and no event came after to read it again (review). Discrete
+    equations and when assignments read relations on time as when conditions do, also
+    inside if_else; continuous equations read them as written."""
+    class OnTime(mb.Model):
+        x = mb.Variable(start=0.0, fixed=True)
+        d = mb.Discrete(0)
+        e = mb.Discrete(0)
+        a = mb.Discrete(0)
+        y = mb.Variable()
+
+        def equations(self):
+            yield mb.der(self.x) == 1.0
+            yield self.d == (mb.time > 0.5)
+            yield self.e == if_else(mb.time > 0.25, 2.0, 1.0)
+            yield mb.when(self.x > 0.75, self.a == if_else(mb.time > 0.75, 3.0, 4.0))
+            yield self.y == if_else(mb.time > 0.5, 1.0, 0.0)
+
+    res = mb.simulate(OnTime(), 1.0, n_points=5, progress=False)
+    assert res["d"].tolist() == [0, 0, 1, 1, 1]
+    assert res["e"].tolist() == [1, 2, 2, 2, 2]
+    assert res["a"].tolist() == [0, 0, 0, 3, 3]
+    assert res["y"].tolist() == [0, 0, 0, 1, 1]   # as written: 0.5 > 0.5 is false
+    # from the start time itself: false before it, true right after
+    res = mb.simulate(OnTime(), 1.5, t_start=0.5, n_points=3, progress=False)
+    assert res["d"].tolist() == [1, 1, 1]
+
+
 def test_a_when_condition_true_at_the_start_does_not_fire_there():
     """``when(x > -1, ...)`` with x(0) = 0: the condition is true at the start and never
     rises; the clause fired at initialization (the relations were taken as false there),
