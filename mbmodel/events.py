@@ -871,10 +871,10 @@ class _Run:
             # (also events closer together than the integration can tell apart: a
             # thermostat without hysteresis switches every 5e-11 s, whatever the run's
             # length, which the first bound alone misses in a short run)
-            if span <= max(CHATTER_FRACTION * (self.t_end - self.t_start), 1e-12,
-                           CHATTER_EVENTS * CHATTER_GAP * max(1.0, abs(t))) or (
-                    span <= CHATTER_SLIDING_FRACTION * (self.t_end - self.t_start)
-                    and self.sliding()):
+            sliding = (span <= CHATTER_SLIDING_FRACTION * (self.t_end - self.t_start)
+                       and self.sliding())
+            if sliding or span <= max(CHATTER_FRACTION * (self.t_end - self.t_start), 1e-12,
+                                      CHATTER_EVENTS * CHATTER_GAP * max(1.0, abs(t))):
                 causes = list(dict.fromkeys(c for e in self.events[-CHATTER_EVENTS:]
                                             for c in e.causes if not c.startswith("fired")))
                 raise self.failure(
@@ -884,7 +884,7 @@ class _Run:
                     f"ball coming to rest, or a switching condition without hysteresis); add "
                     f"hysteresis, a rest state, or stop the run before t = {t:.6g}"
                     + (self.one_instant_hint() if span <= 1e-9 * max(1.0, abs(t)) else "")
-                    + (self.sliding_hint() if self.sliding() else "")
+                    + (self.sliding_hint() if sliding else "")
                     + ("" if point is None else self.noise_hint(t, causes, *point)))
 
     def sliding_hint(self) -> str:

@@ -100,8 +100,12 @@ class RelationLiterals:
     (``$relation[k]``, one per model; a hash would not survive saving the model), shared by
     the equations that show them (:class:`ShownWithRelations`)."""
 
-    def __init__(self, relations):
+    def __init__(self, relations=()):
         self.literal = {r.symbol.name(): r.literal for r in relations}
+
+    def add(self, symbol: ca.SX, comparison: ca.SX):
+        """Record a relation's symbol and its comparison as written."""
+        self.literal[symbol.name()] = comparison
 
     def substituted(self, expr: ca.SX) -> ca.SX:
         """``expr`` with relation symbols replaced by their comparisons (nested ones too)."""

@@ -29,8 +29,8 @@ from .core import Connect, Connector, Model, Parameter, Variable, _FlattenContex
 from .errors import DeclarationError, ModelError
 from .discrete import Reinit, RelationsSwitchAtEvents, When
 from .flat import (FlatAssert, FlatEquation, FlatModel, FlatParameter, FlatVariable,
-                   RelationLiterals, ShownWithRelations, at_parameter_values, describe,
-                   resolve_bindings, stacked)
+                   ShownWithRelations, at_parameter_values, describe, resolve_bindings,
+                   stacked)
 from .hybrid import HybridCollector
 from .visuals import resolve as resolve_visuals
 from .templates import EquationTemplate, Instantiated, Recorder, partners, template_key
@@ -400,7 +400,7 @@ class _Flattener:
         self.hybrid.check_assigned()
         if self.hybrid.has_relations():
             # (before unused relations are dropped: a kept one may be written with them)
-            literals = RelationLiterals(self.hybrid.part.relations)
+            literals = self.hybrid.literals
             for eq in self.equations + self.initial_equations:
                 if not isinstance(eq.shown, str):
                     eq.shown = ShownWithRelations(eq.shown, literals)

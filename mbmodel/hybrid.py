@@ -17,7 +17,7 @@ from .core import _where
 from .discrete import _ORIGINAL, Reinit, When, check_when
 from .errors import DeclarationError
 from .flat import (FlatDiscreteEquation, FlatRelation, FlatSample, FlatVariable, FlatWhen,
-                   HybridPart, describe)
+                   HybridPart, RelationLiterals, describe)
 
 
 #: The name of initial()'s value among the compiled model's discrete values.
@@ -32,13 +32,15 @@ class HybridCollector:
         self.part = HybridPart()
         self.active = False
         self._relation_of: dict = {}  # (operator parts) -> relation symbol (one per relation)
-        self._literal: dict[int, ca.SX] = {}  # relation symbol hash -> comparison as written
+        #: the relations' comparisons as written (shown in messages in place of their symbols)
+        self.literals = RelationLiterals()
         self._pre: dict[int, ca.SX] = {}  # position -> its pre() symbol
         #: relations on time and parameters (comparisons as written, by node) -> their
         #: time event and their crossing function's slope in time
         self._right_of: dict[int, tuple] = {}
         self._initial = None
         self._starting = None
+        self._continuous = None  # see continuous_symbols
         self.time_events: list = []
         self.assigned: dict[int, str] = {}  # discrete position -> where it is defined
         self.reinitialized: dict[int, str] = {}  # state position -> the when clause
@@ -110,21 +112,17 @@ class HybridCollector:
                                                 self._origin(), parts,
                                                 ca.fabs(a) + ca.fabs(b)))
         self._relation_of[key] = sym
-        self._literal[sym.element_hash()] = result
+        self.literals.add(sym, result)
         return sym
 
     def has_relations(self) -> bool:
         """Whether a comparison made a relation (whose symbol :meth:`literal` replaces)."""
-        return bool(self._literal)
+        return bool(self.literals.literal)
 
     def literal(self, expr: ca.SX) -> ca.SX:
-        """``expr`` with relation variables replaced by their comparisons (noEvent)."""
-        while True:  # a comparison may contain relations made before it (nested fmin/fmax)
-            found = [s for s in ca.symvar(expr) if s.element_hash() in self._literal]
-            if not found:
-                return expr
-            expr = ca.substitute(expr, ca.vertcat(*found),
-                                 ca.vertcat(*[self._literal[s.element_hash()] for s in found]))
+        """``expr`` with relation variables replaced by their comparisons (noEvent); a
+        comparison may contain relations made before it (nested fmin/fmax)."""
+        return self.literals.substituted(expr)
 
     # -- pre, initial, sample --------------------------------------------------------------
     def pre(self, expr: ca.SX) -> ca.SX:
@@ -233,12 +231,12 @@ class HybridCollector:
         self.fl.local_equations[id(comp)] = self.fl.local_equations.get(id(comp), 0) + 1
 
     def continuous_symbols(self) -> set:
-        """The hashes of the continuous unknowns' symbols (not discrete, not inputs)."""
-        continuous = getattr(self, "_continuous", None)
-        if continuous is None:
-            continuous = self._continuous = {v.symbol.element_hash() for v in self.fl.variables
-                                             if not v.discrete and v.kind != "input"}
-        return continuous
+        """The hashes of the continuous unknowns' symbols (not discrete, not inputs), made
+        once, when the first discrete equation or when condition asks."""
+        if self._continuous is None:
+            self._continuous = {v.symbol.element_hash() for v in self.fl.variables
+                                if not v.discrete and v.kind != "input"}
+        return self._continuous
 
     def reads_continuous(self, expr) -> list:
         """The continuous unknowns ``expr`` reads directly (outside relations, which are
@@ -375,11 +373,12 @@ class HybridCollector:
                 f"continuous values, not a condition that becomes true at an event (no "
                 f"crossing finds the instant it holds); write x >= value (or x <= value) "
                 f"for the instant it is reached")
-        todo = [condition]
-        while todo:
+        todo, seen = [condition], set()
+        while todo:   # (each node once: a condition's graph may share subexpressions)
             e = todo.pop()
-            if e.is_symbolic() or e.is_constant():
+            if e.is_symbolic() or e.is_constant() or e.element_hash() in seen:
                 continue
+            seen.add(e.element_hash())
             if any(e.is_op(op) for op in (ca.OP_LT, ca.OP_LE)) and reads_continuous(e):
                 raise DeclarationError(
                     f"{_where(comp)}: '{shown}': the comparison '{describe(e)}' is evaluated "

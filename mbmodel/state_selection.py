@@ -244,9 +244,9 @@ class KeptChoice:
         """Whether the choice is singular (:meth:`singular`), or far worse than the best
         (:data:`KEPT_RATIO`) and falling, at the point (x, z) of the compiled model at time
         ``t`` with inputs ``u`` (the next along the run after those looked at): what a run
-        that cannot switch the choice (a model with events) stops at. (An integrator run on past the singular point can stick beside it: a pendulum
-        kept on ``y`` stayed at its bottom with x = 1.6e-7, the choice's quality just that,
-        until the run ended.)"""
+        that cannot switch the choice (a model with events) stops at. (An integrator run on
+        past the singular point can stick beside it: a pendulum kept on ``y`` stayed at its
+        bottom with x = 1.6e-7, the choice's quality just that, until the run ended.)"""
         if self.jacobian_at is None:   # (one call: the variables it needs, then it)
             choice, sym = self.choice, self.choice.base.symbols
             needed = choice._needed(choice.base)(sym.x, sym.z, sym.u, sym.p, sym.t)

@@ -571,14 +571,12 @@ class _Analysis:
                 "sources only), two position sources on one flange, a circuit part with no "
                 "Ground. Remove or replace one of the conflicting components (or add the "
                 "missing reference).")
-        relations = self.flat.hybrid.relations  # (shown as their comparisons)
-        literals = RelationLiterals(relations) if relations else None
+        literals = RelationLiterals(self.flat.hybrid.relations)  # (shown as comparisons)
         for e, (expr, used) in reduction.replaced.items():
             self.equations[e] = expr
             self.slopes[e] = None
             inc[e] = self.incidence([expr], ids)[0]
-            text = (ShownWithRelations(expr, literals).text if literals is not None else
-                    lambda expr=expr: describe(expr))
+            text = ShownWithRelations(expr, literals).text
             self.descriptions[e] = (lambda text=text, used=used: f"hidden constraint "
                                     f"0 = {text()}, combined from "
                                     + "; ".join(f"'{texts[u]}'" for u in used[:6])
