@@ -410,16 +410,34 @@ class _Analysis:
                          for row, (constant, _) in enumerate(template.slopes)}
         result = []
         equations = self.flat.equations
+        # a row's columns and numbers, by its shared list of constant slopes (the same
+        # for every instance of a template's row)
+        row_shapes = {}
+        no_varying = frozenset()
         for k in self.aliases.kept_equations:
             slopes = equations[k].slopes
             if slopes is None:
                 result.append(None)
                 continue
             constant, varying, positions = slopes
-            variables = [positions[c] for c, _ in constant]
-            roots = [root[g] for g in variables] + [root[positions[c]] for c in varying]
+            shape = row_shapes.get(id(constant))
+            if shape is None:
+                shape = row_shapes[id(constant)] = ([c for c, _ in constant],
+                                                    [number for _, number in constant])
+            columns, numbers = shape
+            variables = [positions[c] for c in columns]
+            roots = [root[g] for g in variables]
+            if varying:
+                roots += [root[positions[c]] for c in varying]
             if -1 in roots:
                 result.append(None)
+                continue
+            if -2 not in roots and len(set(roots)) == len(roots):
+                result.append(({column_of[r]: sign_of[g] * number
+                                for g, number, r in zip(variables, numbers, roots)
+                                if column_of[r] >= 0},
+                               {column_of[r] for r in roots[len(columns):]
+                                if column_of[r] >= 0} if varying else no_varying))
                 continue
             if -2 in roots:
                 source = template_rows.get(id(constant))
