@@ -13,7 +13,9 @@ Measured:
   reason in the table) when the previous size's time, extrapolated with the growth measured
   between the two sizes before (a quarter added), exceeds the time budget (``--build-budget``, default 300 s) or its memory exceeds what is
   free. ``peak_rss_mb_per_link``: peak RSS over n of the largest size built.
-  ``largest_chain_built_60s``: the largest n whose build took ≤ 60 s.
+  ``largest_chain_built_60s``: the largest n whose build took ≤ 60 s, among the sizes
+  above and up to two more searched between the two that bracket 60 s (their growth
+  predicts the size; ``chains_built_searching_60s`` lists those built).
 * ``api_fd_over_pinocchio``: one Python call of mbmodel's fast forward-dynamics path
   (``cm.evaluator()``: generated C through casadi's buffer interface) over one
   ``pin.aba`` call, n = 6 and 100.
@@ -179,6 +181,32 @@ def measure_builds(sizes, budget):
     return rows
 
 
+def probe_60s(builds, limit=60.0, budget=300.0):
+    """The largest chain built within ``limit`` seconds, searched between the sizes of
+    ``builds`` that bracket it: the size the two predict (their growth exponent), 5 %
+    under it, built; if it took longer, once more a size scaled down by the overshoot.
+    Returns the rows built (n -> row, as :func:`measure_builds`)."""
+    built = {n: r for n, r in builds.items() if "skipped" not in r}
+    within = [n for n, r in built.items() if r["seconds"] <= limit]
+    beyond = [n for n, r in built.items() if r["seconds"] > limit]
+    if not within or not beyond or min(beyond) < max(within):
+        return {}
+    lo, hi = max(within), min(beyond)
+    s_lo, s_hi = built[lo]["seconds"], built[hi]["seconds"]
+    growth = max(1.0, math.log(s_hi / s_lo) / math.log(hi / lo))
+    n = int(0.95 * lo * (limit / s_lo) ** (1.0 / growth)) // 100 * 100
+    rows = {}
+    for _ in range(2):
+        if n <= lo or n in builds or n in rows:
+            break
+        found = measure_builds((n,), budget)[n]
+        rows[n] = found
+        if "skipped" in found or found["seconds"] <= limit:
+            break
+        n = int(n * (limit / found["seconds"]) ** (1.0 / growth) * 0.97) // 100 * 100
+    return rows
+
+
 # -- forward dynamics calls -----------------------------------------------------------------
 
 def fd_ratios(n, rng):
@@ -265,6 +293,7 @@ def main():
     rng = np.random.default_rng(1)
     sizes = (10, 100) if args.quick else BUILD_SIZES
     builds = measure_builds(sizes, args.build_budget)
+    probes = {} if args.quick else probe_60s(builds, budget=args.build_budget)
     fds = [fd_ratios(n, rng) for n in (6, 100)]
     sims = [sim_ratio(n) for n in ((6, 25) if args.quick else (25, 100))]
 
@@ -301,9 +330,16 @@ def main():
               f"{r['mb_again_s']:8.4f} {r['scipy_pin_s']:12.4f} "
               f"{r['mb_s'] / r['scipy_pin_s']:6.2f} {r['q_difference']:16.2e}")
 
+    if probes:
+        print("\nLargest chain built in 60 s, searched between the sizes above:")
+        for n, row in probes.items():
+            print(f"{n:>7} " + (f"skipped: {row['skipped']}" if "skipped" in row else
+                                f"{row['seconds']:9.2f} s {1e3 * row['seconds'] / n:9.1f} "
+                                f"ms/link"))
     built = {n: r for n, r in builds.items() if "skipped" not in r}
     largest = max(built) if built else None
-    within_60 = [n for n, r in built.items() if r["seconds"] <= 60.0]
+    within_60 = [n for n, r in list(built.items()) + list(probes.items())
+                 if "skipped" not in r and r["seconds"] <= 60.0]
     per_link = (f"{1e3 * built[largest]['seconds'] / largest:.0f} ms per link at n = "
                 f"{largest}" if largest else "no size built")
     reason_100k = ("not built: flattening and structural analysis still hold every scalar "
@@ -318,6 +354,8 @@ def main():
         "peak_rss_mb_per_link": (built[largest]["rss_mb"] / largest) if largest else None,
         "peak_rss_at_n": largest,
         "largest_chain_built_60s": max(within_60) if within_60 else None,
+        "chains_built_searching_60s": {str(n): (None if "skipped" in r else r["seconds"])
+                                       for n, r in probes.items()},
         "api_fd_over_pinocchio": {str(r["n"]): r["api_us"] / r["pin_us"] for r in fds},
         "c_fd_over_pinocchio": {str(r["n"]): r["c_us"] / r["pin_us"] for r in fds},
         "sim_over_scipy_pinocchio": {str(r["n"]): r["mb_s"] / r["scipy_pin_s"] for r in sims},
