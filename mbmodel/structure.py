@@ -1154,19 +1154,25 @@ class _Analysis:
         symbols, equations = self.symbols_all, self.equations_all
         # where each solution is in the groups' vectors, stacked (see sequence_vector)
         self.solved_vectors, self.solved_at, self.n_solved = [], {}, 0
-        groups = []  # [variables, variables read, members]
+        # Each equation joins the first group that neither reads its variable nor solves
+        # one it reads: per variable, the group solving it and the groups reading it (bits).
+        groups = []  # members per group
+        solved_in, read_in = [-1] * self.n_all, [0] * self.n_all
         for e, v in pairs:
-            reads = set(self.inc_all[e])
-            reads.discard(v)
-            for group in groups:
-                if v not in group[1] and not reads & group[0]:
-                    break
-            else:
-                group = [set(), set(), []]
-                groups.append(group)
-            group[0].add(v)
-            group[1].update(reads)
-            group[2].append((e, v))
+            row = self.inc_all[e]
+            taken = read_in[v]
+            for r in row:
+                if r != v and solved_in[r] >= 0:
+                    taken |= 1 << solved_in[r]
+            g = (~taken & (taken + 1)).bit_length() - 1  # the lowest group not taken
+            if g == len(groups):
+                groups.append([])
+            groups[g].append((e, v))
+            solved_in[v] = g
+            bit = 1 << g
+            for r in row:
+                if r != v:
+                    read_in[r] |= bit
         solved = {}
         if not groups:
             return solved
@@ -1174,7 +1180,7 @@ class _Analysis:
         # would convert every scalar from Python again (~5 µs each).
         all_equations, all_symbols = (self.stacked_all if self.stacked_all is not None else
                                       (ca.vertcat(*equations), ca.vertcat(*symbols)))
-        for _, _, members in groups:
+        for members in groups:
             # the coefficients the class's template knows, the others by one derivative
             known = {}
             for e, v in members:
@@ -1197,9 +1203,10 @@ class _Analysis:
                                   ca.SX.zeros(len(simple)))
             # one division for the group (casadi folds the divisions by 1 and -1 away)
             values = -rests / ca.DM([c for _, _, c in simple])
-            for k, ((e, _, _), value) in enumerate(zip(simple, values.elements())):
-                solved[e] = value
-                self.solved_at[e] = self.n_solved + k
+            members_solved = [e for e, _, _ in simple]
+            solved.update(zip(members_solved, values.elements()))
+            self.solved_at.update(zip(members_solved, range(self.n_solved,
+                                                            self.n_solved + len(simple))))
             self.solved_vectors.append(values)
             self.n_solved += len(simple)
         return solved
