@@ -148,7 +148,16 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
 
     options = dict(external_options or {})
     if background and not library.exists():
-        _build_in_background(source, library, command, flags)
+        with _background_lock:
+            failed = _background_failed.get(str(library))
+            if failed:  # reported once; not built again in this process
+                _background_failed[str(library)] = ()
+        if failed is None:
+            _build_in_background(source, library, command, flags)
+        else:
+            _failed_functions[fn] = True
+            if failed:
+                _fall_back(f"{failed[0]} (built in the background)", fn, details=failed[1])
         return fn
     # A cached library that does not load (cut short by a full disk, say) is built anew once;
     # one that is not as it was built is not loaded at all (a library cut short can kill the
@@ -335,11 +344,26 @@ def operation_counts(fn: ca.Function) -> dict:
 
 _background_lock = threading.Lock()
 _background_builds: set[str] = set()
+#: Libraries whose background build failed: ``(reason, compiler output)`` until the next
+#: request for them reports it, then ``()``. Neither is built in the background again in
+#: this process (a failing compiler would otherwise run again on every request, unseen).
+_background_failed: dict[str, tuple] = {}
+#: The Functions whose library failed to build in the background (see :func:`build_failed`).
+_failed_functions: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def build_failed(fn: ca.Function) -> bool:
+    """Whether a background build of ``fn``'s library failed (reported with a
+    :class:`CodegenWarning`): ``compile_function(fn, background=True)`` keeps returning
+    ``fn``, and a caller may keep it rather than ask again.
+
+    Example: ``if build_failed(source): use_virtual_machine_from_now_on()``"""
+    return fn in _failed_functions
 
 
 def _build_in_background(source, library: Path, command, flags) -> None:
     """Start building ``library`` in a daemon thread unless that is already under way.
-    Failures are left for a later foreground build to report."""
+    A failure is reported by the next request for the library (:func:`compile_function`)."""
     with _background_lock:
         if str(library) in _background_builds:
             return
@@ -347,7 +371,10 @@ def _build_in_background(source, library: Path, command, flags) -> None:
 
     def build():
         try:
-            _build(source, library, command, flags, False)  # a failure: reported later
+            failed = _build(source, library, command, flags, False)
+            if failed is not None:
+                with _background_lock:
+                    _background_failed[str(library)] = tuple(failed)
         finally:
             with _background_lock:
                 _background_builds.discard(str(library))

@@ -1424,7 +1424,9 @@ class _Run:
         """DOP853 in C over the model's generated dynamics, or None (see
         :func:`mbmodel.explicit.integrator`); looked up once per run."""
         if self._c_loop is False:
-            self._c_loop = explicit_integrator(dynamics(self.cm, self.native))
+            from .simulate import loop_native
+            self._c_loop = explicit_integrator(dynamics(self.cm, loop_native(self.method,
+                                                                             self.native)))
         return self._c_loop
 
     def stepper(self, method, m, dt, geometric=False, restart=None, slopes=None,

@@ -38,7 +38,7 @@ import casadi as ca
 import numpy as np
 
 from .core import time as TIME
-from .errors import DeclarationError
+from .errors import DeclarationError, ParameterError
 from .files import atomic_write
 
 __all__ = ["dynamics", "code_source", "evaluator", "Evaluator", "event_function",
@@ -85,7 +85,7 @@ def dynamics(cm, native: bool | str = True, derivatives: bool = False) -> ca.Fun
         fn = built.get(cm)
     if fn is not None:
         return fn
-    from .codegen import compile_function
+    from .codegen import build_failed, compile_function
     source = code_source(cm)
     # Kernel code (see mbmodel.kernels) compiles ~3x faster than the flat function at the
     # -O2 that makes it run ~25 % faster; the forward derivative triples the code.
@@ -99,7 +99,8 @@ def dynamics(cm, native: bool | str = True, derivatives: bool = False) -> ca.Fun
                           optimize=2 if kernels or _fast_flat(cm, derivatives) else 1)
     if fn is source:
         fn = cm.dynamics  # no compiler, or a background build under way: the VM meanwhile
-    if fn is not cm.dynamics or not large:  # a background build is asked for again later
+    # a background build is asked for again later, unless it failed (reported once)
+    if fn is not cm.dynamics or not large or build_failed(source):
         with _lock:
             fn = built.setdefault(cm, fn)
     return fn
@@ -155,12 +156,13 @@ def event_function(cm, native: bool | str = "auto",
         built = _built_events.get(cm)
     if built is not None:
         return built
-    from .codegen import compile_function
+    from .codegen import build_failed, compile_function
     large = native == "auto" and fn.n_instructions() > AUTO_BUILD_INSTRUCTIONS
     # -O1: no fused multiply-adds, so crossings are located where the virtual machine
     # locates them (a stick-slip run amplifies their rounding to 1e-10)
     compiled = compile_function(fn, background=large)
-    if compiled is not fn or not large:  # a background build is asked for again later
+    # a background build is asked for again later, unless it failed (reported once)
+    if compiled is not fn or not large or build_failed(fn):
         with _lock:
             compiled = _built_events.setdefault(cm, compiled)
     return compiled
@@ -278,6 +280,10 @@ class Evaluator:
     #: discrete values they start from.
     relations = None
     discrete_start = np.zeros(0)
+    #: The parameters' names where the model was compiled with ``parameters="constant"``:
+    #: their values are folded into the code, so a ``p`` other than theirs is refused
+    #: (None: the code reads ``p``).
+    folded = None
 
     def __call__(self, x=None, u=None, p=None, t: float = 0.0) -> np.ndarray:
         try:
@@ -308,6 +314,8 @@ class Evaluator:
             else:
                 if len(p) != len(self._p):
                     raise ValueError
+                if self.folded is not None:
+                    self._refuse_folded(p)
                 self._p_default_in = False
                 self._p[:] = p
             self._t[0] = t
@@ -342,6 +350,8 @@ class Evaluator:
             if len(flat) not in sizes:
                 raise DeclarationError(self._wrong_sizes(x, u, p))
             values.append(flat)
+        if values[2] is not None and self.folded is not None:
+            self._refuse_folded(values[2])
         try:
             self._t[0] = t
         except (TypeError, ValueError):
@@ -354,6 +364,19 @@ class Evaluator:
             else:
                 buffer[:len(flat)] = flat
         self._u_default_in, self._p_default_in = u is None, p is None
+
+    def _refuse_folded(self, p):
+        """A ParameterError naming the first entry of ``p`` that differs from the value
+        folded into the code (the same values pass: ``p=cm.parameter_vector()``)."""
+        p = np.asarray(p, dtype=float).reshape(-1)
+        differs = np.flatnonzero(p != self._p_default)
+        if len(differs):
+            k = int(differs[0])
+            raise ParameterError(
+                f"evaluator: parameter '{self.folded[k]}' was folded into the code (compiled "
+                f"with parameters='constant'), so p = {p[k]:g} there cannot change it (it is "
+                f"{self._p_default[k]:g}); compile with parameters='symbolic' to pass "
+                f"parameters at call time, or recompile with the new value")
 
     def _wrong_sizes(self, x, u, p, not_numbers=None) -> str:
         if not_numbers is not None:
@@ -429,6 +452,8 @@ def _with_discrete_start(cm, ev: Evaluator) -> Evaluator:
         ev._u[len(ev._u) - len(start):] = start
         ev._u_default[len(ev._u) - len(start):] = start
     ev.discrete_start = np.array(start, dtype=float)
+    if cm.parameter_mode == "constant":
+        ev.folded = [q.name for q in cm._free]
     if getattr(cm, "events", None) is not None:
         from .events import _Buffered, relations_at
         no_z = np.zeros(0)

@@ -106,6 +106,13 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
             f"{', ...' if len(cm.algebraic) > 4 else ''}): the run uses 'idas' (BDF for "
             f"DAEs); ask for method='idas' or 'auto'", MethodReplacedWarning,
             stacklevel=user_stacklevel())
+    elif (method in C_LOOPS and native is False and len(cm.states)
+          and state_selection != UNCHECKED):
+        warnings.warn(
+            f"{cm.name}: method={method!r} runs its loop in generated C, and native=False "
+            f"keeps the dynamics in casadi's virtual machine: the run uses 'adams' (CVODES' "
+            f"Adams-Moulton); ask for native=True or 'auto', or for method='adams'",
+            MethodReplacedWarning, stacklevel=user_stacklevel())
     u_of = input_function(cm, inputs)
     bar = time_bar(progress, t_start, t_end, cm.name)
     try:
@@ -208,9 +215,10 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
     Z[:, at_start] = z[:, None]
     if n_z and method in ("auto", *C_LOOPS, "adams", "bdf"):
         method = "idas"
-    dyn = None
-    if n_x and not (n_z and method == "cvodes"):
-        dyn = dynamics(cm, native)
+    dyn = cm.dynamics
+    if n_x and method in ("auto", "adams", *C_LOOPS):
+        # (BDF and IDAS integrate newton_dynamics: a library of these would go unused)
+        dyn = dynamics(cm, loop_native(method, native))
     if method == "auto" and n_x:
         with np.errstate(over="ignore", invalid="ignore"):  # (a huge parameter: said below)
             method, fast = _stiffness(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]),
@@ -250,7 +258,7 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
                 else:
                     xs, zs, used = _integrate(cm, dyn, method, a, tout, x, z,
                                               np.concatenate([p, u_seg]), rtol, atol,
-                                              max_step)
+                                              max_step, native)
             except SimulationError as exc:
                 xs, zs = exc.reached
                 for j, k in enumerate(inside[:xs.shape[1]]):
@@ -516,7 +524,7 @@ def _stiffness(cm, dyn, x, z, pu, t_start, t_end) -> tuple[str, float]:
     return ("adams" if decay * duration <= STIFFNESS_LIMIT else "bdf"), fast
 
 
-def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
+def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step, native):
     """States (and algebraic variables) at ``tout``, integrating from ``t0``. The non-stiff
     methods fall back to BDF for a segment on which they fail (the model turned stiff)."""
     n_x, n_z = len(x), len(z)
@@ -530,7 +538,8 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
     attempts = [(method, False)] + ([("bdf", False)] if method == "adams" else []) + (
         [("idas", True)] if method == "idas" else [])
     for attempt, first_step in attempts:
-        F = _integrator(cm, dyn, attempt, t0, tout, rtol, atol, max_step, first_step)
+        F = _integrator(cm, dyn, attempt, t0, tout, rtol, atol, max_step, native,
+                        first_step)
         try:
             with casadi_lines_dropped():
                 out = F(x0=x, z0=z, p=pu)
@@ -539,7 +548,8 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
             if attempt == "adams" or (attempt == "idas" and not first_step
                                       and _failed_at_start(F)):
                 continue
-            xs, zs = _reached(cm, dyn, attempt, t0, tout, x, z, pu, rtol, atol, max_step)
+            xs, zs = _reached(cm, dyn, attempt, t0, tout, x, z, pu, rtol, atol, max_step,
+                              native)
             reached = tout[xs.shape[1] - 1] if xs.shape[1] else t0
             x_last = xs[:, -1] if xs.shape[1] else x
             z_last = zs[:, -1] if zs.shape[1] else z
@@ -681,13 +691,13 @@ def _huge_values(cm, pu) -> str:
             f"physical size.")
 
 
-def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step):
+def _reached(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step, native):
     """After a failed integration: the states (and algebraic variables) at the output times
     that can still be reached, integrating from one to the next until the failure."""
     xs, zs = [], []
     t_prev = t0
     for t in tout:
-        F = _integrator(cm, dyn, method, t_prev, [t], rtol, atol, max_step)
+        F = _integrator(cm, dyn, method, t_prev, [t], rtol, atol, max_step, native)
         try:
             with casadi_lines_dropped():
                 out = F(x0=x, z0=z, p=pu)
@@ -781,7 +791,14 @@ def newton_dynamics(cm, native) -> ca.Function:
     return dynamics(cm, native, derivatives=True)
 
 
-def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step, first_step=False):
+def loop_native(method, native):
+    """The ``native`` option the dynamics of ``method`` are built with: a C loop asked
+    for by name (``"abm"``, ``"dop853"``) waits for its library under ``"auto"`` (every run
+    of it then runs the same method, not CVODES' Adams while the C builds)."""
+    return True if method in C_LOOPS and native == "auto" else native
+
+
+def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step, native, first_step=False):
     opts = _solver_options(rtol, atol, max_step)
     grid = [float(t) for t in tout]
     solver = "idas" if method == "idas" else "cvodes"
@@ -791,7 +808,7 @@ def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step, first_step=Fals
     if method == "adams":
         opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
     else:  # Newton's method needs exact Jacobians
-        rhs = newton_dynamics(cm, "auto" if dyn is not cm.dynamics else False)
+        rhs = newton_dynamics(cm, native)
     cache = workspace(cm, "integrators")
     key = (id(rhs), method, t0, tuple(tout), rtol, atol, max_step, first_step)
     return built(cache, key, lambda: ca.integrator("sim", solver, rhs, float(t0), grid, opts))

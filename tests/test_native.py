@@ -551,3 +551,64 @@ def test_evaluator_of_outputs_that_read_no_algebraic_variable():
     for outputs, reads in ((None, "the state derivatives"), (["z"], "these outputs")):
         with pytest.raises(mb.DeclarationError, match=f"which {reads} read"):
             cm.evaluator(outputs)
+
+
+def test_a_failed_background_build_is_reported_once_and_not_retried(tmp_path, monkeypatch):
+    from mbmodel import native
+    calls = tmp_path / "calls"
+    failing = tmp_path / "failcc.sh"
+    # accepts the flag probe, fails every real build (and counts them)
+    failing.write_text(f'#!/bin/sh\ncase "$*" in *"-x c -c -"*) exit 0;; esac\n'
+                       f'echo build >> {calls}\necho "simulated compiler error" >&2\nexit 1\n')
+    failing.chmod(0o755)
+    monkeypatch.setenv("CC", str(failing))
+    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(native, "AUTO_BUILD_INSTRUCTIONS", 0)  # every model counts as large
+    cm = mb.compile(StiffRC())
+    reported, builds = [], []
+    for _ in range(4):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = cm.simulate(1e-2, n_points=3)
+        reported.append([w for w in caught if issubclass(w.category, codegen.CodegenWarning)])
+        for thread in threading.enumerate():
+            if thread.name.startswith("mbmodel-codegen-"):
+                thread.join(timeout=120)
+        builds.append(calls.read_text().count("build") if calls.exists() else 0)
+        assert np.allclose(res["slow_c.v"], 1 - np.exp(-res.t / 1e-3), atol=1e-7)
+    # the libraries the stiff run asks for (its dynamics, then with their derivative): each
+    # built once, its failure said once, by the run after it
+    found = [w for ws in reported for w in ws]
+    assert 1 <= len(found) == builds[-1] <= 2
+    assert all("simulated compiler error" in str(w.message) and "background" in str(w.message)
+               for w in found)
+    assert not reported[-1] and builds[-1] == builds[-2]  # nothing more once all failed
+
+
+def test_native_true_with_bdf_integrates_c_from_the_first_run(tmp_path, monkeypatch):
+    # native=True means C, built first: runs repeat exactly (the first one no longer ran
+    # the virtual machine while the derivative library built in the background)
+    from mbmodel import native
+    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(native, "AUTO_BUILD_INSTRUCTIONS", 0)
+    cm = mb.compile(StiffRC())
+    runs = [cm.simulate(1e-2, n_points=5, method="bdf", native=True) for _ in range(2)]
+    assert runs[0].methods == ["bdf"]
+    assert np.array_equal(runs[0]["slow_c.v"], runs[1]["slow_c.v"])
+    libraries = sorted(p.name for p in tmp_path.glob("*.so"))
+    assert len(libraries) == 1  # the derivative library only: BDF calls nothing else
+
+
+def test_the_evaluator_of_a_constant_parameter_model_refuses_other_parameter_values():
+    cm = mb.compile(StiffRC(), parameters="constant")
+    fd = cm.evaluator()
+    x = cm.start
+    same = fd(x, p=cm.parameter_vector()).copy()   # the folded values themselves pass
+    assert np.array_equal(same, fd(x))
+    p = 2.0 * cm.parameter_vector()
+    with pytest.raises(mb.ParameterError, match=r"folded into the code.*parameters='symbolic'"):
+        fd(x, p=p)
+    with pytest.raises(mb.ParameterError, match="folded"):
+        fd(x, p=list(p))     # the checked path of lists
+    symbolic = mb.compile(StiffRC()).evaluator()
+    assert not np.array_equal(symbolic(x, p=p).copy(), symbolic(x))  # there p is read
