@@ -12,6 +12,7 @@ data (:mod:`mbmodel.flat`).
 
 from __future__ import annotations
 
+import weakref
 from contextlib import nullcontext
 from itertools import repeat
 from dataclasses import dataclass
@@ -821,13 +822,22 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
         return id(var) in early_choice
 
     fl.check_binding_cycles()
-    fl.collect_equations(is_root)
-    fl.check_symbols()
-    fl.check_questions()
-    # After equations(): components may declare events there as well as in __init__.
-    fl.time_events = [at for comp in fl.components for at in comp._time_events]
+    # Events declared in equations() belong to this compile, not to the model: a second
+    # compile declares them again (kept on the instance, they were counted twice).
+    declared = [(comp, len(comp._time_events), len(comp._time_scales))
+                for comp in fl.components]
+    try:
+        fl.collect_equations(is_root)
+        fl.check_symbols()
+        fl.check_questions()
+        # After equations(): components may declare events there as well as in __init__.
+        fl.time_events = [at for comp in fl.components for at in comp._time_events]
+        time_scales = [period for comp in fl.components for period in comp._time_scales]
+    finally:
+        for comp, n_events, n_scales in declared:
+            del comp._time_events[n_events:]
+            del comp._time_scales[n_scales:]
     fl.time_events += _new_time_events(fl, fl.hybrid.time_events)
-    time_scales = [period for comp in fl.components for period in comp._time_scales]
     decisions, cuts = [], []
     reused = fl.early_tree is not None and not fl.leaf_connects
     if reused:  # the composites' connections are all there are: the early decision stands
@@ -856,7 +866,7 @@ def _flatten(model, analysis, parameters, templates) -> FlatModel:
     unconnected(fl, graph)
     check_balance(fl)
     flat = FlatModel(type(model).__name__, fl.variables, fl.parameters, fl.equations,
-                     fl.initial_equations, fl.time_events, graph)
+                     fl.initial_equations, fl.time_events, _named_graph(graph))
     flat.index = {v.name: i for i, v in enumerate(flat.variables)}
     flat.position_of = {h: r.position for h, r in fl.symbols.items()
                         if r is not None and not r.is_parameter}
@@ -909,11 +919,44 @@ def _symbolic_starts(fl):
         fl.start_expressions[position] = element
 
 
+class ConnectorName:
+    """A connector of the flat model's connection graph, by its path only: the flat model
+    holds none of the user's objects (a compiled model would keep the whole model alive
+    through them)."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __repr__(self):
+        return self.path
+
+
+def _named_graph(graph: nx.Graph) -> nx.Graph:
+    """The connection graph with its nodes ``(connector, side)`` as ``(ConnectorName,
+    side)`` and its edges' owners as their paths."""
+    names = {}
+
+    def named(node):
+        connector = node[0]
+        if id(connector) not in names:
+            names[id(connector)] = ConnectorName(getattr(connector, "path", str(connector)))
+        return (names[id(connector)], *node[1:])
+    plain = nx.Graph()
+    plain.add_nodes_from(named(node) for node in graph.nodes)
+    plain.add_edges_from((named(a), named(b),
+                          {"owner": getattr(data.get("owner"), "path", None)})
+                         for a, b, data in graph.edges(data=True))
+    return plain
+
+
 def _explainers(components) -> dict:
     """The components whose class explains its non-finite values, by path (a dict of a
-    few classes' instances: one check per class)."""
+    few classes' instances: one check per class), held weakly: the diagnosis of a model
+    that is gone goes without their words, as a loaded one's does."""
     overrides = {}
-    found = {}
+    found = weakref.WeakValueDictionary()
     for comp in components:
         kind = type(comp)
         explains = overrides.get(kind)

@@ -1534,3 +1534,44 @@ def test_a_change_made_to_a_declaration_directly_is_noted_too():
     with pytest.warns(mb.ModelChangedWarning, match=r"\(load.phi, spring.c\)"):
         assert cm.simulate(0.5).final("load.phi") == pytest.approx(
             0.1 * math.cos(math.sqrt(10.0) * 0.5), abs=1e-6)
+
+
+class _SteppedLater(Model):
+    """A ramp that starts at t = 1, the event declared in equations(); a period in
+    __init__."""
+
+    x = mb.Variable(start=0.0, fixed=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.time_scale(4.0)
+
+    def equations(self):
+        self.time_event(1.0)
+        self.time_scale(0.5)
+        yield mb.der(self.x) == mb.functions.if_else(mb.time >= 1.0, 1.0, 0.0)
+
+
+def test_compiling_a_model_twice_declares_the_events_of_its_equations_once():
+    # equations() declare their events for the compile that runs them: kept on the
+    # instance, the second compile had the event twice and the model's list grew
+    model = _SteppedLater()
+    first, second = mb.compile(model), mb.compile(model)
+    for cm in (first, second):
+        assert [float(t) for t in cm.system.time_events] == [1.0]
+        assert sorted(float(s) for s in cm.system.time_scales) == [0.5, 4.0]
+    assert len(model._time_events) == 0 and len(model._time_scales) == 1  # (__init__'s)
+    res = second.simulate(2.0, n_points=5)
+    assert np.allclose(res["x"], np.maximum(res.t - 1.0, 0.0), atol=1e-9)
+
+
+def test_a_compiled_model_does_not_keep_its_model_alive():
+    import gc
+    import weakref
+    model = RCLadder()
+    alive = weakref.ref(model)
+    cm = mb.compile(model)
+    del model
+    gc.collect()
+    assert alive() is None   # the flat model holds names, not the user's objects
+    assert np.isfinite(cm.simulate(1e-3, n_points=3).t).all()
