@@ -73,18 +73,7 @@ class RunAsserts:
             f"is in this error's 'result'.{later}")
         error.time = error.reached_time = t
         error.variable = self.reads[k][0] if self.reads[k] else None
-        error.result = _head(result, j)
+        error.result = result.head(j)
         raise error from None
 
 
-def _head(result: Result, n: int) -> Result:
-    """The first ``n`` output points of ``result``."""
-    head = Result(result.t[:n], lambda: result.values[:, :n], result.names,
-                  compiled=result.compiled,
-                  known={name: trajectory[:n] for name, trajectory in result._known.items()},
-                  check=result._check)
-    head.methods = list(result.methods)
-    end = result.t[n - 1] if n else -np.inf
-    head.events = [e for e in result.events if e.time <= end]
-    head.state_switches = [s for s in result.state_switches if s[0] <= end]
-    return head

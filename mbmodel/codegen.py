@@ -36,8 +36,9 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CodegenWarning", "compile_function", "compile_source", "default_cache_dir",
-           "host_flags", "library_of", "operation_counts"]
+__all__ = ["CodegenWarning", "build_failed", "compile_function", "compile_source",
+           "compiler_command", "default_cache_dir", "host_flags", "library_of",
+           "operation_counts", "truncated_output"]
 
 # The generator's name prefixes every internal C symbol; keeping it fixed means the C text,
 # and so the cache key, depends only on the function being generated.
@@ -135,7 +136,7 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
         fast = compile_function(f)
         fast(2.0, 3.0)   # DM(6.9093), evaluated in C
     """
-    command = _compiler_command(compiler)
+    command = compiler_command(compiler)
     if command is None:
         _fall_back(_no_compiler(compiler), fn)
         return fn
@@ -180,7 +181,7 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
             return loaded
         except RuntimeError as err:
             if attempt == "rebuilt":
-                _fall_back(f"loading {library} failed: {_truncate(str(err))}", fn)
+                _fall_back(f"loading {library} failed: {truncated_output(str(err))}", fn)
                 return fn
             _discard(library)
     return fn
@@ -241,7 +242,7 @@ def compile_source(source: str, *, cache_dir=None, compiler=None) -> Path | None
         path = compile_source("int twice(int a) { return 2 * a; }")
         ctypes.CDLL(str(path)).twice(21)   # 42
     """
-    command = _compiler_command(compiler)
+    command = compiler_command(compiler)
     if command is None:
         warnings.warn(_no_compiler(compiler), CodegenWarning, stacklevel=2)
         return None
@@ -390,8 +391,11 @@ class _BuildError(Exception):
         self.compiler_output = compiler_output
 
 
-def _compiler_command(compiler) -> list[str] | None:
-    """The compiler as an argument list with its executable resolved, or None if missing."""
+def compiler_command(compiler) -> list[str] | None:
+    """The compiler as an argument list with its executable resolved, or None if missing
+    (``compiler``: a command such as ``"ccache gcc"``; None: ``$CC``, else ``cc`` or ``gcc``).
+
+    Example: ``compiler_command(None)   # ['/usr/bin/cc']``"""
     if compiler is None:
         compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
         if compiler is None:
@@ -468,7 +472,7 @@ def _build_shared_library(source: str, library: Path, command: list[str], flags:
         if proc.returncode != 0:
             raise _BuildError(
                 f"{command[0]} exited with status {proc.returncode} building {library}",
-                _truncate((proc.stderr or proc.stdout).strip()))
+                truncated_output((proc.stderr or proc.stdout).strip()))
         # its record first, then the library: a reader that finds the library finds the
         # record (a concurrent builder's identical record may replace it)
         Path(seal_tmp).write_text(_seal_text(so_tmp))
@@ -484,7 +488,10 @@ def _build_shared_library(source: str, library: Path, command: list[str], flags:
                 pass
 
 
-def _truncate(text: str) -> str:
+def truncated_output(text: str) -> str:
+    """A compiler's output cut to what a message shows (the rest counted).
+
+    Example: ``warnings.warn(f"gcc failed: {truncated_output(proc.stderr)}")``"""
     if len(text) <= _MAX_STDERR_CHARS:
         return text
     return text[:_MAX_STDERR_CHARS] + f"\n... ({len(text) - _MAX_STDERR_CHARS} more characters)"

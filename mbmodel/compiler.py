@@ -461,6 +461,31 @@ class CompiledModel:
         Example: ``[(q.name, q.value, q.unit) for q in cm.free_parameters]``"""
         return list(self._free)
 
+    @property
+    def bound_parameters(self) -> list:
+        """The parameters bound to expressions of others
+        (:class:`~mbmodel.flat.FlatParameter` with a ``binding``): not set by a run, checked
+        against their bounds at every run's values.
+
+        Example: ``[(q.name, q.binding) for q in cm.bound_parameters]``"""
+        return list(self._bound)
+
+    @property
+    def start_function(self) -> ca.Function | None:
+        """``p -> x_start``: the start values given as parameter expressions, at the
+        parameters ``p`` (None: every start is a number, ``start``).
+
+        Example: ``x0 = cm.start_function(cm.parameter_vector({"m": 2.0}))``"""
+        return self._start_function
+
+    def pivot_guards(self) -> list:
+        """``(divisor, what)`` of the parameter expressions the equations were solved
+        by: nonzero at any values a run is given (checked by :meth:`parameter_checks`;
+        none with ``parameters="constant"``, whose values were checked at compile time).
+
+        Example: ``[what for _, what in cm.pivot_guards()]``"""
+        return self.system.pivot_guards if self.parameter_mode == "symbolic" else []
+
     def state_vector(self, values: dict | None = None) -> np.ndarray:
         """The state vector ``x`` (in the order of ``states``) from ``values`` (name ->
         number, or a vector's or matrix's declared name -> its entries); states not named
@@ -520,7 +545,7 @@ class CompiledModel:
         values = np.asarray(values, dtype=float)
         _check_bounds(self._free, values, self._lower, self._upper)
         asserts = self.system.asserts
-        guards = self._pivot_guards()
+        guards = self.pivot_guards()
         if not (self._bound or asserts or guards):
             return
         out = np.array(self.parameter_checks()(values)).reshape(-1)
@@ -565,9 +590,6 @@ class CompiledModel:
         n_x = len(self.start)
         return values[:n_x], values[n_x:]
 
-    def _pivot_guards(self) -> list:
-        return self.system.pivot_guards if self.parameter_mode == "symbolic" else []
-
     def parameter_checks(self) -> ca.Function:
         """``p -> [bound parameters' values; the components' conditions (mb.Assert, nonzero
         where they hold); the parameter divisors the equations were sorted with]``: what
@@ -577,7 +599,7 @@ class CompiledModel:
             # One function for all three: bound parameters are resolved once.
             exprs = ([q.binding for q in self._bound]
                      + [a.condition for a in self.system.asserts]
-                     + [g for g, _ in self._pivot_guards()])
+                     + [g for g, _ in self.pivot_guards()])
             self._param_check = ca.Function("parameter_checks", [self.symbols.p],
                                             [stacked(resolve_bindings(self._bound, exprs))])
         return self._param_check

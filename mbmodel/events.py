@@ -48,11 +48,10 @@ from .initialization import initial_values
 from .native import dynamics, event_function
 from .quiet import casadi_lines_dropped
 from .state_selection import CHECKS_PER_RUN as STATE_CHECKS_PER_RUN
+from .integrators import EVENT_TIME_TOLERANCE, Buffered, due, mapped
 from .state_selection import KeptChoice, StateChoice
 from .workspace import built, workspace
 
-#: Relative width to which an event time is located.
-EVENT_TIME_TOLERANCE = 1e-12
 #: Most passes of one event iteration before it is declared not converging.
 MAX_EVENT_ITERATIONS = 50
 #: Crossing functions within NOISE_FLOOR * atol of zero keep the relation's value.
@@ -322,7 +321,7 @@ class _Run:
     # -- evaluation ----------------------------------------------------------------------
     def values(self, x, z, u, t):
         if self._values is None:
-            self._values = _Buffered(self.event_fn)
+            self._values = Buffered(self.event_fn)
         return self._values(x, z, u, self.p, t).reshape(-1)
 
     def part(self, values, name):
@@ -331,9 +330,9 @@ class _Run:
     def consistent_z(self, x, z, u, t):
         if not self.n_z:
             return z
-        from .simulate import _solve_algebraic
+        from .integrators import solve_algebraic
         try:
-            return _solve_algebraic(self.cm, z, self.p, u, t, x)
+            return solve_algebraic(self.cm, z, self.p, u, t, x)
         except SimulationError as exc:
             raise SimulationError(
                 f"at the event at t = {t:.12g} the algebraic variables have no solution near "
@@ -355,8 +354,8 @@ class _Run:
         time_events = self.time_events()
         ticks = self.sample_ticks()
         self.cond_left = self.conditions(x, z, u, t)
-        ticked = [i for i, (tk, _) in enumerate(ticks) if _due(tk, t)]
-        starting = [te for te in time_events if _due(te, t)]  # (sorted: they lead)
+        ticked = [i for i, (tk, _) in enumerate(ticks) if due(tk, t)]
+        starting = [te for te in time_events if due(te, t)]  # (sorted: they lead)
         if ticked or starting:
             # samples at the start time (and time events a round-off after it) fire right
             # after initialization, and the rows at that time show their results (as
@@ -370,7 +369,7 @@ class _Run:
             self.advance_ticks(ticks, ticked)
             u = self.u_out(t, D)
         k = 0
-        while k < len(grid) and _due(grid[k], t):
+        while k < len(grid) and due(grid[k], t):
             X[:, k], Z[:, k], U[:, k] = x, z, u
             k += 1
         self.reached = (grid, X, Z, U)
@@ -409,7 +408,7 @@ class _Run:
                 m = _check_points(target - t, self.check_spacing)
                 per = m
                 n_out = 1 if k < len(grid) and grid[k] <= target else 0
-            if target < next_time_event and _due(next_time_event, target):
+            if target < next_time_event and due(next_time_event, target):
                 # an output time one round-off before an event (0.3 and a sample tick at
                 # 0.1*3): the stretch ends at the event (DOP853 cannot step across 5e-17 s),
                 # and the row shows the values after it
@@ -449,7 +448,7 @@ class _Run:
             at_event = crossed is None and t_new >= real_event
             for j in range(n_out):
                 col = (j + 1) * per - 1
-                if col >= valid or grid[k] >= before or (at_event and _due(t_new, grid[k])):
+                if col >= valid or grid[k] >= before or (at_event and due(t_new, grid[k])):
                     break  # the last point is written after a possible event there
                 X[:, k], Z[:, k], U[:, k] = xs[:, col], zs[:, col], self.u_out(grid[k], D)
                 k += 1
@@ -466,10 +465,10 @@ class _Run:
                 # (events that are one instant in exact arithmetic, a sample's tick and a
                 # step's time computed apart, are one event: its rows show both done)
                 instant = t
-                while time_events and _due(time_events[0], instant):
+                while time_events and due(time_events[0], instant):
                     t = max(t, time_events.pop(0))
                     causes.append("time event")
-                ticked = [i for i, (tk, _) in enumerate(ticks) if _due(tk, instant)]
+                ticked = [i for i, (tk, _) in enumerate(ticks) if due(tk, instant)]
                 # at the latest of them (1e-12 on at most, the states held): a step's time
                 # has come for the sample that reads it
                 t = max([t] + [ticks[i][0] for i in ticked])
@@ -493,11 +492,11 @@ class _Run:
                 # stretch that ended there, its crossing function at -1e-16, found it
                 # 2.5e-13 later) is at it too: it shows the values after it
                 j = k - 1
-                while j >= 0 and grid[j] <= t and _due(t, grid[j]):
+                while j >= 0 and grid[j] <= t and due(t, grid[j]):
                     X[:, j], Z[:, j], U[:, j] = x, z, self.u_out(grid[j], D)
                     j -= 1
             # (an output time a round-off after the event is at it: its row too)
-            while k < len(grid) and _due(grid[k], t):
+            while k < len(grid) and due(grid[k], t):
                 X[:, k], Z[:, k], U[:, k] = x, z, self.u_out(grid[k], D)
                 k += 1
         return X, Z, U, self.events, self.methods
@@ -1191,7 +1190,7 @@ class _Run:
             return None
         h = 1e-9 * max(1.0, abs(t1))   # (a relation on time is above the noise there)
         if self._ode is None:   # (through buffers: a plain call converts to casadi, ~0.25 ms)
-            self._ode = _Buffered(self.cm.ode)
+            self._ode = Buffered(self.cm.ode)
         x_later = x + h * self._ode(x, z, u, self.p, t1).reshape(-1)
         c_later = self.crossings_at(x_later[:, None], z[:, None], u,
                                     np.array([t1 + h]))[:, 0]
@@ -1240,7 +1239,7 @@ class _Run:
         n = len(ts)
         fn = self._mapped_values.get(n)
         if fn is None:
-            fn = self._mapped_values[n] = _Buffered(_mapped(self.cm, self.event_fn, n))
+            fn = self._mapped_values[n] = Buffered(mapped(self.cm, self.event_fn, n))
         v = fn(xs, zs, u[:, None], self.p[:, None], ts[None, :]).reshape(-1, n, order="F")
         if with_round_off:   # (and per relation and point, whether it is at round-off)
             c = v[self.layout.ranges["crossings"], :]
@@ -1371,8 +1370,8 @@ class _Run:
                         self.chosen = method
                     self.used(method)
                     continue
-                from .simulate import _failed_at_start
-                if method == "idas" and restart != "consistent" and _failed_at_start(F):
+                from .integrators import failed_at_start
+                if method == "idas" and restart != "consistent" and failed_at_start(F):
                     restart = "first_step" if restart is None else "consistent"
                     continue
                 lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
@@ -1407,9 +1406,9 @@ class _Run:
         if self.method not in (None, "auto"):
             return self.method
         if self.chosen is None:
-            from .simulate import _choose_method
+            from .integrators import choose_method
             dyn = dynamics(self.cm, self.native)
-            self.chosen = _choose_method(self.cm, dyn, x, z, np.concatenate([self.p, u]),
+            self.chosen = choose_method(self.cm, dyn, x, z, np.concatenate([self.p, u]),
                                          t0, self.t_end)
             if self.chosen == "adams" and self.c_loop() is not None:
                 self.chosen = "dop853"
@@ -1424,7 +1423,7 @@ class _Run:
         """DOP853 in C over the model's generated dynamics, or None (see
         :func:`mbmodel.explicit.integrator`); looked up once per run."""
         if self._c_loop is False:
-            from .simulate import loop_native
+            from .integrators import loop_native
             self._c_loop = explicit_integrator(dynamics(self.cm, loop_native(self.method,
                                                                              self.native)))
         return self._c_loop
@@ -1439,13 +1438,6 @@ class _Run:
             scaled = math.floor(q / 10 ** (e - 1)) * 10 ** (e - 1)
         return _stepper(self.cm, method, m, self.rtol, self.atol, scaled, self.native,
                         geometric, restart, slopes, budget)
-
-
-def _due(event_time, t) -> bool:
-    """Whether a time event or sample tick at ``event_time`` happens at ``t`` (or before):
-    within the width events are located to, so that instants computed apart in floating
-    point (``0.1*3`` and ``0.3``) are one."""
-    return event_time <= t + EVENT_TIME_TOLERANCE * max(1.0, abs(t))
 
 
 def _finer_checks(steps, m) -> int:
@@ -1464,44 +1456,6 @@ def _check_points(length, spacing) -> int:
     return min(1024, 1 << (need - 1).bit_length())
 
 
-class _Buffered:
-    """``fn`` called through casadi's buffer interface: its arguments are copied into
-    arrays the function reads directly, with no conversion to casadi matrices per call
-    (~130 µs of a ~140 µs call of the r3 robot's compiled event function). Arguments
-    broadcast to the declared shapes; the result (the first ``n_out`` outputs, a tuple if
-    more than one) is new arrays. Not shared between threads: one per run, or kept per
-    thread (an integrator in :mod:`mbmodel.workspace`). A failing call raises RuntimeError,
-    as a plain call does."""
-
-    def __init__(self, fn, n_out: int = 1):
-        self.function = fn
-        self.buffer, self.trigger = fn.buffer()
-        self.args = [np.zeros((fn.size1_in(i), fn.size2_in(i)), order="F")
-                     for i in range(fn.n_in())]
-        self.outs = [np.zeros((fn.size1_out(i), fn.size2_out(i)), order="F")
-                     for i in range(n_out)]
-        for i, arg in enumerate(self.args):
-            self.buffer.set_arg(i, memoryview(arg.reshape(-1, order="F")))
-        for i, out in enumerate(self.outs):
-            self.buffer.set_res(i, memoryview(out.reshape(-1, order="F")))
-
-    def __call__(self, *values):
-        for arg, value in zip(self.args, values):
-            if np.ndim(value) == 1:
-                arg[...] = np.asarray(value)[:, None]   # a vector is a column
-            else:
-                arg[...] = value                          # numpy broadcasting
-        self.trigger()
-        if len(self.outs) == 1:
-            return self.outs[0].copy(order="F")
-        return tuple(out.copy(order="F") for out in self.outs)
-
-
-def _mapped(cm, fn, n):
-    from .simulate import _mapped as mapped
-    return mapped(cm, fn, n)
-
-
 def _fractions(m, geometric) -> np.ndarray:
     """Where m check points lie in an interval, as fractions of it: equally spaced, or
     (``geometric``) at 2^-(m-1), ..., 1/4, 1/2, 1."""
@@ -1514,7 +1468,7 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
              restart=None, slopes=None, budget=None):
     """An integrator over scaled time s in [0, 1] with outputs at the fractions of
     :func:`_fractions`; parameters ``(p, u, t0, dt)``. ``restart`` (IDAS, where its start
-    failed): ``"first_step"`` gives its first step (:func:`simulate._idas_first_step`);
+    failed): ``"first_step"`` gives its first step (:func:`simulate.idas_first_step`);
     ``"consistent"`` skips IDACalcIC, which near a contact's switch failed on a start that
     the event iteration had made consistent (algebraic residuals 1e-16): "IDA_NO_RECOVERY"
     at one of every four nearby tolerances; the states' ``slopes`` (in scaled time) are
@@ -1522,7 +1476,7 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
     allowed between two output points (None: the simulator's own, see
     :data:`STEPS_PER_CHECK`)."""
     from .native import dynamics
-    from .simulate import _solver_options, newton_dynamics
+    from .integrators import newton_dynamics, solver_options
     # The C dynamics replace the virtual machine's once a background build is done.
     rhs = dynamics(cm, native) if method == "adams" else newton_dynamics(cm, native)
     cache = workspace(cm, "integrators")
@@ -1539,20 +1493,20 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
         dae = {"x": X, "p": P, "t": S, "ode": dt * out[0]}
         if n_z:
             dae.update(z=Z, alg=out[1])
-        opts = _solver_options(rtol, atol, max_step_scaled)
+        opts = solver_options(rtol, atol, max_step_scaled)
         if budget is not None:   # steps between two check points (see STEPS_PER_CHECK)
             opts["max_num_steps"] = budget
         if method == "adams":
             opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")
         grid = [float(f) for f in _fractions(m, geometric)]
         if restart == "first_step":
-            from .simulate import _idas_first_step
-            opts["step0"] = _idas_first_step(grid[0])
+            from .integrators import idas_first_step
+            opts["step0"] = idas_first_step(grid[0])
         elif restart == "consistent":
             opts.update(calc_ic=False, init_xdot=[float(v) for v in slopes])
         # called through its buffers: no conversion of ~700 parameters and discrete values
         # to casadi matrices and back per call (half a short location call's cost)
-        return _Buffered(ca.integrator("events", "idas" if method == "idas" else "cvodes",
+        return Buffered(ca.integrator("events", "idas" if method == "idas" else "cvodes",
                                        dae, 0.0, grid, opts), n_out=2)
     if restart == "consistent":
         return build()

@@ -48,7 +48,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from .codegen import _compiler_command, _truncate
+from .codegen import compiler_command, truncated_output
 from .compiler import per_second
 from .errors import ModelError
 from .files import atomic_write
@@ -203,13 +203,13 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
         read = ca.vertcat(*[Y[cm.output_index[n]] for n in asserted.names]) if \
             asserted.names else ca.SX(0, 1)
         functions.append(ca.Function("mbm_asserts", args, [asserted.function(read, P, T)]))
-    has_starts = cm._start_function is not None
+    has_starts = cm.start_function is not None
     if has_starts:  # start values that follow the parameters (Guess(self.phi0))
-        functions.append(ca.Function("mbm_starts", [P], [cm._start_function(P)]))
+        functions.append(ca.Function("mbm_starts", [P], [cm.start_function(P)]))
     has_init = _solves_initialization(cm)
     if has_init:
-        from .initialization import _problem
-        residual = _problem(cm, False, fixed_states_from_start=True).residual
+        from .initialization import initialization_problem
+        residual = initialization_problem(cm, False, fixed_states_from_start=True).residual
         XS = ca.SX.sym("x_start", X.numel())
         r = residual(ca.vertcat(X, Z), ca.vertcat(P, U, T, XS))
         init_args = [X, Z, U, P, T, XS]
@@ -238,10 +238,10 @@ def _c_source(cm, x0, z0, u0, layout) -> str:
     # of cm.parameter_checks(): the bound parameters' values (kind 0, within [low, high]),
     # the components' conditions (kind 1, nonzero) and the divisors (kind 2, nonzero).
     checks = ([(0, f"parameter '{q.name}' (computed from others)", q.min, q.max)
-               for q in cm._bound]
+               for q in cm.bound_parameters]
               + [(1, f"{a.origin or 'model'}: {a.message}", 0, 0) for a in cm.system.asserts]
               + [(2, f"the equation {what} divides by zero", 0, 0)
-                 for _, what in cm._pivot_guards()])
+                 for _, what in cm.pivot_guards()])
     macros = {
         "NX": len(layout.states), "NZ": sym.z.numel(), "NU": sym.u.numel(),
         "NP": len(layout.parameters), "NP_ALL": sym.p.numel(), "NY": len(layout.others),
@@ -292,7 +292,7 @@ def _c_string(text: str) -> str:
 
 
 def _build(source: str, c_file: Path, library: Path, compiler):
-    command = _compiler_command(compiler)
+    command = compiler_command(compiler)
     if command is None:
         raise FMUExportError("export_fmu needs a C compiler (set $CC or install gcc)")
     c_file.write_text(source)
@@ -301,7 +301,7 @@ def _build(source: str, c_file: Path, library: Path, compiler):
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode != 0:
         raise FMUExportError(f"export_fmu: {command[0]} failed (status {done.returncode}):\n"
-                             f"{_truncate((done.stderr or done.stdout).strip())}")
+                             f"{truncated_output((done.stderr or done.stdout).strip())}")
 
 
 def _model_description(cm, identifier, guid, x0, u0, layout, stop_time) -> str:

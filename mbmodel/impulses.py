@@ -186,12 +186,12 @@ def _watched_values(cm):
     """``(x, z, u, p, t) ->`` the watched variables, through buffers; built once per model
     and thread (a buffer is not shared)."""
     def build():
-        from .events import _Buffered
+        from .integrators import Buffered
         sym = cm.symbols
         args = [sym.x, sym.z, sym.u, sym.p, TIME]
         rows = [index for index, *_ in watched_derivatives(cm)]
         values = cm.output_function(*args)[rows] if rows else ca.SX(0, 1)
-        return _Buffered(ca.Function("watched_values", args, [values]))
+        return Buffered(ca.Function("watched_values", args, [values]))
     return built(workspace(cm, "impulses"), "values", build)
 
 

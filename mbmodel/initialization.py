@@ -72,7 +72,7 @@ def initial_values(cm, *, params=None, inputs=None, t_start: float = 0.0, steady
     problem = cache.get(bool(steady_state))
     if problem is None:
         try:
-            built_problem = _problem(cm, bool(steady_state))
+            built_problem = initialization_problem(cm, bool(steady_state))
         except InitializationError as exc:
             # over-determined: say whether the algebraic equations are dependent at the
             # start point (then they leave more freedom than their count)
@@ -335,10 +335,14 @@ def _label(cm, label, x_start) -> str:
     return f"{cm.states[label]} = {x_start[label]:g} (start value of a state)"
 
 
-def _problem(cm, steady_state: bool, fixed_states_from_start: bool = False) -> _Problem:
-    """``fixed_states_from_start``: a fixed start on a state (or an alias of one) holds it at
-    its entry of ``x_start`` rather than at the compiled value (an FMU's importer sets the
-    states' start values)."""
+def initialization_problem(cm, steady_state: bool,
+                           fixed_states_from_start: bool = False) -> _Problem:
+    """The initialization problem of ``cm`` (its residual, unknowns and guesses; with
+    ``steady_state`` the state derivatives held at 0). ``fixed_states_from_start``: a
+    fixed start on a state (or an alias of one) holds it at its entry of ``x_start``
+    rather than at the compiled value (an FMU's importer sets the states' start values).
+
+    Example: ``residual = initialization_problem(cm, False).residual``"""
     X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
     n_x, n_z = X.numel(), Z.numel()
     XS = ca.SX.sym("x_start", n_x)  # start values of the states (guesses may change per run)

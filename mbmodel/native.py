@@ -453,10 +453,11 @@ def _with_discrete_start(cm, ev: Evaluator) -> Evaluator:
         ev._u_default[len(ev._u) - len(start):] = start
     ev.discrete_start = np.array(start, dtype=float)
     if cm.parameter_mode == "constant":
-        ev.folded = [q.name for q in cm._free]
+        ev.folded = [q.name for q in cm.free_parameters]
     if getattr(cm, "events", None) is not None:
-        from .events import _Buffered, relations_at
+        from .events import relations_at
+        from .integrators import Buffered
         no_z = np.zeros(0)
-        values = _Buffered(event_function(cm, native=bool(ev.function is not ev.symbolic)))
+        values = Buffered(event_function(cm, native=bool(ev.function is not ev.symbolic)))
         ev.relations = lambda u, x, p, t: relations_at(cm, x, no_z, u, p, t, values)
     return ev

@@ -47,6 +47,7 @@ _KINDS = ("SX", "MX", "DM", "Function")
 #: Attributes that are caches rebuilt on demand, or that tie a compiled model to this
 #: session (the model it was compiled from, held weakly: a loaded copy watches none), not
 #: part of a model.
+# (_run_asserts: kept on the model by older versions, now in its workspace)
 _TRANSIENT = {"_units", "_run_asserts", "_compiled_from", "_changes_warned"}
 
 

@@ -54,6 +54,29 @@ class Result:
         #: (:mod:`mbmodel.state_selection`); empty when the compiled choice was kept.
         self.state_switches: list = []
 
+    @property
+    def known_names(self) -> set:
+        """The variables whose trajectories are served without computing the table of all
+        of them (e.g. the states).
+
+        Example: ``"load.w" in res.known_names``"""
+        return set(self._known)
+
+    def head(self, n: int) -> "Result":
+        """The first ``n`` output points of this result (its events and state switches up
+        to the last of them), e.g. the part of a run before a check failed.
+
+        Example: ``before = res.head(10)``"""
+        head = Result(self.t[:n], lambda: self.values[:, :n], self.names,
+                      compiled=self.compiled,
+                      known={name: trajectory[:n] for name, trajectory in self._known.items()},
+                      check=self._check)
+        head.methods = list(self.methods)
+        end = self.t[n - 1] if n else -np.inf
+        head.events = [e for e in self.events if e.time <= end]
+        head.state_switches = [s for s in self.state_switches if s[0] <= end]
+        return head
+
     def _index(self) -> dict:
         # a large model has tens of thousands of names, and a run reading only states
         # never needs the table: ~4 ms of a 60 ms run of a 100-link chain

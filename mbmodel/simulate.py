@@ -13,19 +13,20 @@ import numpy as np
 from .asserts import RunAsserts
 from .checks import scalar, vector
 from .core import Model
-from .core import time as TIME
 from .diagnose import explain_point, locate_non_finite, weakest_block
 from .errors import MethodReplacedWarning, SimulationError, user_stacklevel
-from .events import _due
 from .explicit import integrator as explicit_integrator
 from .impulses import ImpulseWatch
 from .initialization import initial_values
 from .inputs import input_function
+from .integrators import (C_LOOPS, CONSISTENT, STIFFNESS_LIMIT, due, failed_at_start,
+                          idas_first_step, loop_native, mapped, newton_dynamics,
+                          solve_algebraic, solver_options, stiffness)
 from .native import dynamics
 from .progress import time_bar
 from .quiet import casadi_lines_dropped
 from .result import Result
-from .workspace import built, remember, workspace
+from .workspace import built, workspace
 
 
 #: Integration methods. "auto" picks, for non-stiff models such as most mechanisms, an
@@ -42,8 +43,6 @@ from .workspace import built, remember, workspace
 #: "cvodes" asked of a model with algebraic variables runs "idas", with a
 #: :class:`~mbmodel.MethodReplacedWarning`.
 METHODS = ("auto", "abm", "dop853", "adams", "bdf", "cvodes", "idas")
-#: The methods run by the C loops of :mod:`mbmodel.explicit`.
-C_LOOPS = ("abm", "dop853")
 
 #: ``state_selection`` of the runs inside :mod:`mbmodel.state_selection`: the compiled choice
 #: kept, and checked by the caller (a stretch of the dynamic selection, or the whole run of
@@ -53,15 +52,6 @@ UNCHECKED = "static, checked by the caller"
 #: With ``progress=True`` a run without events is cut into about this many integrator calls.
 PROGRESS_CHUNKS = 20
 
-#: "auto" takes Adams when stability would not limit its steps to more than about this many
-#: over the run: the spectral radius at the start times the duration, or where that is
-#: larger, the fastest decay rate max(-Re lambda) times the duration (models of up to
-#: EIGEN_STATES states).
-STIFFNESS_LIMIT = 1e4
-#: Up to this many states "auto" computes the Jacobian's eigenvalues when the spectral
-#: radius alone would say stiff (one right-hand side per state and a dense eigenvalue
-#: problem) to tell decaying modes from oscillations that do not decay.
-EIGEN_STATES = 300
 
 
 def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, params=None,
@@ -152,10 +142,12 @@ def initial_point_result(cm, x0, z0, p, inputs, t_start) -> Result:
 
 
 def run_asserts(cm) -> RunAsserts:
-    """The compiled model's :class:`~mbmodel.asserts.RunAsserts` (made once)."""
-    checks = cm.__dict__.get("_run_asserts")
+    """The compiled model's :class:`~mbmodel.asserts.RunAsserts` (made once per thread,
+    kept in its workspace: the compiled model stays plain data)."""
+    cache = workspace(cm, "run_asserts")
+    checks = cache.get("checks")
     if checks is None:
-        checks = cm._run_asserts = RunAsserts(cm)
+        checks = cache["checks"] = RunAsserts(cm)
     return checks
 
 
@@ -221,7 +213,7 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
         dyn = dynamics(cm, loop_native(method, native))
     if method == "auto" and n_x:
         with np.errstate(over="ignore", invalid="ignore"):  # (a huge parameter: said below)
-            method, fast = _stiffness(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]),
+            method, fast = stiffness(cm, dyn, x, z, np.concatenate([p, u_of(t_start)]),
                                       t_start, t_end)
         if method == "adams" and explicit_integrator(dyn) is not None:
             # ABM's predictor-corrector steps are stable in a small region only: fast
@@ -248,7 +240,7 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
             xs = np.zeros((0, len(tout)))
             zs = np.zeros((n_z, len(tout)))
             for j, t in enumerate(tout):
-                z = _solve_algebraic(cm, z, p, u_seg, t)
+                z = solve_algebraic(cm, z, p, u_seg, t)
                 zs[:, j] = z
         else:
             try:
@@ -317,7 +309,7 @@ def time_events(cm, p, u_of, t_start, t_end) -> list[float]:
     times += u_of.breakpoints
     merged = []
     for e in sorted({e for e in times if t_start < e < t_end}):
-        if merged and _due(e, merged[-1]):
+        if merged and due(e, merged[-1]):
             merged[-1] = e
         else:
             merged.append(e)
@@ -428,7 +420,7 @@ def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, p
 def _output_table(cm, grid, X, Z, U, p):
     """Every output variable on the grid, computed when the Result first needs it."""
     def compute():
-        return np.array(_mapped(cm, cm.output_function, len(grid))(
+        return np.array(mapped(cm, cm.output_function, len(grid))(
             X, Z, U, np.repeat(p[:, None], len(grid), 1), grid[None, :]))
     return compute
 
@@ -453,77 +445,6 @@ def _output_check(cm, grid, X, Z, U, p):
     return check
 
 
-def _mapped(cm, fn, n):
-    """``fn.map(n)``, kept per thread (building a map costs more than evaluating one)."""
-    cache = workspace(cm, "maps")
-    key = (id(fn), n)
-    if key not in cache:
-        remember(cache, key, (fn, fn.map(n)))  # fn kept alive so its id stays unique
-    return cache[key][1]
-
-
-def _choose_method(cm, dyn, x, z, pu, t_start, t_end) -> str:
-    """"adams" (non-stiff) or "bdf" (stiff): see :func:`_stiffness`."""
-    return _stiffness(cm, dyn, x, z, pu, t_start, t_end)[0]
-
-
-def _stiffness(cm, dyn, x, z, pu, t_start, t_end) -> tuple[str, float]:
-    """Adams for non-stiff models, BDF for stiff ones. Stiff means: a mode that dies out
-    in a small fraction of the run, which limits Adams' steps long after it is gone while
-    BDF steps over it. An oscillation that does not decay is not stiffness: whatever the
-    method, its steps follow it (an undamped spring). First the spectral radius by power
-    iteration on finite-difference products ``J v`` (~20 evaluations of the compiled
-    right-hand side): if it times the duration is at most :data:`STIFFNESS_LIMIT`, no mode
-    can be stiff. Otherwise, for models of up to :data:`EIGEN_STATES` states, the
-    eigenvalues of a finite-difference Jacobian (one evaluation per state) decide: BDF when
-    the fastest decay rate, max(-Re lambda), times the duration exceeds the limit (the
-    r3 robot's current loops, -Re lambda <= 3300/s, over its 2 s run: Adams). Larger models
-    take BDF on the radius alone. Returns the method and the radius times the duration."""
-    n = len(x)
-    buffer, evaluate = dyn.buffer()
-    t_arg, x_arg, z_arg, pu_arg = np.array([t_start]), x.astype(float), z.astype(float), pu
-    out = np.zeros(n)
-    for k, arg in enumerate((t_arg, x_arg, z_arg, pu_arg, np.zeros(0))):
-        buffer.set_arg(k, memoryview(arg))
-    buffer.set_res(0, memoryview(out))
-    evaluate()
-    f0 = out.copy()
-    if not np.all(np.isfinite(f0)):
-        return "bdf", np.inf
-    duration = t_end - t_start
-    v = np.random.default_rng(0).normal(size=n)
-    v /= np.linalg.norm(v)
-    h = 1e-7 * max(1.0, float(np.linalg.norm(x)))
-    radius = 0.0
-    for _ in range(20):
-        x_arg[:] = x + h * v
-        evaluate()
-        jv = (out - f0) / h
-        norm = float(np.linalg.norm(jv))
-        if not np.isfinite(norm):
-            return "bdf", np.inf
-        radius = max(radius, norm)
-        if norm == 0.0:
-            break
-        v = jv / norm
-    fast = radius * duration
-    if fast <= STIFFNESS_LIMIT:
-        return "adams", fast
-    if n > EIGEN_STATES:
-        return "bdf", fast
-    jacobian = np.empty((n, n))
-    for j in range(n):
-        h = 1e-7 * max(1.0, abs(float(x[j])))
-        x_arg[:] = x
-        x_arg[j] += h
-        evaluate()
-        jacobian[:, j] = (out - f0) / h
-    if not np.all(np.isfinite(jacobian)):
-        return "bdf", fast
-    decay = float(np.max(-np.linalg.eigvals(jacobian).real, initial=0.0))
-    return ("adams" if decay * duration <= STIFFNESS_LIMIT else "bdf"), fast
-
-
 def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step, native):
     """States (and algebraic variables) at ``tout``, integrating from ``t0``. The non-stiff
     methods fall back to BDF for a segment on which they fail (the model turned stiff)."""
@@ -546,7 +467,7 @@ def _integrate(cm, dyn, method, t0, tout, x, z, pu, rtol, atol, max_step, native
             break
         except RuntimeError as exc:
             if attempt == "adams" or (attempt == "idas" and not first_step
-                                      and _failed_at_start(F)):
+                                      and failed_at_start(F)):
                 continue
             xs, zs = _reached(cm, dyn, attempt, t0, tout, x, z, pu, rtol, atol, max_step,
                               native)
@@ -643,36 +564,8 @@ def _loop_integrator(cm, rtol, atol, max_step):
         xdot = cm.explicit_ode(guess=True)(Xm, Um, Pm, T0 + S * DT, Zm)[0]
         dae = {"x": Xm, "p": ca.vertcat(Pm, Um, Zm, T0, DT), "t": S, "ode": DT * xdot}
         return ca.integrator("sim", "cvodes", dae, 0.0, [1.0],
-                             _solver_options(rtol, atol, max_step))
+                             solver_options(rtol, atol, max_step))
     return built(workspace(cm, "integrators"), ("loops", rtol, atol, max_step), build)
-
-
-def _idas_first_step(first_interval: float) -> float:
-    """IDAS's first step where its own fails at the start: a millionth of the first output
-    interval. Its estimate takes the algebraic variables' derivatives as 0 and can be far
-    too long where they move from rest (a sine source into a nonlinear resistor:
-    'IDA_ERR_FAIL' at t = 0 for a first output time beyond 1e-4 s); the steps grow from
-    there at once."""
-    return 1e-6 * abs(first_interval) if first_interval else 0.0
-
-
-def _failed_at_start(integrator) -> bool:
-    """Whether the integrator's last call failed before it took a step (called through its
-    buffers, :class:`mbmodel.events._Buffered`, it keeps its statistics there)."""
-    try:
-        return int(getattr(integrator, "buffer", integrator).stats().get("nsteps", 1)) == 0
-    except Exception:  # noqa: BLE001 - stats differ between plugins and versions
-        return True
-
-
-def _solver_options(rtol, atol, max_step) -> dict:
-    """SUNDIALS options of every integrator the simulator builds. Its own warnings would
-    flood stderr on a failing run; the error we raise says what happened."""
-    opts = {"abstol": atol, "reltol": rtol, "max_num_steps": 100000,
-            "disable_internal_warnings": True, "show_eval_warnings": False}
-    if max_step is not None:
-        opts["max_step_size"] = max_step
-    return opts
 
 
 #: Parameters this large (in magnitude) make the integrator's error norms overflow.
@@ -743,67 +636,17 @@ def _made_consistent(cm, z, p, u, t, x):
                                                                              initial=0.0)):
         return z
     try:
-        return _solve_algebraic(cm, z, p, u, t, x)
+        return solve_algebraic(cm, z, p, u, t, x)
     except SimulationError:
         return z
 
 
-#: Algebraic residuals below this (relative to the variables' size) are a solution already.
-CONSISTENT = 1e-10
-
-
-def _solve_algebraic(cm, z, p, u, t, x=None):
-    """The algebraic variables solved from ``alg = 0`` by Newton from ``z``, at the states
-    ``x`` (none for a model without states)."""
-    if not len(z):
-        return z
-    x = np.zeros(0) if x is None else np.asarray(x, dtype=float)
-    cache = workspace(cm, "rootfinders")
-    rf = cache.get("algebraic")
-    if rf is None:
-        X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
-        g = ca.Function("g", [Z, ca.vertcat(X, P, U, TIME)], [cm.alg(X, Z, U, P, TIME)])
-        rf = remember(cache, "algebraic", ca.rootfinder("alg_solver", "newton", g,
-                                                          {"error_on_fail": False,
-                                                           "show_eval_warnings": False}))
-    z_new = np.array(rf(z, np.concatenate([x, p, u, [t]]))).reshape(-1)
-    res = np.array(cm.alg(x, z_new, u, p, t)).reshape(-1)
-    if not np.all(np.isfinite(z_new)) or np.max(np.abs(res), initial=0) > 1e-8:
-        raise SimulationError(f"the algebraic equations have no solution near the previous "
-                              f"point at t = {t:g}")
-    return z_new
-
-
-#: BDF and IDAS integrate generated C with its forward derivative (exact Jacobians from
-#: one directional derivative per state, a dense solve) for models of at most this many
-#: states and algebraic variables; larger ones the symbolic dynamics, whose Jacobian is
-#: sparse (a ladder of 500 states: a tridiagonal solve).
-DENSE_JACOBIAN_SIZE = 80
-
-
-def newton_dynamics(cm, native) -> ca.Function:
-    """The dynamics BDF and IDAS integrate (see :data:`DENSE_JACOBIAN_SIZE`): generated C
-    with its derivative where ``native`` allows it and the model is small enough, else the
-    symbolic ``cm.dynamics`` (casadi's virtual machine, also while the C builds in the
-    background)."""
-    if not native or cm.symbols.x.numel() + cm.symbols.z.numel() > DENSE_JACOBIAN_SIZE:
-        return cm.dynamics
-    return dynamics(cm, native, derivatives=True)
-
-
-def loop_native(method, native):
-    """The ``native`` option the dynamics of ``method`` are built with: a C loop asked
-    for by name (``"abm"``, ``"dop853"``) waits for its library under ``"auto"`` (every run
-    of it then runs the same method, not CVODES' Adams while the C builds)."""
-    return True if method in C_LOOPS and native == "auto" else native
-
-
 def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step, native, first_step=False):
-    opts = _solver_options(rtol, atol, max_step)
+    opts = solver_options(rtol, atol, max_step)
     grid = [float(t) for t in tout]
     solver = "idas" if method == "idas" else "cvodes"
     if first_step:
-        opts["step0"] = _idas_first_step(grid[0] - float(t0))
+        opts["step0"] = idas_first_step(grid[0] - float(t0))
     rhs = dyn
     if method == "adams":
         opts.update(linear_multistep_method="adams", nonlinear_solver_iteration="functional")

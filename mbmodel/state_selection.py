@@ -483,7 +483,8 @@ def _joined(cm, pieces, switches, wanted) -> Result:
 
     def table():
         return np.vstack([trajectory(n) for n in names])
-    always_known = [n for n in cm.states if all(n in res._known for res, _, _ in pieces)]
+    known = [res.known_names for res, _, _ in pieces]
+    always_known = [n for n in cm.states if all(n in names for names in known)]
     result = Result(t, table, names, compiled=cm,
                     known={n: trajectory(n) for n in always_known})
     result.methods = [m for res, _, _ in pieces for m in res.methods]

@@ -159,7 +159,7 @@ def test_auto_takes_a_non_stiff_method_for_a_fast_oscillation_and_bdf_for_a_fast
 
 def test_bdf_runs_generated_c_with_its_derivative_and_agrees_with_the_virtual_machine():
     from mbmodel.native import dynamics
-    from mbmodel.simulate import newton_dynamics
+    from mbmodel.integrators import newton_dynamics
     cm = mb.compile(StiffRC())
     newton = newton_dynamics(cm, True)
     assert newton is not cm.dynamics and newton is dynamics(cm, True, derivatives=True)
