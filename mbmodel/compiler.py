@@ -24,6 +24,7 @@ import numpy as np
 from .checks import scalar
 from .core import Model, changed_since, check_parameter_value, compiled_now
 from .core import time as TIME
+from .event_layout import EventLayout
 from .errors import (DeclarationError, ImplicitStartWarning, InitializationError,
                      ModelChangedWarning, NoValueWarning, ParameterError, SimulationError,
                      user_stacklevel)
@@ -204,7 +205,7 @@ def input_order(system) -> list[int]:
 
 def _hybrid_expressions(system) -> list:
     """What the simulator evaluates at events (:meth:`HybridPart.expressions`, the order of
-    :class:`mbmodel.events.EventLayout`), with eliminated aliases resolved."""
+    :class:`mbmodel.event_layout.EventLayout`), with eliminated aliases resolved."""
     hyb = system.hybrid
     if hyb is None or hyb.empty:
         return []
@@ -366,7 +367,6 @@ class CompiledModel:
         self.ode, self.alg, self.dynamics = code.ode, code.alg, code.dynamics
         self.output_function, self.output_names = code.outputs, code.output_names
         if sys_.hybrid is not None and not sys_.hybrid.empty:
-            from .events import EventLayout
             self.events = EventLayout(sys_, order, self, code.sample_times)
         self.output_index = {n: i for i, n in enumerate(code.output_names)}
         self.initial_function, self.event_function = code.initial, code.events
@@ -613,7 +613,7 @@ class CompiledModel:
         branch it is on). ``u`` is as for ``ode``: the external inputs (``inputs``), then
         in a model with events the discrete values (``discrete``: relations, pre values,
         when-clause variables), which hold between events; set them for a point with
-        :func:`mbmodel.events.relations_at` (:meth:`evaluator` does that itself).
+        :func:`mbmodel.event_layout.relations_at` (:meth:`evaluator` does that itself).
 
         Example: ``xdot, z = cm.explicit_ode()(x, u, p, 0.0)``
         """

@@ -132,7 +132,7 @@ def _with_settled_relations(cm, params, inputs, t_start, steady_state, x_guess):
     touched at the steady state exerts its force there). The continuous initialization
     and the relations' values alternate until these settle, as a simulation's start
     does (without its when clauses)."""
-    from .events import MAX_EVENT_ITERATIONS, relations_at
+    from .event_layout import MAX_EVENT_ITERATIONS, relations_at
     p = cm.parameter_vector(params)
     u = _input_values(cm, inputs, t_start)
     n_ext = len(cm.inputs)

@@ -132,7 +132,7 @@ def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outpu
         else:
             z0 = cm.z_start
     if getattr(cm, "events", None) is not None:
-        from .events import relations_at
+        from .event_layout import relations_at
         u0 = relations_at(cm, x0, z0, u0, p, t)
     chosen_inputs = (list(cm.inputs) if inputs is None else
                      _names(inputs, cm.inputs, "inputs", set(cm.parameters)))
@@ -323,7 +323,7 @@ def _settled_steady_state(cm, u, p, t, start):
     x0, z0 = _steady_state(cm, u, p, t, start)
     if getattr(cm, "events", None) is None:
         return x0, z0, u
-    from .events import MAX_EVENT_ITERATIONS, relations_at
+    from .event_layout import MAX_EVENT_ITERATIONS, relations_at
     for _ in range(MAX_EVENT_ITERATIONS):
         settled = relations_at(cm, x0, z0, u, p, t)
         if np.array_equal(settled, u):

@@ -455,7 +455,7 @@ def _with_discrete_start(cm, ev: Evaluator) -> Evaluator:
     if cm.parameter_mode == "constant":
         ev.folded = [q.name for q in cm.free_parameters]
     if getattr(cm, "events", None) is not None:
-        from .events import relations_at
+        from .event_layout import relations_at
         from .integrators import Buffered
         no_z = np.zeros(0)
         values = Buffered(event_function(cm, native=bool(ev.function is not ev.symbolic)))

@@ -51,6 +51,12 @@ _KINDS = ("SX", "MX", "DM", "Function")
 _TRANSIENT = {"_units", "_run_asserts", "_compiled_from", "_changes_warned"}
 
 
+#: Classes that moved to another module since models were first saved: where a saved name
+#: is found now.
+MOVED = {"mbmodel.events:EventLayout": "mbmodel.event_layout:EventLayout",
+         "mbmodel.events:Event": "mbmodel.event_layout:Event"}
+
+
 class PersistError(ModelError):
     """A compiled model could not be saved or a saved one could not be loaded."""
 
@@ -230,7 +236,7 @@ class _Decoder:
         raise PersistError(f"{self.source} holds an unknown entry {kind!r}")
 
     def _decode_object(self, node):
-        module, _, qualname = node["class"].partition(":")
+        module, _, qualname = MOVED.get(node["class"], node["class"]).partition(":")
         if not _is_own_module(module):
             raise PersistError(f"{self.source} names the class {node['class']}, which is not "
                                f"one of mbmodel's: refusing to load it")

@@ -47,7 +47,7 @@ class Result:
         #: ``simulate(method=...)``; in a model with events, each change of method in order
         #: (a DOP853 run that met stiffness: ``["dop853", "bdf"]``).
         self.methods: list[str] = []
-        #: The events of the run (:class:`mbmodel.events.Event`: time and causes), in order;
+        #: The events of the run (:class:`mbmodel.event_layout.Event`: time and causes), in order;
         #: empty for a model without events.
         self.events: list = []
         #: ``(time, dependent variables before, after)`` of each switch of the state choice
@@ -200,7 +200,7 @@ class Result:
         events and methods come from the file).
 
         Example: ``res = mb.Result.load("run.npz"); res["load.w"]``"""
-        from .events import Event
+        from .event_layout import Event
         with np.load(path, allow_pickle=False) as archive:
             if "meta" not in getattr(archive, "files", ()):
                 saved_model = " (a compiled model? mb.load reads those)" if str(
