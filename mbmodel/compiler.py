@@ -25,6 +25,7 @@ from .checks import scalar
 from .core import Model, changed_since, check_parameter_value, compiled_now
 from .core import time as TIME
 from .event_layout import EventLayout
+from .initial_conditions import determined_states
 from .errors import (DeclarationError, ImplicitStartWarning, InitializationError,
                      ModelChangedWarning, NoValueWarning, ParameterError, SimulationError,
                      user_stacklevel)
@@ -395,7 +396,6 @@ class CompiledModel:
                 self.fixed_starts or self.initial_equation_descriptions):
             # a state that fixed starts determine through the equations (m2.w from m1.w's
             # through a gear) starts from what they give, as Modelica tools' free states do
-            from .initialization import determined_states
             determined = determined_states(self)
             self.implicit_starts = [n for n in self.implicit_starts if n not in determined]
         if self.implicit_starts:
@@ -857,24 +857,41 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
         if check_units:
             from .units import check_units as units_agree
             units_agree(flat)                             # pint: both sides alike
-        t1 = _clock.perf_counter()
-        if state_priority:
-            unknown = [n for n in state_priority if n not in flat.index]
-            if unknown:
-                raise DeclarationError(
-                    f"compile(state_priority=...): the model has no variable "
-                    f"{', '.join(map(repr, unknown[:5]))}")
-        if outputs is not None:  # what events and the run's asserts read
-            outputs = list(outputs) + _variable_names(flat, flat.hybrid.expressions() + [
-                a.condition for a in flat.run_asserts])
-        system = analyze(flat, state_priority, outputs)   # -> sorted, index-reduced, torn
-        t2 = _clock.perf_counter()
-        code = generate(system, parameters, outputs)      # -> casadi Functions
-        t3 = _clock.perf_counter()
-        times.flatten, times.structure, times.casadi = t1 - t0, t2 - t1, t3 - t2
-        cm = CompiledModel(code, system, parameters, times, flat)
+        times.flatten = _clock.perf_counter() - t0
+        cm = compile_flat(flat, parameters, state_priority, outputs, times)
         cm._compiled_from = (weakref.ref(model), compiled_at)
         return cm
+
+
+def compile_flat(flat: FlatModel, parameters: str = "symbolic",
+                 state_priority: dict[str, int] | None = None,
+                 outputs: list[str] | None = None,
+                 times: BuildTimes | None = None) -> CompiledModel:
+    """The stages after flattening (:func:`compile`'s options): analyze, generate, and the
+    :class:`CompiledModel`. ``times`` gets the stages' times. The run-time state choice
+    (:mod:`mbmodel.state_selection`) compiles its other choices of the same flat model
+    with it.
+
+    Example::
+
+        cm_other = compile_flat(cm.flat, cm.parameter_mode, {"pendulum.x": 0})
+    """
+    times = times if times is not None else BuildTimes()
+    if state_priority:
+        unknown = [n for n in state_priority if n not in flat.index]
+        if unknown:
+            raise DeclarationError(
+                f"compile(state_priority=...): the model has no variable "
+                f"{', '.join(map(repr, unknown[:5]))}")
+    if outputs is not None:  # what events and the run's asserts read
+        outputs = list(outputs) + _variable_names(flat, flat.hybrid.expressions() + [
+            a.condition for a in flat.run_asserts])
+    t1 = _clock.perf_counter()
+    system = analyze(flat, state_priority, outputs)   # -> sorted, index-reduced, torn
+    t2 = _clock.perf_counter()
+    code = generate(system, parameters, outputs)      # -> casadi Functions
+    times.structure, times.casadi = t2 - t1, _clock.perf_counter() - t2
+    return CompiledModel(code, system, parameters, times, flat)
 
 
 @contextlib.contextmanager

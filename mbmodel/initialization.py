@@ -24,7 +24,9 @@ from .flat import stacked
 from .inputs import input_function
 from .minimum_norm import MinimumNormNewton
 from .quiet import casadi_lines_dropped
-from .structure import incidence_lists
+from .initial_conditions import hard_conditions as _conditions
+from .initial_conditions import incidence as _incidence
+from .initial_conditions import matched_conditions as _matched_conditions
 from .workspace import remember, workspace
 
 
@@ -433,62 +435,6 @@ def initialization_problem(cm, steady_state: bool,
     return _Problem(function, labels_all, solvers, unmet, rates)
 
 
-def _matched_conditions(cm, g, inc):
-    """Which states do the conditions determine? A structural matching of the conditions
-    (incidence ``inc`` over (x, z)) and the algebraic equations ``g`` to (x, z): each
-    algebraic variable first by an algebraic equation (as the simulation solves it), then
-    the conditions, by alternating paths through any unknown (a start fixed on an algebraic
-    variable determines the state its equation then solves for); the matched z stay
-    matched. Returns the algebraic equations' incidence, per condition its unknown (or
-    UNMATCHED: over-determined) and per unknown its equation."""
-    X, Z = cm.symbols.x, cm.symbols.z
-    n_x, n_z = X.numel(), Z.numel()
-    g_inc = _incidence(g, ca.vertcat(X, Z))
-    n_g = len(g_inc)
-    first = graph.maximum_matching([[v for v in row if v >= n_x] for row in g_inc], n_x + n_z)
-    eq_all, var_m = graph.maximum_matching(
-        g_inc + inc, n_x + n_z,
-        start=(first[0] + [graph.UNMATCHED] * len(inc), first[1]))
-    return g_inc, eq_all[n_g:], var_m
-
-
-def determined_states(cm) -> set:
-    """The states (by name) that the fixed start values and initial equations determine
-    through the equations, directly or not (m2.w from m1.w's fixed start through a gear):
-    their start values are not what the initialization starts them from."""
-    _, _, _, unknown = _conditions(cm)
-    inc = [row for row in unknown if row]
-    g = cm.alg(cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p, TIME)
-    _, _, var_m = _matched_conditions(cm, g, inc)
-    return {name for i, name in enumerate(cm.states) if var_m[i] != graph.UNMATCHED}
-
-
-def _conditions(cm):
-    """The hard initial conditions as residuals of ``(x, z, u, p, t)``: every fixed start
-    value, then the user's initial equations; their labels; per condition, its fixed
-    variable's ``(name, start)`` (None for an initial equation); and the unknowns of
-    ``(x, z)`` each involves. Built once per model and thread (the check of conditions
-    without unknowns and the initialization system both take them)."""
-    cache = workspace(cm, "initialization")
-    found = cache.get("conditions")
-    if found is not None:
-        return found
-    X, Z, U, P = cm.symbols.x, cm.symbols.z, cm.symbols.u, cm.symbols.p
-    y = cm.output_function(X, Z, U, P, TIME)
-    conds, labels, fixed = [], [], []
-    for name, start in cm.fixed_starts:
-        conds.append(y[cm.output_index[name]] - start)
-        labels.append(f"{name} = {start:g} (fixed start)")
-        fixed.append((name, start))
-    r_user = cm.initial_function(X, Z, U, P, TIME)
-    for k in range(r_user.numel()):
-        conds.append(r_user[k])
-        labels.append(f"initial equation '{cm.initial_equation_descriptions[k]}'")
-        fixed.append(None)
-    unknown = _incidence(stacked(conds), ca.vertcat(X, Z))
-    return remember(cache, "conditions", (conds, labels, fixed, unknown))
-
-
 def _check_determined_conditions(cm, p, u, t_start):
     """Raise where a hard initial condition involves no state and no algebraic variable
     (the model's equations give the variable from parameters, inputs and time alone) and
@@ -531,12 +477,6 @@ def _check_determined_conditions(cm, p, u, t_start):
 def _first_line(exc) -> str:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     return lines[-1][:200] if lines else type(exc).__name__
-
-
-def _incidence(vec, X):
-    if vec.numel() == 0:
-        return []
-    return incidence_lists(vec, X)
 
 
 def _input_values(cm, inputs, t):

@@ -179,23 +179,20 @@ class StateChoice:
         """The model compiled with ``dependent`` as the dependent candidates (cached)."""
         cm = self.compiled.get(dependent)
         if cm is None:
-            from .compiler import CompiledModel, generate
-            from .structure import analyze
+            from .compiler import compile_flat
             priority = {}
             for i in self.coordinates:
                 for name in self.set.chains[i]:
                     priority[name] = 0 if i in dependent else 10
             base = self.base
-            system = analyze(base.flat, priority)
-            states = {system.names[v] for v in system.states}
+            cm = compile_flat(base.flat, base.parameter_mode, priority)
+            states = set(cm.states)
             got = frozenset(i for i, name in enumerate(self.set.candidates)
                             if name not in states)
             if got != dependent:
                 raise SimulationError(
                     f"dynamic state selection: the model compiled for the dependent variables "
                     f"{self.names(dependent)} chose {self.names(got)} instead")
-            cm = CompiledModel(generate(system, base.parameter_mode), system,
-                               base.parameter_mode, None, base.flat)
             self.compiled[dependent] = cm
         return cm
 
