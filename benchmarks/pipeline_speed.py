@@ -165,13 +165,18 @@ def measure_builds(sizes, budget):
             predicted_s = margin * s0 * (n / n0) ** growth
             predicted_mb = r0 * n / n0
             if predicted_s > budget:
-                rows[n] = {"skipped": f"predicted {predicted_s:.0f} s > budget {budget:.0f} s"}
+                rows[n] = {"skipped": f"predicted {predicted_s:.0f} s > budget {budget:.0f} s",
+                           "predicted_s": predicted_s}
                 continue
             if predicted_mb > 0.8 * free_memory_mb():
                 rows[n] = {"skipped": f"predicted {predicted_mb:.0f} MB > free memory"}
                 continue
-        proc = subprocess.run([sys.executable, __file__, "--build-one", str(n)],
-                              capture_output=True, text=True, timeout=2 * budget + 60)
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--build-one", str(n)],
+                                  capture_output=True, text=True, timeout=2 * budget + 60)
+        except subprocess.TimeoutExpired:
+            rows[n] = {"skipped": f"build took longer than {2 * budget + 60:.0f} s"}
+            continue
         if proc.returncode != 0:
             rows[n] = {"skipped": "build failed: " + proc.stderr.strip().splitlines()[-1]}
             continue
@@ -186,24 +191,30 @@ def probe_60s(builds, limit=60.0, budget=300.0):
     ``builds`` that bracket it: the size the two predict (their growth exponent), 5 %
     under it, built; if it took longer, once more a size scaled down by the overshoot.
     Returns the rows built (n -> row, as :func:`measure_builds`)."""
-    built = {n: r for n, r in builds.items() if "skipped" not in r}
-    within = [n for n, r in built.items() if r["seconds"] <= limit]
-    beyond = [n for n, r in built.items() if r["seconds"] > limit]
+    # seconds per size: measured, or predicted where a size was skipped for the budget
+    seconds = {n: r.get("seconds", r.get("predicted_s")) for n, r in builds.items()}
+    seconds = {n: s for n, s in seconds.items() if s is not None}
+    within = [n for n, s in seconds.items() if s <= limit and "skipped" not in builds[n]]
+    beyond = [n for n, s in seconds.items() if s > limit]
     if not within or not beyond or min(beyond) < max(within):
         return {}
     lo, hi = max(within), min(beyond)
-    s_lo, s_hi = built[lo]["seconds"], built[hi]["seconds"]
+    s_lo, s_hi = seconds[lo], seconds[hi]
     growth = max(1.0, math.log(s_hi / s_lo) / math.log(hi / lo))
-    n = int(0.95 * lo * (limit / s_lo) ** (1.0 / growth)) // 100 * 100
+
+    def rounded(n):  # two significant digits, down
+        step = 10 ** max(0, int(math.log10(max(n, 1))) - 1)
+        return int(n) // step * step
+    n = rounded(0.95 * lo * (limit / s_lo) ** (1.0 / growth))
     rows = {}
     for _ in range(2):
-        if n <= lo or n in builds or n in rows:
+        if n <= lo or n >= hi or n in builds or n in rows:
             break
         found = measure_builds((n,), budget)[n]
         rows[n] = found
         if "skipped" in found or found["seconds"] <= limit:
             break
-        n = int(n * (limit / found["seconds"]) ** (1.0 / growth) * 0.97) // 100 * 100
+        n = rounded(n * (limit / found["seconds"]) ** (1.0 / growth) * 0.97)
     return rows
 
 

@@ -156,7 +156,8 @@ def compile_function(fn: ca.Function, *, cache_dir=None, compiler=None, flags=No
         if failed is None:
             _build_in_background(source, library, command, flags)
         else:
-            _failed_functions[fn] = True
+            with _background_lock:
+                _failed_functions.setdefault(fn, set()).add(derivatives)
             if failed:
                 _fall_back(f"{failed[0]} (built in the background)", fn, details=failed[1])
         return fn
@@ -349,17 +350,21 @@ _background_builds: set[str] = set()
 #: request for them reports it, then ``()``. Neither is built in the background again in
 #: this process (a failing compiler would otherwise run again on every request, unseen).
 _background_failed: dict[str, tuple] = {}
-#: The Functions whose library failed to build in the background (see :func:`build_failed`).
+#: Per Function, the libraries of it (without and with its derivative: ``derivatives``)
+#: whose background build failed (see :func:`build_failed`).
 _failed_functions: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def build_failed(fn: ca.Function) -> bool:
-    """Whether a background build of ``fn``'s library failed (reported with a
-    :class:`CodegenWarning`): ``compile_function(fn, background=True)`` keeps returning
-    ``fn``, and a caller may keep it rather than ask again.
+def build_failed(fn: ca.Function, derivatives: bool = False) -> bool:
+    """Whether a background build of ``fn``'s library (with its forward derivative:
+    ``derivatives``) failed (reported with a :class:`CodegenWarning`):
+    ``compile_function(fn, background=True, derivatives=...)`` keeps returning ``fn``, and
+    a caller may keep it rather than ask again. The other library of ``fn`` is not
+    concerned.
 
-    Example: ``if build_failed(source): use_virtual_machine_from_now_on()``"""
-    return fn in _failed_functions
+    Example: ``if build_failed(source, derivatives=True): keep_the_virtual_machine()``"""
+    with _background_lock:
+        return derivatives in _failed_functions.get(fn, ())
 
 
 def _build_in_background(source, library: Path, command, flags) -> None:

@@ -1328,7 +1328,7 @@ def _stepper(cm, method, m, rtol, atol, max_step_scaled, native, geometric=False
              restart=None, slopes=None, budget=None):
     """An integrator over scaled time s in [0, 1] with outputs at the fractions of
     :func:`_fractions`; parameters ``(p, u, t0, dt)``. ``restart`` (IDAS, where its start
-    failed): ``"first_step"`` gives its first step (:func:`simulate.idas_first_step`);
+    failed): ``"first_step"`` gives its first step (:func:`mbmodel.integrators.idas_first_step`);
     ``"consistent"`` skips IDACalcIC, which near a contact's switch failed on a start that
     the event iteration had made consistent (algebraic residuals 1e-16): "IDA_NO_RECOVERY"
     at one of every four nearby tolerances; the states' ``slopes`` (in scaled time) are

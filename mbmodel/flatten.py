@@ -12,7 +12,6 @@ data (:mod:`mbmodel.flat`).
 
 from __future__ import annotations
 
-import weakref
 from contextlib import nullcontext
 from itertools import repeat
 from dataclasses import dataclass
@@ -953,10 +952,12 @@ def _named_graph(graph: nx.Graph) -> nx.Graph:
 
 def _explainers(components) -> dict:
     """The components whose class explains its non-finite values, by path (a dict of a
-    few classes' instances: one check per class), held weakly: the diagnosis of a model
-    that is gone goes without their words, as a loaded one's does."""
+    few classes' instances: one check per class). Held as they are: the diagnosis of a
+    failed run needs them after the user has dropped the model (``cm =
+    mb.compile(Model())``), so a model with such components (a multibody model's joints)
+    stays alive with its compiled model."""
     overrides = {}
-    found = weakref.WeakValueDictionary()
+    found = {}
     for comp in components:
         kind = type(comp)
         explains = overrides.get(kind)

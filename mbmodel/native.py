@@ -100,7 +100,7 @@ def dynamics(cm, native: bool | str = True, derivatives: bool = False) -> ca.Fun
     if fn is source:
         fn = cm.dynamics  # no compiler, or a background build under way: the VM meanwhile
     # a background build is asked for again later, unless it failed (reported once)
-    if fn is not cm.dynamics or not large or build_failed(source):
+    if fn is not cm.dynamics or not large or build_failed(source, derivatives):
         with _lock:
             fn = built.setdefault(cm, fn)
     return fn

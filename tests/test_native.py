@@ -612,3 +612,34 @@ def test_the_evaluator_of_a_constant_parameter_model_refuses_other_parameter_val
         fd(x, p=list(p))     # the checked path of lists
     symbolic = mb.compile(StiffRC()).evaluator()
     assert not np.array_equal(symbolic(x, p=p).copy(), symbolic(x))  # there p is read
+
+
+def test_a_failed_derivative_build_leaves_the_plain_library_in_use(tmp_path, monkeypatch):
+    # failures are per library: the one with the forward derivative failing in the
+    # background must not keep the model's plain library (which builds) out of use
+    from mbmodel import native
+    refusing = tmp_path / "cc_nofwd.sh"
+    refusing.write_text('#!/bin/sh\nfor a in "$@"; do case "$a" in *.c) if grep -q "fwd1_" '
+                        '"$a"; then echo "refusing derivative code" >&2; exit 1; fi;; esac; '
+                        'done\nexec gcc "$@"\n')
+    refusing.chmod(0o755)
+    monkeypatch.setenv("CC", str(refusing))
+    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(native, "AUTO_BUILD_INSTRUCTIONS", 0)
+
+    def built_in_background():
+        for thread in threading.enumerate():
+            if thread.name.startswith("mbmodel-codegen-"):
+                thread.join(timeout=120)
+    cm = mb.compile(StiffRC())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            cm.simulate(1e-2, n_points=3, method="bdf")    # the derivative's build fails
+            built_in_background()
+    assert any("refusing derivative code" in str(w.message) for w in caught)
+    for _ in range(2):
+        res = cm.simulate(1e-2, n_points=3, method="adams")  # the plain one builds
+        built_in_background()
+    assert native.dynamics(cm, "auto").is_a("External")
+    assert np.allclose(res["slow_c.v"], 1 - np.exp(-res.t / 1e-3), atol=1e-6)
