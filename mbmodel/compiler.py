@@ -30,7 +30,7 @@ from .errors import (DeclarationError, ImplicitStartWarning, InitializationError
                      ModelChangedWarning, NoValueWarning, ParameterError, SimulationError,
                      user_stacklevel)
 from .flat import FlatModel, describe, entries_named, resolve_bindings, stacked
-from .flatten import flatten
+from .flatten import check_model_instance, flatten
 from .structure import SortedSystem, affine_expression, analyze
 
 
@@ -841,6 +841,7 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
     if state_priority is not None and not isinstance(state_priority, dict):
         raise DeclarationError(f"compile(state_priority=...) takes a dict name -> priority, "
                                f"not {state_priority!r}")
+    check_model_instance(model, "compile()")
     times = BuildTimes()
     compiled_at = compiled_now(model)
     with collector_paused():

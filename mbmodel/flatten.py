@@ -65,17 +65,25 @@ def _element_names(path: str, shape) -> list[str]:
     return [f"{path}[{i},{j}]" for j in range(m) for i in range(n)]
 
 
+def check_model_instance(model, caller: str) -> None:
+    """Refuse anything but a model instance, saying what was given (``caller``: the
+    function the user called, e.g. ``"compile()"``).
+
+    Example: ``check_model_instance(model, "compile()")``"""
+    if isinstance(model, type) and issubclass(model, Model):
+        raise DeclarationError(f"a Model instance is needed, not the class "
+                               f"{model.__name__}: write {model.__name__}()")
+    if not isinstance(model, Model):
+        raise DeclarationError(f"{caller} takes a Model instance, not {type(model).__name__}")
+
+
 class _Flattener:
     def __init__(self, model: Model, analysis: str = "forward", parameters: str = "symbolic"):
         if analysis not in core.ANALYSES:
             raise DeclarationError(f"analysis must be one of {core.ANALYSES}, not {analysis!r}")
         self.analysis = analysis
         self.parameter_mode = parameters
-        if isinstance(model, type) and issubclass(model, Model):
-            raise DeclarationError(f"a Model instance is needed, not the class "
-                                   f"{model.__name__}: write {model.__name__}()")
-        if not isinstance(model, Model):
-            raise DeclarationError(f"flatten() takes a Model instance, not {type(model).__name__}")
+        check_model_instance(model, "flatten()")
         self.root = model
         self.variables: list[FlatVariable] = []
         self.parameters: list[FlatParameter] = []

@@ -393,6 +393,11 @@ def test_a_variable_given_as_a_parameter_and_a_class_given_as_a_model_are_named(
     with pytest.raises(mb.DeclarationError, match=r"a Model instance is needed, not the class "
                                                   r"_ForgottenYield: write _ForgottenYield\(\)"):
         mb.compile(_ForgottenYield)
+    # anything else is named too (the change watch's weak reference raised TypeError first)
+    for wrong, shown in (((1, 2), "tuple"), (None, "NoneType")):
+        with pytest.raises(mb.DeclarationError, match=f"compile\\(\\) takes a Model "
+                                                      f"instance, not {shown}"):
+            mb.compile(wrong)
 
 
 def test_a_component_left_without_connections_is_named():
