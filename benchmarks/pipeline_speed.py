@@ -14,7 +14,7 @@ Measured:
   between the two sizes before (a quarter added), exceeds the time budget (``--build-budget``, default 300 s) or its memory exceeds what is
   free. ``peak_rss_mb_per_link``: peak RSS over n of the largest size built.
   ``largest_chain_built_60s``: the largest n whose build took ≤ 60 s, among the sizes
-  above and up to two more searched between the two that bracket 60 s (their growth
+  above and up to three more searched between the two that bracket 60 s (their growth
   predicts the size; ``chains_built_searching_60s`` lists those built).
 * ``api_fd_over_pinocchio``: one Python call of mbmodel's fast forward-dynamics path
   (``cm.evaluator()``: generated C through casadi's buffer interface) over one
@@ -189,7 +189,8 @@ def measure_builds(sizes, budget):
 def probe_60s(builds, limit=60.0, budget=300.0):
     """The largest chain built within ``limit`` seconds, searched between the sizes of
     ``builds`` that bracket it: the size the two predict (their growth exponent), 5 %
-    under it, built; if it took longer, once more a size scaled down by the overshoot.
+    under it, built; while one took longer (at most three builds), a size scaled down by
+    the overshoot and 7 % more.
     Returns the rows built (n -> row, as :func:`measure_builds`)."""
     # seconds per size: measured, or predicted where a size was skipped for the budget
     seconds = {n: r.get("seconds", r.get("predicted_s")) for n, r in builds.items()}
@@ -207,14 +208,15 @@ def probe_60s(builds, limit=60.0, budget=300.0):
         return int(n) // step * step
     n = rounded(0.95 * lo * (limit / s_lo) ** (1.0 / growth))
     rows = {}
-    for _ in range(2):
+    for _ in range(3):
         if n <= lo or n >= hi or n in builds or n in rows:
             break
         found = measure_builds((n,), budget)[n]
         rows[n] = found
         if "skipped" in found or found["seconds"] <= limit:
             break
-        n = rounded(n * (limit / found["seconds"]) ** (1.0 / growth) * 0.97)
+        # down by the overshoot and a margin for the noise of one build (a few per cent)
+        n = rounded(n * (limit / found["seconds"]) ** (1.0 / growth) * 0.93)
     return rows
 
 
