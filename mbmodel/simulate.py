@@ -53,7 +53,6 @@ UNCHECKED = "static, checked by the caller"
 PROGRESS_CHUNKS = 20
 
 
-
 def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, params=None,
                       inputs=None, rtol=1e-8, atol=1e-10, x0=None, steady_state=False,
                       method=None, max_step=None, native="auto", z0=None,
