@@ -942,7 +942,8 @@ class ConnectorName:
 
 def _named_graph(graph: nx.Graph) -> nx.Graph:
     """The connection graph with its nodes ``(connector, side)`` as ``(ConnectorName,
-    side)`` and its edges' owners as their paths."""
+    side)``; its edges without their data (which component connected them: read only
+    while flattening)."""
     names = {}
 
     def named(node):
@@ -952,9 +953,7 @@ def _named_graph(graph: nx.Graph) -> nx.Graph:
         return (names[id(connector)], *node[1:])
     plain = nx.Graph()
     plain.add_nodes_from(named(node) for node in graph.nodes)
-    plain.add_edges_from((named(a), named(b),
-                          {"owner": getattr(data.get("owner"), "path", None)})
-                         for a, b, data in graph.edges(data=True))
+    plain.add_edges_from((named(a), named(b)) for a, b in graph.edges)
     return plain
 
 
