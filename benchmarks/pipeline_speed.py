@@ -19,8 +19,10 @@ Measured:
 * ``api_fd_over_pinocchio``: one Python call of mbmodel's fast forward-dynamics path
   (``cm.evaluator()``: generated C through casadi's buffer interface) over one
   ``pin.aba`` call, n = 6 and 100.
-* ``c_fd_over_pinocchio``: generated C per state, batched (``Function.map`` over 1000
-  states: no Python per state), over ``pin.aba`` per state, n = 6 and 100.
+* ``c_fd_over_pinocchio``: generated C per state, batched: the dynamics' library that
+  simulation runs (``mbmodel.native.dynamics``; for large models the kernels called in a
+  loop, :mod:`mbmodel.schedule`) in ``Function.map`` over 1000 states (no Python per
+  state), over ``pin.aba`` per state, n = 6 and 100.
 * ``sim_over_scipy_pinocchio``: wall time of the first ``cm.simulate(1.0)`` of a freshly
   compiled model (the chain hanging under gravity from rest; default options, rtol 1e-8 /
   atol 1e-10; including initialization and integrator set-up; not ``mb.compile`` nor the
@@ -61,7 +63,6 @@ import sys
 import tempfile
 import time
 
-import casadi as ca
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,7 +71,6 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import mbmodel as mb  # noqa: E402
 from mbmodel import native  # noqa: E402
-from mbmodel.codegen import compile_function  # noqa: E402
 from mb_trees import TreeModel, pinocchio_model, random_tree  # noqa: E402
 
 BUILD_SIZES = (10, 100, 1000, 10000)
@@ -237,12 +237,12 @@ def fd_ratios(n, rng):
     t_api = best_time(lambda: fd(x))
     t_pin = best_time(lambda: pin.aba(model, data, q, v, tau))
     batch = 1000
-    # The states loop inside the generated C (the evaluator's function mapped over a batch,
-    # compiled once), called through its buffers: no Python or conversion per state.
-    kernels = fd.symbolic.is_a("MXFunction")   # kernel code: built at -O2, as native does
-    mapped = compile_function(fd.symbolic.map(batch), optimize=2 if kernels else 1)
-    inputs = [np.tile(x, batch), np.zeros(0), np.tile(cm.parameter_vector(), batch),
-              np.zeros(batch)]
+    # The model's dynamics as simulation runs them (the library native.dynamics builds: for
+    # large models the kernels called in a loop, mbmodel.schedule), over a batch of states
+    # in casadi's Map, called through its buffers: no Python or conversion per state.
+    mapped = native.dynamics(cm).map(batch)
+    inputs = [np.zeros(batch), np.tile(x, batch), np.zeros(0),
+              np.tile(cm.parameter_vector(), batch), np.zeros(0)]
     out = np.zeros(mapped.nnz_out(0))
     buffer, evaluate = mapped.buffer()
     for k, arr in enumerate(inputs):

@@ -37,12 +37,12 @@ from pathlib import Path
 import casadi as ca
 
 __all__ = ["CodegenWarning", "build_failed", "compile_function", "compile_source",
-           "compiler_command", "default_cache_dir", "host_flags", "library_of",
-           "operation_counts", "truncated_output"]
+           "casadi_c", "compiler_command", "default_cache_dir", "host_flags", "library_of",
+           "operation_counts", "register_source", "truncated_output", "GENERATOR_NAME"]
 
 # The generator's name prefixes every internal C symbol; keeping it fixed means the C text,
 # and so the cache key, depends only on the function being generated.
-_GENERATOR_NAME = "mbmodel_codegen"
+GENERATOR_NAME = "mbmodel_codegen"
 _MAX_STDERR_CHARS = 2000
 
 
@@ -414,8 +414,38 @@ def compiler_command(compiler) -> list[str] | None:
     return [executable, *command[1:]]
 
 
+#: Per Function, what writes its C instead of casadi's code generator (see
+#: :func:`register_source`).
+_sources: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def register_source(fn: ca.Function, generate) -> None:
+    """Have ``generate(fn, derivatives)`` write the C of ``fn`` (and of its forward
+    derivative ``fwd1_<name>`` when ``derivatives``) for :func:`compile_function`, in place
+    of casadi's code generator: for a Function whose C is better written from what made it
+    (the kernel schedule of :mod:`mbmodel.schedule`). The C must export what casadi's does
+    for ``fn``; ``generate`` returns None where it cannot, and casadi's C is used. (It is
+    given ``fn`` rather than holding it: a registered Function is freed with its users.)
+
+    Example: ``register_source(fn, lambda f, derivatives: my_c_source(f, derivatives))``"""
+    _sources[fn] = generate
+
+
 def _generate_c(fn: ca.Function, derivatives: bool = False) -> str:
-    generator = ca.CodeGenerator(f"{_GENERATOR_NAME}.c", {"with_header": False})
+    generate = _sources.get(fn)
+    if generate is not None:
+        source = generate(fn, derivatives)
+        if source is not None:
+            return source
+    return casadi_c(fn, derivatives)
+
+
+def casadi_c(fn: ca.Function, derivatives: bool = False) -> str:
+    """casadi's C of ``fn`` (and of its forward derivative when ``derivatives``), with the
+    functions that only call others marked for -O1 (see :func:`_dispatchers_at_o1`).
+
+    Example: ``print(casadi_c(ca.Function("f", [x], [2 * x]))[:200])``"""
+    generator = ca.CodeGenerator(f"{GENERATOR_NAME}.c", {"with_header": False})
     generator.add(fn)
     if derivatives:
         generator.add(fn.forward(1))

@@ -11,10 +11,13 @@ dependency and no group depends on itself.
 
 Each group becomes an SX Function of the values it reads (in order of first use); groups
 of instances of the same structure give the same instruction sequence and share one
-Function. The dynamics are then an MX Function that calls those kernels group by group:
-generated C is one function per distinct structure plus one call per group, so the C
-compiler's time and the code size follow the number of component structures rather than
-the number of scalar equations (a flat 100-link chain is ~2.8 MB of C and ~40 s of gcc).
+Function. The dynamics are then an MX Function that calls those kernels group by group
+(what casadi's virtual machine runs), and the same calls as a schedule
+(:mod:`mbmodel.schedule`), from which the C is written: the kernels once, and tables of
+the calls that a loop makes. The C compiler's time and the code size follow the number of
+distinct component structures, not the model's size (a 1000-link chain: ~1 s of gcc; as
+casadi's C of the MX Function, one statement per call and passed value, ~16 s, and a flat
+100-link chain is ~2.8 MB of C and ~40 s of gcc).
 
 The kernels together do the flat function's arithmetic, no more:
 
@@ -41,6 +44,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from itertools import chain
+from typing import NamedTuple
 
 import casadi as ca
 import numpy as np
@@ -49,12 +53,13 @@ from scipy.sparse.csgraph import connected_components
 
 from .core import time as TIME
 from .flat import resolve_bindings, stacked as stacked_column
+from .schedule import Schedule, attach
 
 __all__ = ["structured_dynamics", "KernelStats", "KERNELS_VERSION"]
 
 #: Part of the key under which built kernels are cached on disk (:mod:`mbmodel.native`):
 #: changed whenever what :func:`structured_dynamics` builds from a model changes.
-KERNELS_VERSION = "5"
+KERNELS_VERSION = "6"
 
 
 @dataclass
@@ -137,12 +142,35 @@ def _with_unit_values(body, reads, hashes, numeric):
     return body, reads, [r.element_hash() for r in reads]
 
 
+class _Leaf(NamedTuple):
+    """A value no kernel computes: entry ``index`` of the leaf vector (time, states,
+    parameters and inputs, bound parameters), negated or not."""
+    index: int
+    negated: bool
+
+
+class _Out(NamedTuple):
+    """A value a kernel computes: entry ``index`` of call ``call``'s output, negated or not."""
+    call: int
+    index: int
+    negated: bool
+
+
+@dataclass
+class _Call:
+    """One kernel call, before it is emitted: the calls whose output vectors it takes
+    whole (``sources``), the values gathered into its loose input, its constant array and
+    the length of its output."""
+    kernel: ca.Function
+    sources: list
+    loose: list
+    constants: list
+    n_out: int
+
+
 def _negated(value):
-    """The negation of a value in the kernels' environment: an MX, or a kernel output
-    ``(call, index, negated)``."""
-    if isinstance(value, tuple):
-        return value[0], value[1], not value[2]
-    return -value
+    """The negation of a value in the kernels' environment."""
+    return value._replace(negated=not value.negated)
 
 
 def _grouped_entries(system):
@@ -297,6 +325,80 @@ def _split_coincident(groups, order, group_of, reads_of):
     return new_groups, new_order
 
 
+class _Emitter:
+    """Makes the recorded kernel calls as MX, in order. Values reach a kernel as whole
+    output vectors, or gathered into its loose input by one indexed copy
+    (:meth:`gather`)."""
+
+    def __init__(self, leaves: ca.MX, calls: list):
+        self.calls = calls
+        self.holders = [leaves]  # the vectors values live in: the leaves, then each output
+
+    def gather(self, refs: list) -> ca.MX:
+        """The values ``refs`` (leaves, output entries or numbers) as one column: one
+        indexed copy from each vector they live in, and a last one that puts the parts in
+        order where they are interleaved."""
+        selected: dict[int, list] = {}  # holder -> positions taken from it
+        numbers: list[float] = []
+        taken = []  # per ref: (holder or -1 for numbers, index in its part)
+        for ref in refs:
+            if isinstance(ref, float):
+                taken.append((-1, len(numbers)))
+                numbers.append(ref)
+                continue
+            holder = 0 if isinstance(ref, _Leaf) else 1 + ref.call
+            part = selected.setdefault(holder, [])
+            taken.append((holder, len(part)))
+            part.append(ref.index)
+        pieces, offset = [], {}
+        size = 0
+        for holder, positions in selected.items():
+            whole = self.holders[holder]
+            pieces.append(whole if positions == list(range(whole.numel()))
+                          else whole[positions])
+            offset[holder] = size
+            size += len(positions)
+        if numbers:
+            pieces.append(ca.MX(ca.DM(numbers)))
+            offset[-1] = size
+        order = [offset[holder] + k for holder, k in taken]
+        value = ca.vertcat(*pieces)
+        if order != list(range(len(order))):
+            value = value[order]
+        signs = [-1.0 if not isinstance(r, float) and r.negated else 1.0 for r in refs]
+        if -1.0 in signs:
+            value = value * ca.DM(signs)
+        return value
+
+    def call(self, c: int) -> None:
+        """The next call, ``c``."""
+        call = self.calls[c]
+        self.holders.append(call.kernel(
+            *[self.holders[1 + j] for j in call.sources],
+            self.gather(call.loose) if call.loose else ca.MX(0, 1),
+            ca.DM(call.constants) if call.constants else ca.DM(0, 1)))
+
+
+def _schedule(calls, derivatives, n_x, n_p, n_u, bindings, folded) -> Schedule:
+    """The recorded calls as a :class:`~mbmodel.schedule.Schedule` (plain tables)."""
+    index: dict[int, int] = {}
+    kernels = []
+    for call in calls:
+        if id(call.kernel) not in index:
+            index[id(call.kernel)] = len(kernels)
+            kernels.append(call.kernel)
+    return Schedule(
+        kernels=kernels,
+        calls=[index[id(call.kernel)] for call in calls],
+        sources=[j for call in calls for j in call.sources],
+        loose=[(leaf.index, leaf.negated) for call in calls for leaf in call.loose],
+        constants=[c for call in calls for c in call.constants],
+        derivatives=[("number", ref) if isinstance(ref, float) else
+                     ("out", ref.call, ref.index, ref.negated) if isinstance(ref, _Out) else
+                     ("leaf", ref.index, ref.negated) for ref in derivatives],
+        n_x=n_x, n_p=n_p, n_u=n_u, bindings=bindings, folded=folded)
+
+
 def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TIME):
     """The model's ODE as an MX Function of kernel calls, in casadi's integrator signature
     (``t, x, z, p, u -> ode, alg, quad, zero``; ``p`` = free parameters then inputs), or
@@ -330,33 +432,39 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
     T = ca.MX.sym("t")
     X = ca.MX.sym("x", n_x)
     PU = ca.MX.sym("p", n_p + n_u)
-    env: dict[int, ca.MX] = {time_symbol.element_hash(): T}
-    for k, x in enumerate(ca.vertsplit(X)):
-        env[symbols[system.states[k]].element_hash()] = x
-    pu = ca.vertsplit(PU)
-    for k, i in enumerate(inputs):
-        env[system.variables[i].symbol.element_hash()] = pu[n_p + k]
     folded = parameter_mode == "constant"
-    free_values = [ca.MX(float(q.value)) for q in free] if folded else pu[:n_p]
+    # The values kernels read that no kernel computes, as entries of one vector (time,
+    # states, parameters and inputs, bound parameters): a kernel's loose input is a
+    # selection of it, which the C makes with one indexed copy.
+    leaves = [T, X, PU]
+    env: dict[int, object] = {time_symbol.element_hash(): _Leaf(0, False)}
+    for k in range(n_x):
+        env[symbols[system.states[k]].element_hash()] = _Leaf(1 + k, False)
+    for k, i in enumerate(inputs):
+        env[system.variables[i].symbol.element_hash()] = _Leaf(1 + n_x + n_p + k, False)
     # every value known as a number here (by its symbol's hash): the folded parameters, then
     # hoisted values (known here only: kernels take them in their constant array, so they
-    # need no MX value in env) and constant assignments
+    # need no value in env) and constant assignments
     numeric = {q.symbol.element_hash(): float(q.value) for q in free} if folded else {}
-    for q, value in zip(free, free_values):
-        env[q.symbol.element_hash()] = value
+    if not folded:
+        for k, q in enumerate(free):
+            env[q.symbol.element_hash()] = _Leaf(1 + n_x + k, False)
     if bound:
         # Bindings resolved into each other once, as a function of the free parameters.
         resolved = resolve_bindings(bound, [q.binding for q in bound])
         binding_fn = ca.Function("bindings", [ca.vertcat(*[q.symbol for q in free])
                                               if free else ca.SX(0, 1)],
                                  [ca.vertcat(*resolved)])
-        values = ca.vertsplit(binding_fn(ca.vertcat(*free_values) if free else ca.MX(0, 1)))
-        for q, value in zip(bound, values):
-            env[q.symbol.element_hash()] = value
+        free_values = (ca.DM([float(q.value) for q in free]) if folded else PU[:n_p]) \
+            if free else ca.MX(0, 1)
+        leaves.append(binding_fn(free_values))
+        first = 1 + n_x + n_p + n_u
+        for k, q in enumerate(bound):
+            env[q.symbol.element_hash()] = _Leaf(first + k, False)
 
     kernels: dict[str, ca.Function] = {}
-    produced: list[ca.MX] = []  # the kernels' output vectors, in call order
-    n_assigned = n_shared = n_calls = n_outputs = n_hoisted = 0
+    calls: list[_Call] = []  # in evaluation order
+    n_assigned = n_shared = n_outputs = n_hoisted = 0
     for group in order:
         members = groups[group]
         syms = [entry_symbols[i] for i in members]
@@ -390,12 +498,10 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
             if inner.is_symbolic() and (h in numeric or h in env):
                 if h in numeric:
                     numeric[s.element_hash()] = -numeric[h] if negated else numeric[h]
-                    env[s.element_hash()] = ca.MX(numeric[s.element_hash()])
                 else:
                     env[s.element_hash()] = _negated(env[h]) if negated else env[h]
             elif entry.is_constant():
                 numeric[s.element_hash()] = float(entry)
-                env[s.element_hash()] = ca.MX(float(entry))
             else:
                 computed.append((s, inner, negated))
         if not computed:
@@ -419,10 +525,10 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
                 continue
             varying.append(r)
             value = env[h]
-            if isinstance(value, tuple):
+            if isinstance(value, _Out):
                 j, k, negated = value
                 if j not in source_symbols:
-                    source_symbols[j] = ca.SX.sym(f"in{len(sources)}", produced[j].numel())
+                    source_symbols[j] = ca.SX.sym(f"in{len(sources)}", calls[j].n_out)
                     source_entries[j] = source_symbols[j].elements()  # (one call, not one each)
                     sources.append(j)
                 entry = source_entries[j][k]
@@ -448,24 +554,28 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
             # bodies, where the flat function's merge costs ~8 µs per node of the model.
             kernel = kernels[key] = ca.Function(f"kernel{len(kernels)}", arguments,
                                                 [ca.cse(body)])
-        out = kernel(*[produced[j] for j in sources],
-                     ca.vertcat(*loose) if loose else ca.MX(0, 1),
-                     ca.DM([numeric[r.element_hash()] for r in fixed]) if fixed
-                     else ca.DM(0, 1))
-        n_calls += 1
+        calls.append(_Call(kernel, sources, loose,
+                           [numeric[r.element_hash()] for r in fixed], len(computed)))
         n_outputs += len(computed)
-        produced.append(out)
         for k, (s, _, negated) in enumerate(computed):
-            env[s.element_hash()] = (len(produced) - 1, k, negated)
+            env[s.element_hash()] = _Out(len(calls) - 1, k, negated)
 
-    xdot = [env.get(symbols[d].element_hash()) for d in system.state_derivatives]
-    xdot = [(-produced[v[0]][v[1]] if v[2] else produced[v[0]][v[1]]) if isinstance(v, tuple)
-            else v for v in xdot]
-    if any(value is None for value in xdot):
-        return None  # a derivative that is not assigned (not expected; keep the flat code)
-    xdot = ca.vertcat(*xdot) if n_x else ca.MX(0, 1)
+    derivatives = []  # per state: a number, a leaf or a kernel output
+    for d in system.state_derivatives:
+        h = symbols[d].element_hash()
+        value = numeric.get(h, env.get(h))
+        if value is None:
+            return None  # a derivative that is not assigned (not expected; keep the flat code)
+        derivatives.append(value)
+    emitter = _Emitter(ca.vertcat(*leaves), calls)
+    for c in range(len(calls)):
+        emitter.call(c)
+    xdot = emitter.gather(derivatives) if n_x else ca.MX(0, 1)
     empty = ca.MX(0, 1)
     fn = ca.Function("mbmodel_dynamics", [T, X, ca.MX.sym("z", 0), PU, ca.MX.sym("u", 0)],
                      [xdot, empty, empty, empty], ca.dyn_in(), ca.dyn_out())
-    return fn, KernelStats(n_calls, len(kernels), n_assigned, n_outputs, n_hoisted,
+    attach(fn, _schedule(calls, derivatives, n_x, n_p, n_u,
+                         binding_fn if bound else None,
+                         [float(q.value) for q in free] if bound and folded else None))
+    return fn, KernelStats(len(calls), len(kernels), n_assigned, n_outputs, n_hoisted,
                            n_assignments - n_assigned, n_shared)

@@ -31,6 +31,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import weakref
 
@@ -86,13 +87,19 @@ def dynamics(cm, native: bool | str = True, derivatives: bool = False) -> ca.Fun
     if fn is not None:
         return fn
     from .codegen import build_failed, compile_function
+    from .schedule import schedule_of
     source = code_source(cm)
     # Kernel code (see mbmodel.kernels) compiles ~3x faster than the flat function at the
-    # -O2 that makes it run ~25 % faster; the forward derivative triples the code.
+    # -O2 that makes it run ~25 % faster; the forward derivative triples the code. Kernels
+    # called from a schedule (mbmodel.schedule) are C of their own size, the calls tables:
+    # a chain of any length builds in ~1 s (~3 s with the derivative).
     kernels = source is not cm.dynamics
     limit = AUTO_BUILD_INSTRUCTIONS * (3 if kernels else 1)
     limit /= 3 if derivatives else 1
-    large = native == "auto" and cm.dynamics.n_instructions() > limit
+    schedule = schedule_of(source) if kernels else None
+    size = (sum(k.n_instructions() for k in schedule.kernels) if schedule is not None
+            else cm.dynamics.n_instructions())
+    large = native == "auto" and size > limit
     options = {} if derivatives else {"enable_fd": True, "fd_method": "forward"}
     fn = compile_function(source, background=large, external_options=options,
                           derivatives=derivatives,
@@ -192,31 +199,36 @@ def code_source(cm) -> ca.Function:
 
 
 def _kernel_source(cm) -> ca.Function | None:
-    """The kernel Function of ``cm``'s dynamics (None: the model keeps its flat code), read
-    from the disk cache when a model with the same flat dynamics built it before, else built
-    and stored there. Building costs ~13 ms per link of a chain, every process again (the C
-    library is cached by its source, which needs the kernels first); the key, a hash of the
-    serialized flat dynamics, ~2.5 ms per link (0.25 s and a 10 MB string at 100 links).
-    A cache entry that cannot be read is built again."""
+    """The kernel Function of ``cm``'s dynamics (None: the model keeps its flat code), with
+    its schedule attached (:mod:`mbmodel.schedule`: the C calls the kernels in a loop), read
+    from the disk cache when a model with the same flat dynamics built it before, else
+    built and stored there. Building costs ~13 ms per link of a chain, every process again
+    (the C library is cached by its source, which needs the kernels first); the key, a
+    hash of the serialized flat dynamics, ~2.5 ms per link (0.25 s and a 10 MB string at
+    100 links). A cache entry that cannot be read is built again."""
     from .codegen import default_cache_dir
     from .kernels import KERNELS_VERSION, structured_dynamics
+    from .schedule import attach, from_data, schedule_of, to_data
     key = hashlib.sha256("\0".join([KERNELS_VERSION, ca.__version__, cm.parameter_mode,
                                     cm.dynamics.serialize()]).encode()).hexdigest()
-    path = default_cache_dir() / f"kernels-{key}.casadi"
+    path = default_cache_dir() / f"kernels-{key}.json"
     try:
-        text = path.read_text()
-        if text == _FLAT:
+        entry = json.loads(path.read_text())
+        if entry == _FLAT:
             return None
-        kernels = ca.Function.deserialize(text)
+        kernels = ca.Function.deserialize(entry["function"])
         if not kernels.is_null():  # (an empty entry reads as a null Function, no error)
+            attach(kernels, from_data(entry["schedule"], kernels))
             return kernels
-    except (OSError, RuntimeError, UnicodeDecodeError):
+    except (OSError, RuntimeError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         pass  # not cached yet, or unreadable: build it
     built = structured_dynamics(cm.system, cm.parameter_mode, cm.symbols.t)
+    entry = _FLAT if built is None else {"function": built[0].serialize(),
+                                         "schedule": to_data(schedule_of(built[0]))}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path) as file:  # a process reading it never sees half a file
-            file.write(built[0].serialize() if built is not None else _FLAT)
+            file.write(json.dumps(entry))
     except OSError:
         pass  # a read-only cache: the kernels are simply built again next time
     return built[0] if built is not None else None
@@ -421,10 +433,16 @@ def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Eval
         if source is not cm.dynamics:  # kernels: the same function, smaller C
             Xm, Um, Pm, Tm = (ca.MX.sym(n, v.numel()) for n, v in
                               (("x", X), ("u", U), ("p", P), ("t", TIME)))
-            xdot = source(Tm, Xm, ca.MX(0, 1), ca.vertcat(Pm, Um), ca.MX(0, 1))[0]
-            symbolic = ca.Function("mbmodel_evaluator", [Xm, Um, Pm, Tm], [xdot],
-                                   ["x", "u", "p", "t"], ["y"])
-            fn = compile_function(symbolic, optimize=2) if native else symbolic
+
+            def reordered(f, name):
+                xdot = f(Tm, Xm, ca.MX(0, 1), ca.vertcat(Pm, Um), ca.MX(0, 1))[0]
+                return ca.Function(name, [Xm, Um, Pm, Tm], [xdot], ["x", "u", "p", "t"],
+                                   ["y"])
+            symbolic = reordered(source, "mbmodel_evaluator")
+            # (the dynamics' own library, whose C calls the kernels in a loop: casadi's C
+            # of a Function that calls the kernel Function would be one statement per call)
+            fn = reordered(dynamics(cm, native=True), "mbmodel_evaluator") if native \
+                else symbolic
             return _with_discrete_start(cm, Evaluator(
                 fn, cm.parameter_vector(), X.numel(), U.numel(), names, symbolic, cm.start))
         expr = cm.ode(X, Z, U, P, TIME)

@@ -69,6 +69,63 @@ def test_kernels_compute_the_flat_dynamics(name, parameters):
         assert np.max(np.abs(ours - flat)) <= 1e-12 * max(1.0, np.max(np.abs(flat)))
 
 
+# (one parameter mode each: every library costs a compiler run; both modes are covered)
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_schedules_c_computes_the_kernels_and_their_derivative(name, tmp_path):
+    """The C that calls the kernels in a loop over tables (mbmodel.schedule) computes what
+    the kernel Function computes in casadi's virtual machine, and so does its forward
+    derivative (the Jacobian Newton's method takes), on every kind of model: parameters
+    folded or free (bound parameters from the free ones), inputs, time, negated values."""
+    from mbmodel import codegen
+    from mbmodel.schedule import schedule_of
+    parameters = "constant" if list(MODELS).index(name) % 2 else "symbolic"
+    cm = mb.compile(MODELS[name](), parameters=parameters)
+    fn, _ = structured_dynamics(cm.system, cm.parameter_mode)
+    assert schedule_of(fn) is not None
+    assert "mbmodel_call" in codegen._generate_c(fn, derivatives=True)
+    fast = codegen.compile_function(fn, cache_dir=tmp_path, derivatives=True, optimize=2)
+    assert fast.is_a("External")
+    n_x, n_pu = len(cm.states), fn.size1_in(3)
+    X, PU, T = ca.MX.sym("x", n_x), ca.MX.sym("p", n_pu), ca.MX.sym("t")
+    jacobians = [ca.Function("j", [T, X, PU], [ca.jacobian(
+        f(T, X, ca.MX(0, 1), PU, ca.MX(0, 1))[0], ca.vertcat(T, X, PU))]) for f in (fast, fn)]
+    rng = np.random.default_rng(13)
+    p = cm.parameter_vector()
+    for _ in range(3):
+        x = rng.uniform(-1.0, 1.0, n_x)
+        pu = np.concatenate([p, rng.normal(size=n_pu - len(p))])
+        t = rng.uniform(0.0, 2.0)
+        ours, reference = (np.array(f(t, x, [], pu, [])[0]).ravel() for f in (fast, fn))
+        assert np.all(np.isfinite(reference))
+        assert np.max(np.abs(ours - reference)) <= 1e-12 * max(1.0, np.abs(reference).max())
+        ours, reference = (np.array(j(t, x, pu)) for j in jacobians)
+        assert np.max(np.abs(ours - reference)) <= 1e-11 * max(1.0, np.abs(reference).max())
+
+
+def test_the_c_of_a_longer_chain_differs_only_in_its_tables():
+    """The schedule's C is the kernels once and tables of calls: a chain of 32 links has
+    the code of a chain of 16 (same text once the tables and sizes are left out), where
+    casadi's C of the kernel Function has statements for every call."""
+    from mbmodel import codegen
+
+    def sources(n):
+        spec = random_tree(n, np.random.default_rng(4), chain=True)
+        for link in spec:
+            link["kind"] = "revolute"
+        cm = mb.compile(TreeModel(spec), parameters="constant")
+        fn, _ = structured_dynamics(cm.system, cm.parameter_mode)
+        return (codegen._generate_c(fn, derivatives=True),
+                codegen.casadi_c(fn, derivatives=True))
+
+    def code(source):  # without the tables' contents and the numbers
+        source = re.sub(r"\[\d+\] = \{[^}]*\};", "[] = {};", source)
+        return re.sub(r"\d+", "N", source)
+    (short, short_casadi), (long, long_casadi) = sources(16), sources(32)
+    assert code(short) == code(long)
+    # (what grows, the tables, is a fraction of what casadi writes per link)
+    assert len(long_casadi) - len(short_casadi) > 5 * (len(long) - len(short))
+
+
 def test_kernel_count_does_not_grow_with_the_chain():
     counts = {}
     for n in (8, 16, 32):
@@ -238,7 +295,7 @@ def test_kernels_are_cached_on_disk_and_built_again_when_unreadable(tmp_path, mo
     heavier[0]["m"] += 1.0
     first = mb.compile(TreeModel(spec), parameters="constant")
     assert native.code_source(first) is not first.dynamics
-    entries = list(tmp_path.glob("kernels-*.casadi"))
+    entries = list(tmp_path.glob("kernels-*.json"))
     assert len(entries) == 1
 
     def refuse(*args, **kwargs):
@@ -246,6 +303,12 @@ def test_kernels_are_cached_on_disk_and_built_again_when_unreadable(tmp_path, mo
     monkeypatch.setattr(kernels, "structured_dynamics", refuse)
     again = mb.compile(TreeModel(spec), parameters="constant")
     loaded = native.code_source(again)
+    # with its schedule: the same C as the kernels built here, so the same library
+    from mbmodel import codegen
+    from mbmodel.schedule import schedule_of
+    assert schedule_of(loaded) is not None
+    assert codegen._generate_c(loaded, True) == codegen._generate_c(native.code_source(first),
+                                                                     True)
     rng = np.random.default_rng(3)
     for _ in range(3):
         x, t = rng.uniform(-1.0, 1.0, len(again.states)), rng.uniform(0.0, 1.0)
@@ -264,7 +327,7 @@ def test_kernels_are_cached_on_disk_and_built_again_when_unreadable(tmp_path, mo
         rebuilt = native.code_source(mb.compile(TreeModel(spec), parameters="constant"))
         assert rebuilt.is_a("MXFunction") and not rebuilt.is_null()
         assert entries[0].read_text() not in ("not a casadi function", "")
-    assert not [p for p in tmp_path.iterdir() if p.suffix != ".casadi"]  # nothing left over
+    assert not [p for p in tmp_path.iterdir() if p.suffix != ".json"]  # nothing left over
 
 
 def test_kernels_of_axis_aligned_chains_are_pinocchios_articulated_body_algorithm():
@@ -302,14 +365,15 @@ def test_kernels_of_axis_aligned_chains_are_pinocchios_articulated_body_algorith
 @pytest.mark.skipif(not (os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")),
                     reason="no C compiler on this machine")
 def test_kernel_calls_are_marked_for_a_lighter_optimization_and_compute_the_same(tmp_path):
-    """The generated functions that only call kernels (the dynamics and their forward
-    derivative) are marked for gcc's -O1, the kernels themselves are not, and the library
-    built at -O2 computes what the virtual machine does, derivative included."""
+    """In casadi's C of the kernel Function, the generated functions that only call kernels
+    (the dynamics and their forward derivative) are marked for gcc's -O1, the kernels
+    themselves are not; and the library built at -O2 (from the schedule) computes what the
+    virtual machine does, derivative included."""
     from mbmodel import codegen
     cm = mb.compile(TreeModel(random_tree(4, np.random.default_rng(11), chain=True)),
                     parameters="constant")
     fn, _ = structured_dynamics(cm.system, cm.parameter_mode)
-    source = codegen._generate_c(fn, derivatives=True)
+    source = codegen.casadi_c(fn, derivatives=True)
     marked = re.findall(r"^MBMODEL_DISPATCH static int (casadi_f\d+)\(", source, re.M)
     defined = re.findall(r"^(?:MBMODEL_DISPATCH )?static int (casadi_f\d+)\(const casadi_real",
                          source, re.M)
