@@ -379,8 +379,23 @@ class _Emitter:
             ca.DM(call.constants) if call.constants else ca.DM(0, 1)))
 
 
-def _schedule(calls, derivatives, n_x, n_p, n_u, bindings, folded) -> Schedule:
-    """The recorded calls as a :class:`~mbmodel.schedule.Schedule` (plain tables)."""
+def _schedule(calls, derivatives, n_x, n_p, n_u, bindings, bound) -> Schedule:
+    """The recorded calls the state derivatives need as a
+    :class:`~mbmodel.schedule.Schedule` (plain tables). (A call whose outputs only a
+    reader that folding emptied would read is not needed; casadi's MX graph drops it
+    too.)"""
+    needed = [False] * len(calls)
+    stack = [ref.call for ref in derivatives if isinstance(ref, _Out)]
+    while stack:
+        c = stack.pop()
+        if not needed[c]:
+            needed[c] = True
+            stack.extend(calls[c].sources)
+    number = {}  # call -> its number among the needed ones
+    for c, kept in enumerate(needed):
+        if kept:
+            number[c] = len(number)
+    calls = [call for call, kept in zip(calls, needed) if kept]
     index: dict[int, int] = {}
     kernels = []
     for call in calls:
@@ -390,13 +405,14 @@ def _schedule(calls, derivatives, n_x, n_p, n_u, bindings, folded) -> Schedule:
     return Schedule(
         kernels=kernels,
         calls=[index[id(call.kernel)] for call in calls],
-        sources=[j for call in calls for j in call.sources],
+        sources=[number[j] for call in calls for j in call.sources],
         loose=[(leaf.index, leaf.negated) for call in calls for leaf in call.loose],
         constants=[c for call in calls for c in call.constants],
         derivatives=[("number", ref) if isinstance(ref, float) else
-                     ("out", ref.call, ref.index, ref.negated) if isinstance(ref, _Out) else
+                     ("out", number[ref.call], ref.index, ref.negated)
+                     if isinstance(ref, _Out) else
                      ("leaf", ref.index, ref.negated) for ref in derivatives],
-        n_x=n_x, n_p=n_p, n_u=n_u, bindings=bindings, folded=folded)
+        n_x=n_x, n_p=n_p, n_u=n_u, bindings=bindings, bound=bound)
 
 
 def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TIME):
@@ -455,9 +471,11 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
         binding_fn = ca.Function("bindings", [ca.vertcat(*[q.symbol for q in free])
                                               if free else ca.SX(0, 1)],
                                  [ca.vertcat(*resolved)])
-        free_values = (ca.DM([float(q.value) for q in free]) if folded else PU[:n_p]) \
-            if free else ca.MX(0, 1)
-        leaves.append(binding_fn(free_values))
+        if folded:  # (numbers: computed here, once)
+            bound_values = np.array(binding_fn([float(q.value) for q in free])).ravel().tolist()
+            leaves.append(ca.MX(ca.DM(bound_values)))
+        else:
+            leaves.append(binding_fn(PU[:n_p]))
         first = 1 + n_x + n_p + n_u
         for k, q in enumerate(bound):
             env[q.symbol.element_hash()] = _Leaf(first + k, False)
@@ -575,7 +593,7 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
     fn = ca.Function("mbmodel_dynamics", [T, X, ca.MX.sym("z", 0), PU, ca.MX.sym("u", 0)],
                      [xdot, empty, empty, empty], ca.dyn_in(), ca.dyn_out())
     attach(fn, _schedule(calls, derivatives, n_x, n_p, n_u,
-                         binding_fn if bound else None,
-                         [float(q.value) for q in free] if bound and folded else None))
+                         binding_fn if bound and not folded else None,
+                         bound_values if bound and folded else None))
     return fn, KernelStats(len(calls), len(kernels), n_assigned, n_outputs, n_hoisted,
                            n_assignments - n_assigned, n_shared)

@@ -86,6 +86,15 @@ def dynamics(cm, native: bool | str = True, derivatives: bool = False) -> ca.Fun
         fn = built.get(cm)
     if fn is not None:
         return fn
+    with _model_lock(cm):  # (source generation walks the model's graphs: one thread)
+        return _dynamics(cm, native, derivatives, built)
+
+
+def _dynamics(cm, native, derivatives: bool, built) -> ca.Function:
+    with _lock:
+        fn = built.get(cm)
+    if fn is not None:
+        return fn
     from .codegen import build_failed, compile_function
     from .schedule import schedule_of
     source = code_source(cm)
@@ -188,14 +197,31 @@ def code_source(cm) -> ca.Function:
     where it applies, else the flat ``cm.dynamics``. Built once per compiled model."""
     with _lock:
         source = _sources.get(cm)
-    if source is None:
-        built = None
-        if cm.dynamics.n_instructions() > KERNEL_INSTRUCTIONS and not cm.system.algebraic:
-            built = _kernel_source(cm)
-        source = built if built is not None else cm.dynamics
+    if source is not None:
+        return source
+    # Built by one thread at a time: casadi's expression graphs are not safe to walk from
+    # two threads, and two builds of one model's kernels from its shared graph gave wrong
+    # kernels (which the disk cache then kept).
+    with _model_lock(cm):
         with _lock:
-            source = _sources.setdefault(cm, source)
+            source = _sources.get(cm)
+        if source is None:
+            built = None
+            if cm.dynamics.n_instructions() > KERNEL_INSTRUCTIONS and not cm.system.algebraic:
+                built = _kernel_source(cm)
+            source = built if built is not None else cm.dynamics
+            with _lock:
+                source = _sources.setdefault(cm, source)
     return source
+
+
+_model_locks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _model_lock(cm) -> threading.RLock:
+    """The lock under which ``cm``'s code is built (one per compiled model)."""
+    with _lock:
+        return _model_locks.setdefault(cm, threading.RLock())
 
 
 def _kernel_source(cm) -> ca.Function | None:
@@ -218,7 +244,7 @@ def _kernel_source(cm) -> ca.Function | None:
             return None
         kernels = ca.Function.deserialize(entry["function"])
         if not kernels.is_null():  # (an empty entry reads as a null Function, no error)
-            attach(kernels, from_data(entry["schedule"], kernels))
+            attach(kernels, from_data(entry["schedule"]))
             return kernels
     except (OSError, RuntimeError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         pass  # not cached yet, or unreadable: build it

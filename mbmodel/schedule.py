@@ -11,8 +11,9 @@ output live), and a loop in C makes them, so the C is the kernels once plus tabl
 * **No copies** between kernels: every output has its place in one work vector and a kernel
   reads its sources there, as in the MX Function's C.
 * **Same arithmetic**: the kernels are the same Functions, called in the same order on the
-  same values; only the state derivatives' loose values (time, states, parameters) are
-  gathered per call, as there.
+  same values (the calls the state derivatives need: casadi's MX graph drops the others
+  too); a kernel's loose values (time, states, parameters) are gathered per call, as
+  there, and folded bound parameters are numbers in the tables.
 
 The C exports ``<name>`` (and ``fwd1_<name>``, its forward derivative, built from each
 kernel's forward derivative in the same loop) with the API of casadi's generated code, so
@@ -51,9 +52,9 @@ class Schedule:
     ``constants``: per call, its constant array, concatenated. ``derivatives``: per state,
     where its derivative is: ``("out", call, index, negated)``, ``("leaf", index,
     negated)`` or ``("number", value)``. ``n_x``, ``n_p`` (free parameters), ``n_u``
-    (inputs): the sizes of the leaves; ``bindings``: the Function of the bound parameters
-    from the free ones (None without bound parameters), ``folded``: the free parameters'
-    values when they are folded (the bindings then read these, not ``p``)."""
+    (inputs): the sizes of the leaves. The bound parameters' values: ``bindings``, their
+    Function of the free parameters (read from ``p``), or with folded parameters
+    ``bound``, the numbers (None without bound parameters)."""
 
     kernels: list
     calls: list
@@ -65,7 +66,7 @@ class Schedule:
     n_p: int
     n_u: int
     bindings: ca.Function | None = None
-    folded: list | None = None
+    bound: list | None = None
 
 
 _schedules: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -86,27 +87,26 @@ def schedule_of(fn: ca.Function) -> Schedule | None:
 
 def to_data(schedule: Schedule) -> dict:
     """``schedule`` as plain data for JSON (numbers exact: Python writes the shortest text
-    that reads back as the same float), its Functions by name: :func:`from_data` finds them
-    again in the MX Function that calls them."""
-    return {"kernels": [k.name() for k in schedule.kernels], "calls": schedule.calls,
+    that reads back as the same float; Functions serialized by casadi)."""
+    return {"kernels": [k.serialize() for k in schedule.kernels], "calls": schedule.calls,
             "sources": schedule.sources, "loose": schedule.loose,
             "constants": schedule.constants, "derivatives": schedule.derivatives,
             "n_x": schedule.n_x, "n_p": schedule.n_p, "n_u": schedule.n_u,
-            "bindings": schedule.bindings.name() if schedule.bindings is not None else None,
-            "folded": schedule.folded}
+            "bindings": schedule.bindings.serialize() if schedule.bindings is not None
+            else None, "bound": schedule.bound}
 
 
-def from_data(data: dict, fn: ca.Function) -> Schedule:
-    """The schedule :func:`to_data` wrote, with its Functions taken from ``fn``."""
+def from_data(data: dict) -> Schedule:
+    """The schedule :func:`to_data` wrote."""
     return Schedule(
-        kernels=[fn.get_function(name) for name in data["kernels"]],
+        kernels=[ca.Function.deserialize(text) for text in data["kernels"]],
         calls=data["calls"], sources=data["sources"],
         loose=[tuple(leaf) for leaf in data["loose"]],
         constants=[float(c) for c in data["constants"]],
         derivatives=[tuple(ref) for ref in data["derivatives"]],
         n_x=data["n_x"], n_p=data["n_p"], n_u=data["n_u"],
-        bindings=fn.get_function(data["bindings"]) if data["bindings"] else None,
-        folded=data["folded"])
+        bindings=ca.Function.deserialize(data["bindings"]) if data["bindings"] else None,
+        bound=data["bound"])
 
 
 def _c_number(value: float) -> str:
@@ -156,7 +156,8 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
             generator.add(forward)
     name = fn.name()
     n_x, n_pu = schedule.n_x, schedule.n_p + schedule.n_u
-    n_bound = schedule.bindings.nnz_out(0) if schedule.bindings is not None else 0
+    n_bound = (schedule.bindings.nnz_out(0) if schedule.bindings is not None else
+               len(schedule.bound or ()))
     numbers = [d[1] for d in schedule.derivatives if d[0] == "number"]
     first_bound = 1 + n_x + n_pu
     first_number = first_bound + n_bound
@@ -220,14 +221,14 @@ typedef int (*mbmodel_kernel_t)(const casadi_real**, casadi_real**, casadi_int*,
                     + "] = {" + ", ".join(f"fwd1_{k.name()}" for k in kernels) + "};\n")
     bound = ""
     if schedule.bindings is not None:
-        if schedule.folded is not None:
-            text.append(_array("casadi_real", "mbmodel_free", schedule.folded, _c_number))
-            free = "mbmodel_free"
-        else:
-            free = "w + 1 + MBMODEL_NX"
-        bound = f"""  arg1[0] = {free};
+        bound = f"""  arg1[0] = w + 1 + MBMODEL_NX;
   res1[0] = w + MBMODEL_FIRST_BOUND;
   if ({schedule.bindings.name()}(arg1, res1, iw, wk, 0)) return 1;
+"""
+    elif schedule.bound:
+        text.append(_array("casadi_real", "mbmodel_bound", schedule.bound, _c_number))
+        bound = """  for (i = MBMODEL_FIRST_BOUND; i < MBMODEL_FIRST_NUMBER; ++i)
+    w[i] = mbmodel_bound[i - MBMODEL_FIRST_BOUND];
 """
     text.append(f"""
 static casadi_real mbmodel_read(const casadi_real* w, int place) {{
@@ -275,13 +276,10 @@ static int mbmodel_evaluate(const casadi_real** arg, const casadi_real** arg1,
 """))
     if derivatives:
         forward = fn.forward(1)
-        bound_seed = ""
-        if schedule.bindings is not None:
-            if schedule.folded is not None:
-                bound_seed = """  for (i = MBMODEL_FIRST_BOUND; i < MBMODEL_FIRST_NUMBER; ++i) dw[i] = 0;
+        bound_seed = """  for (i = MBMODEL_FIRST_BOUND; i < MBMODEL_FIRST_NUMBER; ++i) dw[i] = 0;
 """
-            else:
-                bound_seed = f"""  arg1[0] = w + 1 + MBMODEL_NX;
+        if schedule.bindings is not None:
+            bound_seed = f"""  arg1[0] = w + 1 + MBMODEL_NX;
   arg1[1] = w + MBMODEL_FIRST_BOUND;
   arg1[2] = dw + 1 + MBMODEL_NX;
   res1[0] = dw + MBMODEL_FIRST_BOUND;

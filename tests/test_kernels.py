@@ -330,6 +330,57 @@ def test_kernels_are_cached_on_disk_and_built_again_when_unreadable(tmp_path, mo
     assert not [p for p in tmp_path.iterdir() if p.suffix != ".json"]  # nothing left over
 
 
+@pytest.mark.parametrize("parameters", ["constant", "symbolic"])
+@pytest.mark.parametrize("name", ["revolute chain", "series RLC"])
+def test_a_cached_schedule_is_read_back_whole(name, parameters, tmp_path, monkeypatch):
+    """The disk cache keeps the schedule with its kernels (not their names in the MX
+    Function, which drops calls nothing needs: a chain with axes along x, y and z) and
+    folded bound parameters as numbers (the MX Function holds no call of their Function):
+    a later process reads it instead of building the kernels, and writes the same C
+    (review)."""
+    import mbmodel.kernels as kernels
+    from mbmodel import codegen
+    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(native, "KERNEL_INSTRUCTIONS", 0)
+    first = native.code_source(mb.compile(MODELS[name](), parameters=parameters))
+    source = codegen._generate_c(first, True)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the kernels were built again")
+    monkeypatch.setattr(kernels, "structured_dynamics", refuse)
+    again = native.code_source(mb.compile(MODELS[name](), parameters=parameters))
+    assert codegen._generate_c(again, True) == source
+
+
+def test_two_threads_build_one_models_kernels_once(monkeypatch):
+    """Two threads that run one compiled model at once get one kernel build between them:
+    two builds from the model's shared expression graph at once gave wrong kernels, which
+    the disk cache then kept (review)."""
+    import threading
+    import time
+    import mbmodel.kernels as kernels
+    monkeypatch.setattr(native, "KERNEL_INSTRUCTIONS", 0)
+    cm = mb.compile(RevoluteChain(6), parameters="constant")
+    builds = []
+    build = kernels.structured_dynamics
+
+    def slow_build(*args, **kwargs):
+        builds.append(threading.get_ident())
+        time.sleep(0.3)  # (the second thread arrives meanwhile)
+        return build(*args, **kwargs)
+    monkeypatch.setattr(kernels, "structured_dynamics", slow_build)
+    monkeypatch.setattr(native, "_kernel_source", lambda cm: slow_build(
+        cm.system, cm.parameter_mode, cm.symbols.t)[0])
+    found = []
+    threads = [threading.Thread(target=lambda: found.append(native.code_source(cm)))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1 and len(found) == 2 and found[0] is found[1]
+
+
 def test_kernels_of_axis_aligned_chains_are_pinocchios_articulated_body_algorithm():
     """Axes along x, y and z, placements without rotation, diagonal inertias: the folded
     zeros and ones are written into the kernels (their operations dropped), and the joint
