@@ -27,7 +27,7 @@ leaves' and outputs' seeds beside them, in the same layout.
 Example::
 
     schedule = schedule_of(fn)            # fn from kernels.structured_dynamics
-    source = c_source(schedule, derivatives=True)
+    source = c_source(schedule, True, fn)
 """
 
 from __future__ import annotations
@@ -174,15 +174,16 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
     n_values = position  # leaves and outputs
     max_loose = max([1, *n_loose])
 
-    derivative_at = []  # per state, its place in w (-1 - place where negated)
+    derivative_at, derivative_sign = [], []  # per state, its place in w and its sign
     next_number = first_number
     for ref in schedule.derivatives:
         if ref[0] == "number":
             derivative_at.append(next_number)
+            derivative_sign.append(1.0)
             next_number += 1
             continue
-        place = out_at[ref[1]] + ref[2] if ref[0] == "out" else ref[1]
-        derivative_at.append(-1 - place if ref[-1] else place)
+        derivative_at.append(out_at[ref[1]] + ref[2] if ref[0] == "out" else ref[1])
+        derivative_sign.append(-1.0 if ref[-1] else 1.0)
     sources = [out_at[j] for j in schedule.sources]
     gathers = [leaf for leaf, _ in schedule.loose]
     # (a sign per gathered value, multiplied: exact, and no branch in the loop)
@@ -213,7 +214,6 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
                               generated))
     text += [f"""#define MBMODEL_CALLS {len(schedule.calls)}
 #define MBMODEL_NX {n_x}
-#define MBMODEL_NPU {n_pu}
 #define MBMODEL_FIRST_BOUND {first_bound}
 #define MBMODEL_FIRST_NUMBER {first_number}
 #define MBMODEL_LEAVES {n_leaves}
@@ -232,6 +232,7 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
             _array("casadi_real", "mbmodel_constant", schedule.constants, _c_number),
             _array("casadi_real", "mbmodel_number", numbers, _c_number),
             _array("int", "mbmodel_derivative", derivative_at),
+            _array("casadi_real", "mbmodel_derivative_sign", derivative_sign, _c_number),
             _array("int", "mbmodel_p_read", p_read)]
     bound = ""
     if schedule.bindings is not None:
@@ -245,8 +246,22 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
     w[i] = mbmodel_bound[i - MBMODEL_FIRST_BOUND];
 """
     text.append(f"""
-static casadi_real mbmodel_read(const casadi_real* w, int place) {{
-  return place >= 0 ? w[place] : -w[-1 - place];
+/* Time, states and the entries of p that are read, into the leaves of w (values or seeds). */
+static void mbmodel_leaves(casadi_real* w, const casadi_real* t, const casadi_real* x,
+                           const casadi_real* p) {{
+  casadi_int i;
+  w[0] = t ? t[0] : 0;
+  if (x) for (i = 0; i < MBMODEL_NX; ++i) w[1 + i] = x[i];
+  else for (i = 0; i < MBMODEL_NX; ++i) w[1 + i] = 0;
+  for (i = 0; i < MBMODEL_P_READ; ++i)
+    w[1 + MBMODEL_NX + mbmodel_p_read[i]] = p ? p[mbmodel_p_read[i]] : 0;
+}}
+
+/* The state derivatives (or their seeds) from w. */
+static void mbmodel_derivatives(const casadi_real* w, casadi_real* out) {{
+  casadi_int i;
+  if (out) for (i = 0; i < MBMODEL_NX; ++i)
+    out[i] = mbmodel_derivative_sign[i] * w[mbmodel_derivative[i]];
 }}
 
 /* The leaves from the arguments, then every call; w as in the module's doc. */
@@ -257,11 +272,7 @@ static int mbmodel_evaluate(const casadi_real** arg, const casadi_real** arg1,
   const int *source = mbmodel_source, *gather = mbmodel_gather;
   const casadi_real *constant = mbmodel_constant, *sign = mbmodel_sign;
   casadi_real* out = w + MBMODEL_LEAVES;
-  w[0] = arg[0] ? arg[0][0] : 0;
-  if (arg[1]) for (i = 0; i < MBMODEL_NX; ++i) w[1 + i] = arg[1][i];
-  else for (i = 0; i < MBMODEL_NX; ++i) w[1 + i] = 0;
-  for (i = 0; i < MBMODEL_P_READ; ++i)
-    w[1 + MBMODEL_NX + mbmodel_p_read[i]] = arg[3] ? arg[3][mbmodel_p_read[i]] : 0;
+  mbmodel_leaves(w, arg[0], arg[1], arg[3]);
 {bound}  for (i = MBMODEL_FIRST_NUMBER; i < MBMODEL_LEAVES; ++i)
     w[i] = mbmodel_number[i - MBMODEL_FIRST_NUMBER];
   for (c = 0; c < MBMODEL_CALLS; ++c) {{
@@ -286,9 +297,8 @@ static int mbmodel_evaluate(const casadi_real** arg, const casadi_real** arg1,
   const casadi_real** arg1 = arg + 5;
   casadi_real** res1 = res + 4;
   casadi_real *loose = w + MBMODEL_VALUES, *wk = loose + MBMODEL_MAX_LOOSE;
-  casadi_int i;
   if (mbmodel_evaluate(arg, arg1, res1, iw, w, loose, wk)) return 1;
-  if (res[0]) for (i = 0; i < MBMODEL_NX; ++i) res[0][i] = mbmodel_read(w, mbmodel_derivative[i]);
+  mbmodel_derivatives(w, res[0]);
   return 0;
 """))
     if derivatives:
@@ -313,11 +323,7 @@ static int mbmodel_evaluate(const casadi_real** arg, const casadi_real** arg1,
   const casadi_real *constant = mbmodel_constant, *sign = mbmodel_sign;
   casadi_real *out = w + MBMODEL_LEAVES, *dout = dw + MBMODEL_LEAVES;
   if (mbmodel_evaluate(arg, arg1, res1, iw, w, loose, wk)) return 1;
-  dw[0] = arg[9] ? arg[9][0] : 0;
-  if (arg[10]) for (i = 0; i < MBMODEL_NX; ++i) dw[1 + i] = arg[10][i];
-  else for (i = 0; i < MBMODEL_NX; ++i) dw[1 + i] = 0;
-  for (i = 0; i < MBMODEL_P_READ; ++i)
-    dw[1 + MBMODEL_NX + mbmodel_p_read[i]] = arg[12] ? arg[12][mbmodel_p_read[i]] : 0;
+  mbmodel_leaves(dw, arg[9], arg[10], arg[12]);
 {bound_seed}  for (i = MBMODEL_FIRST_NUMBER; i < MBMODEL_LEAVES; ++i) dw[i] = 0;
   for (c = 0; c < MBMODEL_CALLS; ++c) {{
     int k = mbmodel_call[c], ns = mbmodel_n_sources[k], nl = mbmodel_n_loose[k];
@@ -343,7 +349,7 @@ static int mbmodel_evaluate(const casadi_real** arg, const casadi_real** arg1,
     out += mbmodel_n_out[k];
     dout += mbmodel_n_out[k];
   }}
-  if (res[0]) for (i = 0; i < MBMODEL_NX; ++i) res[0][i] = mbmodel_read(dw, mbmodel_derivative[i]);
+  mbmodel_derivatives(dw, res[0]);
   return 0;
 """))
     return "".join(text)
