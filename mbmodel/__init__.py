@@ -34,10 +34,9 @@ from .errors import (BalanceError, DeclarationError, ImplicitStartWarning, Initi
 from . import functions
 from .flatten import FlatModel, flatten
 from .structure import SortedSystem, analyze
-from .compiler import BuildTimes, CompiledModel, compile
-from .initialization import initialize
+from .compiler import BuildTimes
+from .compiled import CompiledModel, compile, initialize, simulate
 from .result import Result, format_table
-from .simulate import simulate
 from .persist import PersistError, load
 from .visuals import VisualShape
 from .sweep import sweep

@@ -1,4 +1,4 @@
-"""casadi stage: :class:`SortedSystem` -> casadi Functions in a :class:`CompiledModel`.
+"""casadi stage: :class:`SortedSystem` -> casadi Functions in a :class:`CompiledCore`.
 
 The model becomes a semi-explicit DAE in ``x`` (states), ``z`` (tearing variables of
 nonlinear blocks, empty for most models), ``u`` (external inputs), ``p`` (free parameters)
@@ -26,9 +26,8 @@ from .core import Model, changed_since, check_parameter_value, compiled_now
 from .core import time as TIME
 from .event_layout import EventLayout
 from .initial_conditions import determined_states
-from .errors import (DeclarationError, ImplicitStartWarning, InitializationError,
-                     ModelChangedWarning, NoValueWarning, ParameterError, SimulationError,
-                     user_stacklevel)
+from .errors import (DeclarationError, ImplicitStartWarning, ModelChangedWarning,
+                     NoValueWarning, ParameterError, SimulationError, user_stacklevel)
 from .flat import FlatModel, describe, entries_named, resolve_bindings, stacked
 from .flatten import check_model_instance, flatten
 from .structure import SortedSystem, affine_expression, analyze
@@ -317,9 +316,12 @@ def _entries_given(params: dict, *known, label: str = "params",
     return spread
 
 
-class CompiledModel:
-    """A model compiled to casadi Functions and the metadata to run them: simulate,
-    initialize, linearize or evaluate it.
+class CompiledCore:
+    """What the compiler makes of a model: its casadi Functions and the metadata to run
+    them. Running is not the compiler's: :class:`mbmodel.CompiledModel` (the class
+    :func:`mbmodel.compile` returns, in :mod:`mbmodel.compiled`) adds the runs (simulate,
+    initialize, linearize, evaluate, save, export), each a function of a sibling module
+    that imports this one.
 
     Attributes: ``states``, ``algebraic``, ``inputs``, ``parameters`` (names), ``symbols``
     (:class:`ModelSymbols`: the Functions' arguments), ``ode`` (``f(x, z, u, p, t) -> ẋ``),
@@ -332,9 +334,8 @@ class CompiledModel:
 
     Example::
 
-        cm = mb.compile(model)
-        print(cm.states)
-        res = cm.simulate(1.0, params={"resistor.R": 20.0})
+        core = compile(model)                  # mbmodel.compiler.compile
+        print(core.states, core.parameter_vector({"resistor.R": 20.0}))
     """
 
     def __init__(self, code: GeneratedModel, system: SortedSystem, parameters: str = "symbolic",
@@ -662,28 +663,7 @@ class CompiledModel:
             self._units = units
         return self._units
 
-    # -- saving -------------------------------------------------------------------------------
-    def save(self, path) -> None:
-        """Write this compiled model to ``path``; :func:`mbmodel.load` reads it back in any
-        process without recompiling (see :mod:`mbmodel.persist`).
-
-        Example::
-
-            cm.save("robot.mbm")
-            cm = mb.load("robot.mbm")
-        """
-        from .persist import save
-        save(self, path)
-
-    def export_fmu(self, path, **options):
-        """Write this model as an FMI 2.0 FMU (Model Exchange and Co-Simulation); see
-        :func:`mbmodel.fmu.export_fmu` for the options and what is exported.
-
-        Example: ``cm.export_fmu("rc.fmu", outputs=["capacitor.v"])``"""
-        from .fmu import export_fmu
-        return export_fmu(self, path, **options)
-
-    # -- running ------------------------------------------------------------------------------
+    # -- names ----------------------------------------------------------------------------------
     def alias_root(self, name: str) -> tuple[str | None, float, float]:
         """``(root, sign, offset)`` with ``name = sign * root + offset``, down the chain of
         eliminated aliases: ``root`` is ``name`` itself where it was kept, None where it is
@@ -696,61 +676,6 @@ class CompiledModel:
             name, s, o = self.aliases[name]
             sign, offset = sign * s, offset + sign * o
         return name, sign, offset
-
-    def evaluator(self, outputs: list[str] | None = None, native: bool = True):
-        """A fast function ``(x, u, p, t) -> values`` for calls from Python: the state
-        derivatives (forward dynamics) or the named ``outputs`` (e.g. joint torques of a
-        model compiled for ``analysis="inverse"``), in generated C by default, called
-        through casadi's buffer interface; see :class:`mbmodel.native.Evaluator`.
-
-        Example::
-
-            fd = cm.evaluator()
-            xdot = fd(x)                # numpy array, overwritten by the next call
-        """
-        from .native import evaluator
-        return evaluator(self, outputs, native)
-
-    def simulate(self, t_end: float, **options):
-        """Simulate from ``t_start`` (default 0) to ``t_end``; see :func:`mbmodel.simulate`.
-
-        Example: ``res = cm.simulate(2.0, params={"load.J": 2.0}, n_points=201)``"""
-        import inspect
-
-        from .simulate import simulate_compiled
-        self.warn_if_model_changed()
-        known = list(inspect.signature(simulate_compiled).parameters)[2:]
-        unknown = sorted(set(options) - set(known))
-        if unknown:
-            raise SimulationError(f"simulate() has no option {', '.join(map(repr, unknown))}; "
-                                  f"its options are {', '.join(known)}")
-        return simulate_compiled(self, t_end, **options)
-
-    def initialize(self, **options):
-        """Consistent initial ``(x0, z0)``; see :func:`mbmodel.initialize`.
-
-        Example: ``x0, z0 = cm.initialize(steady_state=True)``"""
-        from .initialization import initial_values
-        self.warn_if_model_changed()
-        x0, z0 = initial_values(self, **options)
-        self._check_run_asserts_at_start(x0, z0, options)
-        return x0, z0
-
-    def _check_run_asserts_at_start(self, x0, z0, options):
-        """The run-time asserts (``mb.Assert`` on variables) at the initialized point, as
-        ``simulate`` checks them at its first output point: an InitializationError names
-        the first that fails (a cylinder's chamber started beyond its stroke)."""
-        from .simulate import initial_point_result, run_asserts
-        checks = run_asserts(self)
-        if not checks.asserts:
-            return
-        p = self.parameter_vector(options.get("params"))
-        point = initial_point_result(self, x0, z0, p, options.get("inputs"),
-                                     options.get("t_start", 0.0))
-        try:
-            checks.check(point, p)
-        except SimulationError as exc:
-            raise InitializationError(str(exc).split(" The result up to")[0]) from None
 
     def warn_if_model_changed(self):
         """A :class:`~mbmodel.ModelChangedWarning` (once for each new change) if a
@@ -774,27 +699,8 @@ class CompiledModel:
             f"as params={{name: value}}, or compile the model again (for new start values "
             f"too)."), stacklevel=user_stacklevel())
 
-    def linearize(self, x=None, u=None, params=None, t=0.0, z=None, *, inputs=None,
-                  outputs=None, steady_state=False):
-        """Linearization ``ẋ = A x + B u``, ``y = C x + D u`` around the operating point
-        ``(x, u)`` at time ``t`` (default: the initial state for inputs ``u``, or with
-        ``steady_state=True`` the steady state). Algebraic variables are eliminated by the
-        implicit function theorem. ``inputs`` selects and orders the inputs (default: all),
-        ``outputs`` names any model variables as outputs. Returns a
-        :class:`~mbmodel.linearize.LinearSystem` (``A, B = cm.linearize()`` or
-        ``A, B, C, D = cm.linearize(outputs=[...])``; ``.to_control()`` for python-control).
-
-        Example::
-
-            lin = cm.linearize(outputs=["load.w"], steady_state=True)
-            print(lin.eigenvalues())
-        """
-        from .linearize import linearize
-        self.warn_if_model_changed()
-        return linearize(self, x, u, params, t, z, inputs, outputs, steady_state)
-
     def __repr__(self):
-        return (f"<CompiledModel {self.name}: {len(self.states)} states, {len(self.algebraic)} "
+        return (f"<{type(self).__name__} {self.name}: {len(self.states)} states, {len(self.algebraic)} "
                 f"algebraic, {len(self.inputs)} inputs, {len(self.parameters)} parameters>")
 
 
@@ -811,26 +717,18 @@ def per_second(unit: str) -> str:
 
 def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbolic",
             state_priority: dict[str, int] | None = None,
-            outputs: list[str] | None = None, check_units: bool = False) -> CompiledModel:
-    """Flatten, analyse and compile ``model`` into a :class:`CompiledModel`.
-
-    ``analysis`` is what the model is compiled for: ``"forward"`` (dynamics: states and
-    their derivatives) or ``"inverse"`` (motion prescribed, forces computed). Components
-    may choose their formulation by it (``Model.analysis``); the multibody library uses
-    articulated-body quantities for the first and cut forces for the second, so the same
-    model yields the articulated-body algorithm or recursive Newton–Euler.
-
-    ``parameters="constant"`` folds parameter values into the generated expressions (smaller
-    code; changing them needs a recompile). ``outputs`` (variable names) limits the results
-    to those variables and drops every equation neither they nor the state derivatives need.
-    ``check_units=True`` checks that the two sides of every equation have the same unit
-    (with pint, the ``units`` extra; see :mod:`mbmodel.units`) and raises
-    :class:`~mbmodel.units.UnitError` naming the equations that disagree.
+            outputs: list[str] | None = None, check_units: bool = False,
+            model_class: type | None = None) -> CompiledCore:
+    """The compiler's stages on ``model``: flatten, analyze (in :func:`compile_flat`),
+    generate. The options are :func:`mbmodel.compile`'s, which documents them;
+    ``model_class`` is the class of the result (a subclass of :class:`CompiledCore`, which
+    is the default): :func:`mbmodel.compile` asks for :class:`mbmodel.CompiledModel`,
+    which adds the runs.
 
     Example::
 
-        cm = mb.compile(DCMotorDrive())
-        print(cm.states, cm.build_times.total)
+        core = compile(RC())
+        print(core.states, core.build_times.total)
     """
     if parameters not in ("symbolic", "constant"):
         raise DeclarationError("parameters must be 'symbolic' or 'constant'")
@@ -859,7 +757,7 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
             from .units import check_units as units_agree
             units_agree(flat)                             # pint: both sides alike
         times.flatten = _clock.perf_counter() - t0
-        cm = compile_flat(flat, parameters, state_priority, outputs, times)
+        cm = compile_flat(flat, parameters, state_priority, outputs, times, model_class)
         cm._compiled_from = (weakref.ref(model), compiled_at)
         return cm
 
@@ -867,11 +765,12 @@ def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbo
 def compile_flat(flat: FlatModel, parameters: str = "symbolic",
                  state_priority: dict[str, int] | None = None,
                  outputs: list[str] | None = None,
-                 times: BuildTimes | None = None) -> CompiledModel:
+                 times: BuildTimes | None = None,
+                 model_class: type | None = None) -> CompiledCore:
     """The stages after flattening (:func:`compile`'s options): analyze, generate, and the
-    :class:`CompiledModel`. ``times`` gets the stages' times. The run-time state choice
-    (:mod:`mbmodel.state_selection`) compiles its other choices of the same flat model
-    with it.
+    compiled model, of ``model_class`` (:class:`CompiledCore` by default). ``times`` gets
+    the stages' times. The run-time state choice (:mod:`mbmodel.state_selection`)
+    compiles its other choices of the same flat model with it.
 
     Example::
 
@@ -892,7 +791,7 @@ def compile_flat(flat: FlatModel, parameters: str = "symbolic",
     t2 = _clock.perf_counter()
     code = generate(system, parameters, outputs)      # -> casadi Functions
     times.structure, times.casadi = t2 - t1, _clock.perf_counter() - t2
-    return CompiledModel(code, system, parameters, times, flat)
+    return (model_class or CompiledCore)(code, system, parameters, times, flat)
 
 
 @contextlib.contextmanager

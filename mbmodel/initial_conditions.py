@@ -1,7 +1,7 @@
 """The structure of a compiled model's hard initial conditions (fixed starts and initial
 equations): which unknowns each involves, and which states they determine through the
 equations. Read when the model is built (which states start from an implicit 0,
-:class:`mbmodel.compiler.CompiledModel`) and by the initialization
+:class:`mbmodel.compiler.CompiledCore`) and by the initialization
 (:mod:`mbmodel.initialization`); it needs nothing of the simulator."""
 
 from __future__ import annotations

@@ -30,14 +30,6 @@ from .initial_conditions import matched_conditions as _matched_conditions
 from .workspace import remember, workspace
 
 
-def initialize(cm, **options):
-    """Consistent initial ``(x0, z0)`` of the compiled model ``cm``: the same as
-    ``cm.initialize(**options)`` (see :func:`initial_values` for the options).
-
-    Example: ``x0, z0 = mb.initialize(cm, steady_state=True)``"""
-    return cm.initialize(**options)
-
-
 def initial_values(cm, *, params=None, inputs=None, t_start: float = 0.0, steady_state=False,
                    x_guess=None, discrete=None):
     """Solve for consistent initial states ``x0`` and algebraic variables ``z0``.

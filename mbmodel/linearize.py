@@ -101,7 +101,7 @@ class LinearSystem:
 
 def linearize(cm, x=None, u=None, params=None, t=0.0, z=None, inputs=None, outputs=None,
               steady_state=False) -> LinearSystem:
-    """Linearize the compiled model ``cm``; see :meth:`CompiledModel.linearize`."""
+    """Linearize the compiled model ``cm``; see :meth:`mbmodel.CompiledModel.linearize`."""
     p = cm.parameter_vector(params)
     t = scalar(t, "linearize(t=...)", SimulationError)
     if not np.isfinite(t):

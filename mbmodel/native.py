@@ -1,7 +1,7 @@
 """Native code for a compiled model: its dynamics in generated C, and fast evaluators.
 
-A :class:`~mbmodel.compiler.CompiledModel` holds casadi SX Functions, which casadi evaluates
-in its virtual machine. This module builds the model's dynamics into a shared library
+A compiled model (:class:`~mbmodel.compiler.CompiledCore`) holds casadi SX Functions, which
+casadi evaluates in its virtual machine. This module builds the model's dynamics into a shared library
 through :mod:`mbmodel.codegen` (cached on disk, keyed by the generated C: compiled once per
 model structure, reused by every run and process; for large models the structure-preserving
 kernels the C is generated from are cached beside it, keyed by the flat dynamics) and offers
@@ -267,7 +267,7 @@ _FLAT = "flat"
 class Evaluator:
     """Calls a compiled model's function of ``(x, u, p, t)`` from Python at buffer speed.
 
-    Built by :meth:`CompiledModel.evaluator`: the state derivatives (forward dynamics)
+    Built by :meth:`mbmodel.CompiledModel.evaluator`: the state derivatives (forward dynamics)
     or the named outputs (e.g. the joint torques of a model compiled with
     ``analysis="inverse"``, whose inputs are the prescribed motion). The arguments are
     copied into buffers the C code reads directly; the result is a numpy array that the next
@@ -277,7 +277,7 @@ class Evaluator:
     values (``cm.start``), ``u`` zeros, ``p`` the parameters' values
     (``cm.parameter_vector()``). ``u`` is every external input (``cm.inputs``); in a model
     with events the relations are evaluated at each call's point (a contact where the state
-    is inside it, as :meth:`CompiledModel.linearize` takes them), and discrete variables that
+    is inside it, as :meth:`mbmodel.CompiledModel.linearize` takes them), and discrete variables that
     when clauses set keep their start values, unless ``u`` is given whole (the inputs, then
     ``cm.discrete``).
 
@@ -436,7 +436,7 @@ class Evaluator:
 
 def evaluator(cm, outputs: list[str] | None = None, native: bool = True) -> Evaluator:
     """An :class:`Evaluator` of ``cm``'s state derivatives (``outputs=None``) or of the
-    named variables, in generated C when ``native``. See :meth:`CompiledModel.evaluator`."""
+    named variables, in generated C when ``native``. See :meth:`mbmodel.CompiledModel.evaluator`."""
     from .codegen import compile_function
     X, U, P = cm.symbols.x, cm.symbols.u, cm.symbols.p
     Z = _empty()

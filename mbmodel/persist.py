@@ -54,7 +54,8 @@ _TRANSIENT = {"_units", "_run_asserts", "_compiled_from", "_changes_warned"}
 #: Classes that moved to another module since models were first saved: where a saved name
 #: is found now.
 MOVED = {"mbmodel.events:EventLayout": "mbmodel.event_layout:EventLayout",
-         "mbmodel.events:Event": "mbmodel.event_layout:Event"}
+         "mbmodel.events:Event": "mbmodel.event_layout:Event",
+         "mbmodel.compiler:CompiledModel": "mbmodel.compiled:CompiledModel"}
 
 
 class PersistError(ModelError):

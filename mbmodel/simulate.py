@@ -5,6 +5,7 @@ steps are resolved exactly. Solver objects are kept per thread (:mod:`mbmodel.wo
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import casadi as ca
@@ -12,7 +13,6 @@ import numpy as np
 
 from .asserts import RunAsserts
 from .checks import scalar, vector
-from .core import Model
 from .diagnose import explain_point, locate_non_finite, weakest_block
 from .errors import MethodReplacedWarning, SimulationError, user_stacklevel
 from .explicit import integrator as explicit_integrator
@@ -129,7 +129,7 @@ def simulate_compiled(cm, t_end, *, t_start=0.0, n_points=None, times=None, para
 
 def initial_point_result(cm, x0, z0, p, inputs, t_start) -> Result:
     """A one-point :class:`Result` at ``t_start`` of an initialized point ``(x0, z0)``
-    (what the run-time asserts are checked on after :meth:`CompiledModel.initialize`)."""
+    (what the run-time asserts are checked on after :meth:`mbmodel.CompiledModel.initialize`)."""
     grid = np.array([float(t_start)])
     u = np.asarray(input_function(cm, inputs)(float(t_start)), dtype=float).reshape(-1, 1)
     n_discrete = len(getattr(cm, "discrete_start", ()))
@@ -656,43 +656,25 @@ def _integrator(cm, dyn, method, t0, tout, rtol, atol, max_step, native, first_s
     return built(cache, key, lambda: ca.integrator("sim", solver, rhs, float(t0), grid, opts))
 
 
-def simulate(model, t_end: float, **options) -> Result:
-    """Compile (if needed) and simulate a model.
+def run(cm, t_end: float, **options) -> Result:
+    """Simulate the compiled model ``cm`` from ``t_start`` (default 0) to ``t_end``: what
+    ``cm.simulate`` and :func:`mbmodel.simulate` run. Warns if the model it was compiled
+    from changed since, and names the options it does not have.
 
-    Options: ``t_start`` (0), ``n_points`` (501) or ``times`` (output grid), ``params``
-    (name -> value), ``inputs`` (name -> number or (times, values)), ``rtol`` (1e-8), ``atol``
-    (1e-10), ``steady_state`` (start in steady state), ``x0`` (initial states), ``method``
-    (``"auto"``: for non-stiff models Adams–Bashforth–Moulton or, between events,
-    DOP853, both in C, or CVODES' Adams where the dynamics are not generated C; BDF for
-    stiff models; IDAS with algebraic variables; or ``"abm"``, ``"dop853"``, ``"adams"``,
-    ``"bdf"``, ``"cvodes"``, ``"idas"``: see :data:`METHODS`), ``z0`` (guesses of the algebraic
-    variables, with ``x0``), ``state_selection`` (``"dynamic"``: where the choice of states
-    of a constrained model depends on the solution, switch it at run time, see
-    :mod:`mbmodel.state_selection`; ``"static"``: keep the compiled choice), ``max_step``
-    (default: a
-    sixteenth of the shortest period declared with ``Model.time_scale``, e.g. by sine
-    sources; none without such declarations), ``native``
-    (``"auto"``: the dynamics run as generated C, built once per model structure and cached
-    on disk, when cached or quick to build, else in casadi's virtual machine while the C
-    builds in the background; True: always C, building it first; False: the virtual
-    machine), ``progress`` (a tqdm progress bar over simulated time, shown once a run has
-    taken a second; ``"auto"``, the default, moves it where the run stops anyway: after each
-    integrator call of a run with events, at time events; True also cuts a run without
-    events into about 20 integrator calls at output times so that the bar moves, each
-    restarting the integrator: its numbers then differ within the tolerances from a run
-    without the bar, and ``res.methods`` has an entry per call; False: no bar).
+    The options are :func:`mbmodel.compiled.simulate`'s (``mb.simulate``), which documents
+    them.
 
     Example::
 
-        res = mb.simulate(RC(), t_end=5e-3, params={"resistor.R": 2e3})
-        res.plot(["capacitor.v"], file="rc.png")
+        res = run(cm, 5e-3, params={"resistor.R": 2e3})
     """
-    from .compiler import CompiledModel, compile
-    if not isinstance(model, (Model, CompiledModel)):
-        raise SimulationError(f"simulate() takes a Model or a CompiledModel, not "
-                              f"{type(model).__name__}")
-    cm = model if isinstance(model, CompiledModel) else compile(model)
-    return cm.simulate(t_end, **options)
+    cm.warn_if_model_changed()
+    known = list(inspect.signature(simulate_compiled).parameters)[2:]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise SimulationError(f"simulate() has no option {', '.join(map(repr, unknown))}; "
+                              f"its options are {', '.join(known)}")
+    return simulate_compiled(cm, t_end, **options)
 
 
 def _last_line(exc) -> str:

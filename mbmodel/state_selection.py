@@ -185,7 +185,8 @@ class StateChoice:
                 for name in self.set.chains[i]:
                     priority[name] = 0 if i in dependent else 10
             base = self.base
-            cm = compile_flat(base.flat, base.parameter_mode, priority)
+            cm = compile_flat(base.flat, base.parameter_mode, priority,
+                              model_class=type(base))
             states = set(cm.states)
             got = frozenset(i for i, name in enumerate(self.set.candidates)
                             if name not in states)

@@ -38,10 +38,13 @@ from multiprocessing import get_context
 
 import numpy as np
 
+from .compiled import compile
+from .compiler import CompiledCore
+from .core import Model
 from .errors import ModelError, SimulationError
 from .inputs import input_function
 from .progress import run_bar
-from .simulate import checked_options
+from .simulate import checked_options, run
 
 __all__ = ["sweep", "runs_of"]
 
@@ -200,7 +203,7 @@ def _simulate_run(cm, task):
     """One run: ``(run, times, values (outputs x times), error message or None)``."""
     k, p, u, outputs, t_end, options = task
     try:  # the sweep's own bar counts the runs; none per run
-        res = cm.simulate(t_end, params=p, inputs=u, progress=False, **options)
+        res = run(cm, t_end, params=p, inputs=u, progress=False, **options)
     except SimulationError as exc:
         reached = getattr(exc, "result", None)
         if reached is None:
@@ -363,9 +366,7 @@ def _table(pd, cm, runs, answers, outputs, swept, inputs, errors, defaults):
 
 
 def _compiled(model):
-    from .compiler import CompiledModel, compile
-    from .core import Model
-    if isinstance(model, CompiledModel):
+    if isinstance(model, CompiledCore):
         return model
     if isinstance(model, Model):
         return compile(model)

@@ -1575,3 +1575,44 @@ def test_a_compiled_model_does_not_keep_its_model_alive():
     gc.collect()
     assert alive() is None   # the flat model holds names, not the user's objects
     assert np.isfinite(cm.simulate(1e-3, n_points=3).t).all()
+
+
+def test_the_compiler_imports_nothing_of_the_running_side():
+    # The compiler's stages import no module that runs a compiled model (simulation,
+    # initialization, generated C, saving): those import the compiler, and mbmodel.compiled
+    # joins them above it. Read from every module's imports, those inside functions too.
+    import ast
+    import pathlib
+
+    import networkx as nx
+
+    package = pathlib.Path(mb.__file__).parent
+    imports = nx.DiGraph()
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                targets = ([node.module.split(".")[0]] if node.module else
+                           [alias.name for alias in node.names])
+                imports.add_edges_from((path.stem, target) for target in targets)
+    running = {"compiled", "simulate", "initialization", "linearize", "events", "native",
+               "codegen", "kernels", "explicit", "integrators", "state_selection", "persist",
+               "fmu", "sweep", "result", "animation"}
+    assert running <= set(imports)  # (every name above is a module that imports something)
+    reached = nx.descendants(imports, "compiler")
+    assert "structure" in reached and "flatten" in reached
+    assert not reached & running, sorted(reached & running)
+
+
+def test_the_compiler_makes_the_data_and_mb_compile_adds_the_runs():
+    from mbmodel.compiler import CompiledCore, compile as compile_stages
+    core = compile_stages(RCLadder(2))
+    assert type(core) is CompiledCore and not hasattr(core, "simulate")
+    cm = mb.compile(RCLadder(2))
+    assert isinstance(cm, CompiledCore) and type(cm) is mb.CompiledModel
+    assert core.states == cm.states
+    # mb.simulate runs either, to the same numbers; the capacitor voltages of the ladder
+    # rise towards the source's 1 V
+    a, b = mb.simulate(core, 20.0), cm.simulate(20.0)
+    for name in cm.states:
+        np.testing.assert_array_equal(a[name], b[name])
+        assert 0.99 < b[name][-1] < 1.0 + 1e-9

@@ -237,20 +237,25 @@ def test_result_round_trips_with_units_and_events(tmp_path):
 
 
 def test_a_model_saved_before_a_class_moved_still_loads():
-    # EventLayout and Event moved from mbmodel.events to mbmodel.event_layout: a file that
-    # names them by their old module loads (persist.MOVED), and runs as the original does
+    # EventLayout and Event moved from mbmodel.events to mbmodel.event_layout, and the
+    # compiled model from mbmodel.compiler to mbmodel.compiled (the compiler keeps the part
+    # without runs): a file that names them by their old modules loads (persist.MOVED),
+    # and runs as the original does
     cm = mb.compile(BouncingBall())
     data = persist.dumps(cm)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         parts = {name: archive.read(name) for name in archive.namelist()}
     text = parts["model.json"].decode()
     assert "mbmodel.event_layout:EventLayout" in text
-    parts["model.json"] = text.replace("mbmodel.event_layout:", "mbmodel.events:").encode()
+    assert "mbmodel.compiled:CompiledModel" in text
+    parts["model.json"] = text.replace("mbmodel.event_layout:", "mbmodel.events:").replace(
+        "mbmodel.compiled:CompiledModel", "mbmodel.compiler:CompiledModel").encode()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, content in parts.items():
             archive.writestr(name, content)
     loaded = persist.loads(buffer.getvalue())
     assert type(loaded.events).__module__ == "mbmodel.event_layout"
+    assert type(loaded) is mb.CompiledModel
     a, b = cm.simulate(1.0), loaded.simulate(1.0)
     assert [e.time for e in a.events] == [e.time for e in b.events] and len(a.events) > 1

@@ -145,7 +145,7 @@ class JointSpace:
     """Forward or inverse dynamics of a compiled multibody model with vectors in joint order.
 
     Parameters:
-        cm: a :class:`~mbmodel.compiler.CompiledModel` of a multibody model whose moving
+        cm: a :class:`~mbmodel.CompiledModel` of a multibody model whose moving
             joints are revolute or prismatic: compiled for the forward analysis (joints with
             ``actuated=True``, or a URDF model from ``from_urdf``) for :meth:`forward`, or
             for ``analysis="inverse"`` for :meth:`inverse`.
