@@ -31,14 +31,18 @@ STIFFNESS_LIMIT = 1e4
 EIGEN_STATES = 300
 
 
-def mapped(cm, fn, n):
-    """``fn.map(n)``, kept per thread (building a map costs more than evaluating one).
+def mapped(cm, fn, n, shared=()):
+    """``fn`` evaluated at ``n`` points in one call, kept per thread (building a map costs
+    more than evaluating one): each input a column per point, except the inputs at
+    positions ``shared``, one column for all (the parameters: repeated, a large model's
+    would be converted ``n`` times over).
 
-    Example: ``table = mapped(cm, cm.output_function, len(grid))(X, Z, U, p, grid)``"""
+    Example: ``table = mapped(cm, cm.output_function, len(grid), (3,))(X, Z, U, p, grid)``"""
     cache = workspace(cm, "maps")
-    key = (id(fn), n)
+    key = (id(fn), n, tuple(shared))
     if key not in cache:
-        remember(cache, key, (fn, fn.map(n)))  # fn kept alive so its id stays unique
+        # (fn kept alive so its id stays unique)
+        remember(cache, key, (fn, fn.map("mapped", "serial", n, list(shared), [])))
     return cache[key][1]
 
 

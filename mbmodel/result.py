@@ -27,7 +27,7 @@ class Result:
         res.save("run.npz")                 # mb.Result.load("run.npz") reads it back
     """
 
-    def __init__(self, t, values, names, compiled=None, known=None, check=None):
+    def __init__(self, t, values, names, compiled=None, known=None, check=None, rows=None):
         self.t = np.asarray(t, dtype=float)
         self.names = list(names)
         self._rows = None   # name -> row of ``values``, built on the first lookup by name
@@ -39,6 +39,11 @@ class Result:
         self._compute = values if callable(values) else None
         self._values = None if callable(values) else self._shaped(values)
         self._known = dict(known or {})
+        # ``rows(indices)``: the trajectories of the variables at those rows of ``values``
+        # alone, computed from what they need (one variable of a 100-link chain: a few ms,
+        # against ~2 s for the table), each kept once read
+        self._rows_of = rows if self._compute is not None else None
+        self._read: dict[str, np.ndarray] = {}
         # ``check(result, name, trajectory)``: the error to raise when a trajectory read is
         # not finite (a simulation's result never hands out NaN or inf silently).
         self._check = check
@@ -67,10 +72,13 @@ class Result:
         to the last of them), e.g. the part of a run before a check failed.
 
         Example: ``before = res.head(10)``"""
+        def head_rows(indices, whole=self._rows_of):
+            return whole(indices)[:, :n]
+        alone = self._values is None and self._rows_of is not None
         head = Result(self.t[:n], lambda: self.values[:, :n], self.names,
                       compiled=self.compiled,
                       known={name: trajectory[:n] for name, trajectory in self._known.items()},
-                      check=self._check)
+                      check=self._check, rows=head_rows if alone else None)
         head.methods = list(self.methods)
         end = self.t[n - 1] if n else -np.inf
         head.events = [e for e in self.events if e.time <= end]
@@ -102,30 +110,60 @@ class Result:
             return self.t
         if self._values is None and name in self._known:
             return self._known[name]
-        try:
-            row = self.values[self._index()[name]]
-        except KeyError:
-            # the same last name (case aside) or a close spelling, the closest first
-            tail = name.split(".")[-1].lower()
-            found = {n for n in self.names if n.split(".")[-1].lower() == tail}
-            found.update(difflib.get_close_matches(name, self.names, n=6, cutoff=0.8))
-            close = sorted(found, key=lambda n: -difflib.SequenceMatcher(
-                None, name.lower(), n.lower()).ratio())[:6]
-            hint = f"; similar names: {', '.join(close)}" if close else ""
-            entries = [n for n in self.names if n.startswith(name + "[")]
-            if entries:   # a vector or matrix by its declared name
-                shown = (", ".join(entries) if len(entries) <= 4 else
-                         f"{entries[0]} .. {entries[-1]}")
-                hint = (f": it has {len(entries)} entries, each a variable of its own "
-                        f"({shown}); ask for one, or stack them: np.array([res[n] for n in "
-                        f"[{entries[0]!r}, ...]])")
-            if name in (getattr(self.compiled, "parameters", None) or ()):
-                hint = (f": it is a parameter, whose value the run took from params= or "
-                        f"the compiled model's defaults (cm.parameter_vector()[cm.parameters"
-                        f".index('{name}')])")
-            raise KeyError(f"no variable '{name}' in the result{hint}") from None
+        row = self._read.get(name)
+        if row is None:
+            index = self._index().get(name)
+            if index is None:
+                self._raise_unknown(name)
+            row = self._trajectory(index)
         if self._check is not None and not np.all(np.isfinite(row)):
             raise self._check(self, name, row)
+        return row
+
+    def _raise_unknown(self, name: str):
+        """The KeyError for a name the result does not have, with the names meant."""
+        # the same last name (case aside) or a close spelling, the closest first
+        tail = name.split(".")[-1].lower()
+        found = {n for n in self.names if n.split(".")[-1].lower() == tail}
+        found.update(difflib.get_close_matches(name, self.names, n=6, cutoff=0.8))
+        close = sorted(found, key=lambda n: -difflib.SequenceMatcher(
+            None, name.lower(), n.lower()).ratio())[:6]
+        hint = f"; similar names: {', '.join(close)}" if close else ""
+        entries = [n for n in self.names if n.startswith(name + "[")]
+        if entries:   # a vector or matrix by its declared name
+            shown = (", ".join(entries) if len(entries) <= 4 else
+                     f"{entries[0]} .. {entries[-1]}")
+            hint = (f": it has {len(entries)} entries, each a variable of its own "
+                    f"({shown}); ask for one, or stack them: np.array([res[n] for n in "
+                    f"[{entries[0]!r}, ...]])")
+        if name in (getattr(self.compiled, "parameters", None) or ()):
+            hint = (f": it is a parameter, whose value the run took from params= or "
+                    f"the compiled model's defaults (cm.parameter_vector()[cm.parameters"
+                    f".index('{name}')])")
+        raise KeyError(f"no variable '{name}' in the result{hint}")
+
+    def _prefetch(self, names) -> None:
+        """Trajectories of ``names`` computed together before they are read one by one:
+        those not yet known in one Function, or the whole table where they are a quarter
+        of it or more (their Functions would then do the table's work, and more)."""
+        if self._values is not None or self._rows_of is None:
+            return
+        index = self._index()
+        missing = [index[n] for n in dict.fromkeys(names)
+                   if n in index and n not in self._read and n not in self._known]
+        if 4 * len(missing) >= len(self.names):
+            self.values  # noqa: B018 - the property computes the table and keeps it
+        elif missing:
+            rows = np.asarray(self._rows_of(missing), dtype=float)
+            for i, row in zip(missing, rows.reshape(len(missing), len(self.t))):
+                self._read[self.names[i]] = row
+
+    def _trajectory(self, index: int) -> np.ndarray:
+        """Row ``index`` of the table: computed alone while the table is not (kept)."""
+        if self._values is not None or self._rows_of is None:
+            return self.values[index]
+        row = np.asarray(self._rows_of([index]), dtype=float).reshape(len(self.t))
+        self._read[self.names[index]] = row
         return row
 
     def __contains__(self, name: str) -> bool:
@@ -160,6 +198,7 @@ class Result:
         if isinstance(names, str):
             return value(names)
         chosen = self.names if names is None else list(names)
+        self._prefetch(chosen)
         return {n: value(n) for n in chosen}
 
     def unit(self, name: str) -> str:
@@ -227,6 +266,7 @@ class Result:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("to_dataframe() needs pandas: pip install 'mbmodel[dataframe]'") from exc
         names = self.names if names is None else list(names)
+        self._prefetch(names)
         return pd.DataFrame({n: self[n] for n in names}, index=pd.Index(self.t, name="time"))
 
     def to_csv(self, path, names=None):
@@ -235,6 +275,7 @@ class Result:
 
         Example: ``res.to_csv("run.csv", ["load.phi", "load.w"])``"""
         names = self.names if names is None else list(names)
+        self._prefetch(names)
         cols = [self[n] for n in names]
         with atomic_write(path, "w", newline="") as fh:
             w = csv.writer(fh)
@@ -258,6 +299,7 @@ class Result:
         if isinstance(names, str):
             names = [names]
         groups = [names] if names and isinstance(names[0], str) else names
+        self._prefetch(n for group in groups for n in group)
         size = (8, 2.6 * len(groups) + 0.6)
         if ax is not None:
             fig, axes = ax.figure, [ax]

@@ -26,7 +26,7 @@ from .native import dynamics
 from .progress import time_bar
 from .quiet import casadi_lines_dropped
 from .result import Result
-from .workspace import built, workspace
+from .workspace import built, remember, workspace
 
 
 #: Integration methods. "auto" picks, for non-stiff models such as most mechanisms, an
@@ -381,7 +381,8 @@ def _result(cm, grid, X, Z, U, p, rows, methods_used) -> Result:
     known = dict(zip(cm.states, X))
     known.update((name, Z[k]) for k, name in enumerate(cm.algebraic) if name not in known)
     result = Result(grid, _output_table(cm, grid, X, Z, U, p), cm.output_names, cm,
-                    known=known, check=_output_check(cm, grid, X, Z, U, p))
+                    known=known, check=_output_check(cm, grid, X, Z, U, p),
+                    rows=_output_rows(cm, grid, X, Z, U, p))
     # What integrated each segment between events ("adams" segments may have fallen back).
     result.methods = list(methods_used)
     return result
@@ -419,9 +420,48 @@ def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, p
 def _output_table(cm, grid, X, Z, U, p):
     """Every output variable on the grid, computed when the Result first needs it."""
     def compute():
-        return np.array(mapped(cm, cm.output_function, len(grid))(
-            X, Z, U, np.repeat(p[:, None], len(grid), 1), grid[None, :]))
+        return np.array(mapped(cm, cm.output_function, len(grid), (3,))(
+            X, Z, U, p, grid[None, :]))
     return compute
+
+
+def _output_rows(cm, grid, X, Z, U, p):
+    """Rows of the output table computed alone, when a variable is read before the whole
+    table is needed: a Function of those outputs is what they read and no more (casadi
+    keeps what its outputs depend on), evaluated over the grid in one mapped call."""
+    def rows(indices):
+        fn, read = selected_outputs(cm, tuple(indices))
+        return np.array(fn.map("rows", "serial", len(grid), [3], [])(X, Z, U, p[read],
+                                                                    grid[None, :]))
+    return rows
+
+
+def selected_outputs(cm, rows: tuple) -> tuple[ca.Function, list[int]]:
+    """``cm.output_function``'s outputs at ``rows`` alone, as a Function of the same
+    arguments except that of the parameters it takes those it reads, at the positions
+    returned with it (a large model's parameter vector makes every map of the Function
+    cost in its size). Kept per thread, like the solvers.
+
+    Example::
+
+        fn, read = selected_outputs(cm, (cm.output_index["load.w"],))
+        w = fn(x, z, u, p[read], t)
+    """
+    cache = workspace(cm, "selected outputs")
+    found = cache.get(rows)
+    if found is None:
+        # the outputs as one expression, made once (its graph is shared by the selections)
+        whole = workspace(cm, "outputs as an expression")
+        if not whole:
+            sym = cm.symbols
+            whole["outputs"] = cm.output_function(sym.x, sym.z, sym.u, sym.p, sym.t)
+        sym = cm.symbols
+        selected = whole["outputs"][list(rows)]
+        read = [k for k, used in enumerate(ca.which_depends(selected, sym.p, 1, False))
+                if used]
+        found = remember(cache, rows, (ca.Function(
+            "selected_outputs", [sym.x, sym.z, sym.u, sym.p[read], sym.t], [selected]), read))
+    return found
 
 
 def _output_check(cm, grid, X, Z, U, p):

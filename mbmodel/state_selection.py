@@ -484,7 +484,8 @@ def _joined(cm, pieces, switches, wanted) -> Result:
     known = [res.known_names for res, _, _ in pieces]
     always_known = [n for n in cm.states if all(n in names for names in known)]
     result = Result(t, table, names, compiled=cm,
-                    known={n: trajectory(n) for n in always_known})
+                    known={n: trajectory(n) for n in always_known},
+                    rows=lambda indices: np.vstack([trajectory(names[i]) for i in indices]))
     result.methods = [m for res, _, _ in pieces for m in res.methods]
     result.state_switches = switches
     return result
