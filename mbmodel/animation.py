@@ -114,6 +114,8 @@ def scene(result, *, model=None, visuals=None, fps: float = 30.0,
             f"{' ...' if len(missing) > 6 else ''}, which the shapes need; a model compiled "
             f"with outputs=[...] must list them too")
     indices = _frame_indices(np.asarray(result.t, dtype=float), fps, max_frames)
+    # the frames' positions and orientations computed at once, not one Function each
+    result.prefetch(n for v in visuals if _geometry(v) is not None for n in _names(v))
     frames, keys, shapes = [], {}, []
     for v in visuals:
         geometry = _geometry(v)

@@ -54,6 +54,7 @@ class RunAsserts:
         if not self.asserts or not len(result.t):
             return
         n = len(result.t)
+        result.prefetch(self.names)
         values = np.array([result[name] for name in self.names]).reshape(len(self.names), n)
         held = np.array(self.function.map(n)(values, np.asarray(p, dtype=float),
                                              result.t.reshape(1, -1)), dtype=float)

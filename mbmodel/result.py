@@ -12,6 +12,11 @@ import numpy as np
 from .files import atomic_write
 
 
+#: Variables a result computes one by one (each from what it needs) before it computes the
+#: whole table instead (see :meth:`Result.prefetch`).
+ROWS_READ_ALONE = 32
+
+
 class Result:
     """Trajectories of every model variable on the output grid.
 
@@ -142,10 +147,17 @@ class Result:
                     f".index('{name}')])")
         raise KeyError(f"no variable '{name}' in the result{hint}")
 
-    def _prefetch(self, names) -> None:
-        """Trajectories of ``names`` computed together before they are read one by one:
-        those not yet known in one Function, or the whole table where they are a quarter
-        of it or more (their Functions would then do the table's work, and more)."""
+    def prefetch(self, names) -> None:
+        """Compute the trajectories of ``names`` together, before they are read one by one
+        (``res[name]`` computes a variable alone): those not yet known in one Function, or
+        the whole table where they are a quarter of it or more (their Functions would then
+        do the table's work, and more). Plots, tables and animations do this themselves.
+
+        Example::
+
+            res.prefetch(names)
+            positions = np.array([res[n] for n in names])
+        """
         if self._values is not None or self._rows_of is None:
             return
         index = self._index()
@@ -159,8 +171,11 @@ class Result:
                 self._read[self.names[i]] = row
 
     def _trajectory(self, index: int) -> np.ndarray:
-        """Row ``index`` of the table: computed alone while the table is not (kept)."""
-        if self._values is not None or self._rows_of is None:
+        """Row ``index`` of the table: computed alone while the table is not (kept), up to
+        :data:`ROWS_READ_ALONE` rows; then the table (a loop over many names reads them
+        faster from it than each from a Function of its own)."""
+        if (self._values is not None or self._rows_of is None
+                or len(self._read) >= ROWS_READ_ALONE):
             return self.values[index]
         row = np.asarray(self._rows_of([index]), dtype=float).reshape(len(self.t))
         self._read[self.names[index]] = row
@@ -198,7 +213,7 @@ class Result:
         if isinstance(names, str):
             return value(names)
         chosen = self.names if names is None else list(names)
-        self._prefetch(chosen)
+        self.prefetch(chosen)
         return {n: value(n) for n in chosen}
 
     def unit(self, name: str) -> str:
@@ -266,7 +281,7 @@ class Result:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("to_dataframe() needs pandas: pip install 'mbmodel[dataframe]'") from exc
         names = self.names if names is None else list(names)
-        self._prefetch(names)
+        self.prefetch(names)
         return pd.DataFrame({n: self[n] for n in names}, index=pd.Index(self.t, name="time"))
 
     def to_csv(self, path, names=None):
@@ -275,7 +290,7 @@ class Result:
 
         Example: ``res.to_csv("run.csv", ["load.phi", "load.w"])``"""
         names = self.names if names is None else list(names)
-        self._prefetch(names)
+        self.prefetch(names)
         cols = [self[n] for n in names]
         with atomic_write(path, "w", newline="") as fh:
             w = csv.writer(fh)
@@ -299,7 +314,7 @@ class Result:
         if isinstance(names, str):
             names = [names]
         groups = [names] if names and isinstance(names[0], str) else names
-        self._prefetch(n for group in groups for n in group)
+        self.prefetch(n for group in groups for n in group)
         size = (8, 2.6 * len(groups) + 0.6)
         if ax is not None:
             fig, axes = ax.figure, [ax]

@@ -211,6 +211,7 @@ def _simulate_run(cm, task):
         rows = dict(zip(reached.names, reached.values))  # unchecked: NaN may be why it failed
         return (k, reached.t, np.array([rows[n] for n in outputs]),
                 str(exc))
+    res.prefetch(outputs)
     return k, res.t, np.array([res[n] for n in outputs]), None
 
 

@@ -1618,7 +1618,7 @@ def test_the_compiler_makes_the_data_and_mb_compile_adds_the_runs():
         assert 0.99 < b[name][-1] < 1.0 + 1e-9
 
 
-def test_a_variable_read_alone_is_its_row_of_the_whole_table():
+def test_a_variable_read_alone_is_its_row_of_the_whole_table(monkeypatch):
     # A variable read before the whole table is computed from what it needs alone (one of a
     # 100-link chain: ~20 ms, against ~3 s for the table): each equals its row of the
     # table. Parameters changed for the run (R: the resistors' voltages read it) and the
@@ -1631,6 +1631,8 @@ def test_a_variable_read_alone_is_its_row_of_the_whole_table():
                                               n_points=41),
             mb.compile(TreeModel(random_tree(4, np.random.default_rng(3)))).simulate(
                 0.3, n_points=31)]
+    import mbmodel.result
+    monkeypatch.setattr(mbmodel.result, "ROWS_READ_ALONE", 10 ** 6)  # every row alone
     for res in runs:
         alone = {name: res[name].copy() for name in res.names}
         assert res._values is None  # (read row by row: the table was not computed)
@@ -1652,3 +1654,18 @@ def test_a_variable_read_alone_is_its_row_of_the_whole_table():
         np.testing.assert_array_equal(frame[name].to_numpy(), res.values[res.names.index(name)])
     res = mb.compile(RCLadder(3)).simulate(1.0, n_points=11)
     assert len(res.to_dataframe().columns) == len(res.names) and res._values is not None
+    # read one by one, as many as a loop over names does: after ROWS_READ_ALONE of them,
+    # the table serves the rest
+    monkeypatch.undo()
+    from mbmodel.result import ROWS_READ_ALONE
+    cm = mb.compile(RCLadder(12))
+    table = cm.simulate(1.0, n_points=11).values
+    res = cm.simulate(1.0, n_points=11)
+    computed = [k for k, name in enumerate(res.names) if name not in res.known_names]
+    assert len(computed) > ROWS_READ_ALONE + 5
+    for k in computed[:ROWS_READ_ALONE]:
+        np.testing.assert_array_equal(res[res.names[k]], table[k])
+    assert res._values is None
+    for k in computed[ROWS_READ_ALONE:]:
+        np.testing.assert_array_equal(res[res.names[k]], table[k])
+    assert res._values is not None and len(res._read) == ROWS_READ_ALONE
