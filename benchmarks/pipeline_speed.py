@@ -33,6 +33,9 @@ Measured:
   final states of both are compared (printed).
 * ``chain_100k_fd_ms``: one forward-dynamics evaluation of a 100 000-DOF chain, or
   ``null`` with the reason.
+* ``result_read_s`` (no target): reading the result of ``simulate(1.0)``, n = 25 and 100:
+  ``one``, a variable that is not a state (the middle body's position), computed alone on
+  its first read; ``table``, every variable at every output time (``res.values``).
 * ``first_c_seconds`` (no target): what a first run waits for after the build, with an
   empty disk cache, at n = 10, 100 and 1000, in the build's process: ``source_s``, the code
   the C is generated from (``mbmodel.native.code_source``: for large models the kernels of
@@ -288,9 +291,23 @@ def sim_ratio(n, repeat=3):
                         atol=1e-10)
         t_ref = min(t_ref, time.perf_counter() - t0)
     q_mb = np.array([res[f"joint{i}.phi"][-1] for i in range(n)])
+    # Reading the result: a variable that is not a state (the middle body's position),
+    # computed alone on its first read, and the table of every variable at every time
+    middle = f"body{n // 2}.frame_a.r_0[0]"
+    t_one = t_table = np.inf
+    for _ in range(repeat):
+        fresh = cm.simulate(1.0)
+        t0 = time.perf_counter()
+        fresh[middle]  # noqa: B018 - computed on this read
+        t_one = min(t_one, time.perf_counter() - t0)
+        fresh = cm.simulate(1.0)
+        t0 = time.perf_counter()
+        fresh.values  # noqa: B018 - the table, computed on this read
+        t_table = min(t_table, time.perf_counter() - t0)
     return {"n": n, "mb_s": t_mb, "mb_again_s": t_again, "native_s": t_native,
             "method": "+".join(res.methods), "scipy_pin_s": t_ref,
-            "q_difference": float(np.max(np.abs(q_mb - sol.y[:n, -1])))}
+            "q_difference": float(np.max(np.abs(q_mb - sol.y[:n, -1]))),
+            "read_one_s": t_one, "read_table_s": t_table, "variables": len(res.names)}
 
 
 def main():
@@ -342,6 +359,11 @@ def main():
         print(f"{r['n']:>5} {r['native_s']:7.3f} {r['method']:>7} {r['mb_s']:10.4f} "
               f"{r['mb_again_s']:8.4f} {r['scipy_pin_s']:12.4f} "
               f"{r['mb_s'] / r['scipy_pin_s']:6.2f} {r['q_difference']:16.2e}")
+    print("\nReading a result (casadi's virtual machine): one variable that is not a state, "
+          "computed alone on its first read; the table of every variable")
+    print(f"{'n':>5} {'variables':>10} {'one s':>8} {'table s':>8}")
+    for r in sims:
+        print(f"{r['n']:>5} {r['variables']:>10} {r['read_one_s']:8.4f} {r['read_table_s']:8.3f}")
 
     if probes:
         print("\nLargest chain built in 60 s, searched between the sizes above:")
@@ -372,6 +394,8 @@ def main():
         "api_fd_over_pinocchio": {str(r["n"]): r["api_us"] / r["pin_us"] for r in fds},
         "c_fd_over_pinocchio": {str(r["n"]): r["c_us"] / r["pin_us"] for r in fds},
         "sim_over_scipy_pinocchio": {str(r["n"]): r["mb_s"] / r["scipy_pin_s"] for r in sims},
+        "result_read_s": {str(r["n"]): {"one": r["read_one_s"], "table": r["read_table_s"]}
+                          for r in sims},
         "chain_100k_fd_ms": None,
         "chain_100k_fd_reason": reason_100k,
         "targets": TARGETS,
