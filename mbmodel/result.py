@@ -65,6 +65,14 @@ class Result:
         self.state_switches: list = []
 
     @property
+    def computes_alone(self) -> bool:
+        """Whether a variable read before the table is computed alone, from what it needs
+        (a large model's result), rather than with the whole table.
+
+        Example: ``if res.computes_alone: res.prefetch(names)``"""
+        return self._values is None and self._rows_of is not None
+
+    @property
     def known_names(self) -> set:
         """The variables whose trajectories are served without computing the table of all
         of them (e.g. the states).
@@ -79,7 +87,7 @@ class Result:
         Example: ``before = res.head(10)``"""
         def head_rows(indices, whole=self._rows_of):
             return whole(indices)[:, :n]
-        alone = self._values is None and self._rows_of is not None
+        alone = self.computes_alone
         head = Result(self.t[:n], lambda: self.values[:, :n], self.names,
                       compiled=self.compiled,
                       known={name: trajectory[:n] for name, trajectory in self._known.items()},
@@ -158,7 +166,7 @@ class Result:
             res.prefetch(names)
             positions = np.array([res[n] for n in names])
         """
-        if self._values is not None or self._rows_of is None:
+        if not self.computes_alone:
             return
         index = self._index()
         missing = [index[n] for n in dict.fromkeys(names)

@@ -425,14 +425,34 @@ def _output_table(cm, grid, X, Z, U, p):
     return compute
 
 
+#: A result computes a variable alone, from what it needs (see :class:`Result`), where its
+#: table would cost more than this many instruction evaluations (the output Function's
+#: instructions times the output times; ~30 ns each in casadi's virtual machine): a
+#: variable alone costs ~5-10 ms to set up, more than a small model's whole table.
+TABLE_ALONE = 2e7
+
+#: Selections of outputs (and their maps) kept per thread and model: a loop of runs
+#: reading the same few dozen variables reuses them.
+SELECTIONS_KEPT = 256
+
+
 def _output_rows(cm, grid, X, Z, U, p):
     """Rows of the output table computed alone, when a variable is read before the whole
     table is needed: a Function of those outputs is what they read and no more (casadi
-    keeps what its outputs depend on), evaluated over the grid in one mapped call."""
+    keeps what its outputs depend on), evaluated over the grid in one mapped call. None
+    where the whole table is cheap (:data:`TABLE_ALONE`)."""
+    if cm.output_function.n_instructions() * len(grid) <= TABLE_ALONE:
+        return None
+
     def rows(indices):
         fn, read = selected_outputs(cm, tuple(indices))
-        return np.array(fn.map("rows", "serial", len(grid), [3], [])(X, Z, U, p[read],
-                                                                    grid[None, :]))
+        cache = workspace(cm, "selected outputs over a grid")
+        key = (tuple(indices), len(grid))
+        over_grid = cache.get(key)
+        if over_grid is None:
+            over_grid = remember(cache, key, fn.map("rows", "serial", len(grid), [3], []),
+                                 limit=SELECTIONS_KEPT)
+        return np.array(over_grid(X, Z, U, p[read], grid[None, :]))
     return rows
 
 
@@ -460,7 +480,8 @@ def selected_outputs(cm, rows: tuple) -> tuple[ca.Function, list[int]]:
         read = [k for k, used in enumerate(ca.which_depends(selected, sym.p, 1, False))
                 if used]
         found = remember(cache, rows, (ca.Function(
-            "selected_outputs", [sym.x, sym.z, sym.u, sym.p[read], sym.t], [selected]), read))
+            "selected_outputs", [sym.x, sym.z, sym.u, sym.p[read], sym.t], [selected]), read),
+            limit=SELECTIONS_KEPT)
     return found
 
 

@@ -479,13 +479,17 @@ def _joined(cm, pieces, switches, wanted) -> Result:
         return np.concatenate([res[name][first:last + 1]
                                for res, first, last in pieces])[rows]
 
-    def table():
-        return np.vstack([trajectory(n) for n in names])
+    def joined(asked):
+        for res, _, _ in pieces:  # (each stretch's variables computed together)
+            res.prefetch(asked)
+        return np.vstack([trajectory(n) for n in asked])
     known = [res.known_names for res, _, _ in pieces]
     always_known = [n for n in cm.states if all(n in names for names in known)]
-    result = Result(t, table, names, compiled=cm,
+    alone = all(res.computes_alone for res, _, _ in pieces)
+    result = Result(t, lambda: joined(names), names, compiled=cm,
                     known={n: trajectory(n) for n in always_known},
-                    rows=lambda indices: np.vstack([trajectory(names[i]) for i in indices]))
+                    rows=(lambda indices: joined([names[i] for i in indices])) if alone
+                    else None)
     result.methods = [m for res, _, _ in pieces for m in res.methods]
     result.state_switches = switches
     return result

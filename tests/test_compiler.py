@@ -1627,12 +1627,16 @@ def test_a_variable_read_alone_is_its_row_of_the_whole_table(monkeypatch):
     sys.path.insert(0, os.path.dirname(__file__))
     from mb_trees import TreeModel, random_tree
 
+    import importlib
+    import mbmodel.result
+    simulation = importlib.import_module("mbmodel.simulate")  # (mb.simulate: the function)
+    # (a small model's table is cheaper than a variable alone: these compute alone anyway)
+    monkeypatch.setattr(simulation, "TABLE_ALONE", 0)
+    monkeypatch.setattr(mbmodel.result, "ROWS_READ_ALONE", 10 ** 6)  # every row alone
     runs = [mb.compile(RCLadder(3)).simulate(2.0, params={"resistors[1].R": 2.5},
                                               n_points=41),
             mb.compile(TreeModel(random_tree(4, np.random.default_rng(3)))).simulate(
                 0.3, n_points=31)]
-    import mbmodel.result
-    monkeypatch.setattr(mbmodel.result, "ROWS_READ_ALONE", 10 ** 6)  # every row alone
     for res in runs:
         alone = {name: res[name].copy() for name in res.names}
         assert res._values is None  # (read row by row: the table was not computed)
@@ -1656,7 +1660,7 @@ def test_a_variable_read_alone_is_its_row_of_the_whole_table(monkeypatch):
     assert len(res.to_dataframe().columns) == len(res.names) and res._values is not None
     # read one by one, as many as a loop over names does: after ROWS_READ_ALONE of them,
     # the table serves the rest
-    monkeypatch.undo()
+    monkeypatch.setattr(mbmodel.result, "ROWS_READ_ALONE", 32)
     from mbmodel.result import ROWS_READ_ALONE
     cm = mb.compile(RCLadder(12))
     table = cm.simulate(1.0, n_points=11).values
@@ -1669,3 +1673,17 @@ def test_a_variable_read_alone_is_its_row_of_the_whole_table(monkeypatch):
     for k in computed[ROWS_READ_ALONE:]:
         np.testing.assert_array_equal(res[res.names[k]], table[k])
     assert res._values is not None and len(res._read) == ROWS_READ_ALONE
+    # a small model's result (its table below TABLE_ALONE instruction evaluations) computes
+    # the table on the first read; a large one's does not
+    monkeypatch.undo()
+    small = mb.compile(RCLadder(3)).simulate(1.0, n_points=11)
+    assert not small.computes_alone
+    small["resistors[0].i"]
+    assert small._values is not None
+    chain = mb.compile(TreeModel(random_tree(30, np.random.default_rng(1), chain=True)),
+                       parameters="constant")
+    large = chain.simulate(0.1, n_points=501)
+    assert chain.output_function.n_instructions() * 501 > simulation.TABLE_ALONE
+    assert large.computes_alone
+    large["body15.frame_a.r_0[0]"]
+    assert large._values is None
