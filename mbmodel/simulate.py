@@ -499,8 +499,9 @@ def _output_check(cm, grid, X, Z, U, p):
             f"result up to t = {grid[k - 1] if k else grid[0]:g} is in this error's 'result'.")
         error.time = float(grid[k])
         error.variable = found.variable if found else name
-        rows = np.arange(len(grid)) < k
-        error.result = Result(grid[rows], result.values[:, rows], result.names, cm)
+        # (its variables computed when read, as the result's: a large model's table is
+        # not computed for the error)
+        error.result = result.head(k)
         return error
     return check
 

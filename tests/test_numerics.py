@@ -340,6 +340,24 @@ def test_non_finite_output_is_an_error_with_its_equation():
     assert np.allclose(error.result["y"], 1.0 / (1.0 - error.result.t))
 
 
+def test_a_non_finite_variable_read_alone_leaves_the_table_alone(monkeypatch):
+    # In a large model's result (here made one: any table above 0 evaluations) a variable
+    # is computed alone when read; so is it in the error's result, and the same error is
+    # raised as from the table
+    import importlib
+    monkeypatch.setattr(importlib.import_module("mbmodel.simulate"), "TABLE_ALONE", 0)
+    res = mb.simulate(UnusedPole(), 2.0, n_points=21)
+    assert res.computes_alone
+    with pytest.raises(mb.SimulationError) as info:
+        res["y"]
+    error = info.value
+    assert error.variable == "y" and error.time == pytest.approx(1.0)
+    assert res._values is None and error.result.computes_alone
+    assert error.result.t[-1] == pytest.approx(0.9)
+    np.testing.assert_allclose(error.result["y"], 1.0 / (1.0 - error.result.t), rtol=1e-12)
+    assert res._values is None  # (nothing computed the table)
+
+
 
 class ExplainedPole(UnusedPole):
     """UnusedPole whose component says why ``y`` goes non-finite."""
