@@ -21,7 +21,10 @@ class Result:
     """Trajectories of every model variable on the output grid.
 
     ``result.t`` is the time grid; ``result["motor.inertia.w"]`` a variable's trajectory
-    (hierarchical name, as printed by ``result.names``).
+    (hierarchical name, as printed by ``result.names``). Variables are computed when read:
+    a large model's one at a time from what each needs (:attr:`computes_alone`;
+    :meth:`prefetch` for several at once), the table of all of them (:attr:`values`) when
+    all are asked for.
 
     Example::
 
