@@ -17,11 +17,12 @@ Example::
 
 from __future__ import annotations
 
-from . import compiler, fmu, initialization, linearize as linearization, native, persist
+from . import compiler, fmu, initialization, linearize as linearization, persist
 from . import simulate as simulation
 from .compiler import CompiledCore
 from .core import Model
 from .errors import InitializationError, SimulationError
+from .native import evaluator as native_evaluator
 from .result import Result
 
 
@@ -82,7 +83,7 @@ class CompiledModel(CompiledCore):
             fd = cm.evaluator()
             xdot = fd(x)                # numpy array, overwritten by the next call
         """
-        return _native_evaluator(self, outputs, native)
+        return native_evaluator(self, outputs, native)
 
     def save(self, path) -> None:
         """Write this compiled model to ``path``; :func:`mbmodel.load` reads it back in any
@@ -101,10 +102,6 @@ class CompiledModel(CompiledCore):
 
         Example: ``cm.export_fmu("rc.fmu", outputs=["capacitor.v"])``"""
         return fmu.export_fmu(self, path, **options)
-
-
-# (the method's parameter ``native`` hides the module inside it)
-_native_evaluator = native.evaluator
 
 
 def compile(model: Model, *, analysis: str = "forward", parameters: str = "symbolic",

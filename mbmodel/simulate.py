@@ -446,13 +446,8 @@ def _output_rows(cm, grid, X, Z, U, p):
 
     def rows(indices):
         fn, read = selected_outputs(cm, tuple(indices))
-        cache = workspace(cm, "selected outputs over a grid")
-        key = (tuple(indices), len(grid))
-        over_grid = cache.get(key)
-        if over_grid is None:
-            over_grid = remember(cache, key, fn.map("rows", "serial", len(grid), [3], []),
-                                 limit=SELECTIONS_KEPT)
-        return np.array(over_grid(X, Z, U, p[read], grid[None, :]))
+        return np.array(mapped(cm, fn, len(grid), (3,), kept=SELECTIONS_KEPT)(
+            X, Z, U, p[read], grid[None, :]))
     return rows
 
 

@@ -68,12 +68,12 @@ def built(cache: dict, key, factory):
     return remember(cache, key, value, max(0, resident_bytes() - before))
 
 
-def remember(cache: dict, key, value, nbytes: int = 0, limit: int = 0):
+def remember(cache: dict, key, value, nbytes: int = 0, limit: int | None = None):
     """Store ``value`` (which took ``nbytes`` to build) in a workspace cache, dropping the
     oldest entries when it is full in count (``limit`` entries, default
     :data:`MAX_PER_KIND`) or in memory."""
     sizes = cache.sizes if isinstance(cache, _Cache) else {}
-    while cache and (len(cache) >= (limit or MAX_PER_KIND)
+    while cache and (len(cache) >= (MAX_PER_KIND if limit is None else limit)
                      or sum(sizes.values()) + nbytes > MAX_BYTES_PER_KIND):
         oldest = next(iter(cache))
         cache.pop(oldest)
