@@ -13,10 +13,10 @@ import gc
 import itertools
 import re
 import time as _clock
-from dataclasses import dataclass
-
 import warnings
 import weakref
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import casadi as ca
 import numpy as np
@@ -227,30 +227,53 @@ def _aliases_resolved(system, exprs) -> list:
     return list(exprs)
 
 
-def _outputs(system, wanted, symbols: ca.SX) -> tuple[list[str], ca.SX]:
-    """The names of every flat variable (unknowns, derivatives, aliases; those in
+class OutputSources(NamedTuple):
+    """Where each output's value comes from: ``names``; ``rows``, an index into the sorted
+    system's ``symbols`` (``len(symbols)``: the constant 0; ``-1``: the expression
+    ``own[k]``), times ``signs`` plus ``offsets``."""
+
+    names: list[str]
+    rows: np.ndarray
+    signs: np.ndarray
+    offsets: np.ndarray
+    own: dict[int, ca.SX]
+
+
+def output_sources(system, wanted) -> OutputSources:
+    """The outputs of every flat variable (unknowns, derivatives, aliases; those in
     ``wanted`` if not None; not the simulator's relations, pre values and samples) and the
-    derivatives the analysis made, with their values as one vector of the sorted system's
-    ``symbols`` (its symbol vector): ``sign * representative + offset`` from
-    :attr:`SortedSystem.value_sources`, formed by elementwise operations on vectors (casadi
-    drops the products by 1 and the sums with 0, as :func:`affine_expression` does)
-    instead of a few casadi calls from Python per variable."""
+    derivatives the analysis made, from :attr:`SortedSystem.value_sources`.
+
+    Example: ``output_sources(cm.system, None).names == cm.output_names`` (compiled without
+    ``outputs=``)"""
     known = system.value_sources
     keep = known.reported
     if wanted is not None:
         keep = keep & np.array([name in wanted for name in known.flat_names], dtype=bool)
     later = [i for i in known.extra if wanted is None or system.names[i] in wanted]
     names = list(itertools.compress(known.flat_names, keep)) + [system.names[i] for i in later]
-    if not names:
-        return names, ca.SX(0, 1)
     rows = np.concatenate([known.rows[keep], np.array(later, dtype=np.int64)])
     signs = np.concatenate([known.signs[keep], np.ones(len(later))])
     offsets = np.concatenate([known.offsets[keep], np.zeros(len(later))])
+    own = {int(k): _expression_of(system, names[k]) for k in np.flatnonzero(rows < 0)}
+    return OutputSources(names, rows, signs, offsets, own)
+
+
+def _outputs(system, wanted, symbols: ca.SX) -> tuple[list[str], ca.SX]:
+    """The names of the outputs (:func:`output_sources`) with their values as one vector
+    of the sorted system's ``symbols`` (its symbol vector): ``sign * representative +
+    offset``, formed by elementwise operations on vectors (casadi drops the products by 1
+    and the sums with 0, as :func:`affine_expression` does) instead of a few casadi calls
+    from Python per variable."""
+    names, rows, signs, offsets, own = output_sources(system, wanted)
+    if not names:
+        return names, ca.SX(0, 1)
+    rows = rows.copy()
     # after the symbols: zero (for the constants), then the values with expressions of
     # their own (chains of aliases, external inputs), in order
-    own = np.flatnonzero(rows < 0)
-    rows[own] = len(system.symbols) + 1 + np.arange(len(own))
-    extra = [ca.SX(0)] + [_expression_of(system, names[k]) for k in own]
+    ordered = sorted(own)
+    rows[ordered] = len(system.symbols) + 1 + np.arange(len(ordered))
+    extra = [ca.SX(0)] + [own[k] for k in ordered]
     # ([rows, 0]: a column also when there is only the zero, 1 x 1, as in a model whose
     # unknowns are all constants: linear indexing of a 1 x 1 matrix gives a row)
     return names, (ca.vertcat(symbols, *extra)[rows.tolist(), 0] * ca.DM(signs)

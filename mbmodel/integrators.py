@@ -31,20 +31,17 @@ STIFFNESS_LIMIT = 1e4
 EIGEN_STATES = 300
 
 
-def mapped(cm, fn, n, shared=(), kept=None):
-    """``fn`` evaluated at ``n`` points in one call, kept per thread (building a map costs
-    more than evaluating one): each input a column per point, except the inputs at
-    positions ``shared``, one column for all (the parameters: repeated, a large model's
-    would be converted ``n`` times over). ``kept``: how many maps the thread keeps
-    (:func:`~mbmodel.workspace.remember`'s ``limit``).
+def mapped(cm, fn, n, kept=None):
+    """``fn`` evaluated at ``n`` points in one call (each input and output a column per
+    point), kept per thread (building a map costs more than evaluating one). ``kept``: how
+    many maps the thread keeps (:func:`~mbmodel.workspace.remember`'s ``limit``).
 
-    Example: ``table = mapped(cm, cm.output_function, len(grid), (3,))(X, Z, U, p, grid)``"""
+    Example: ``values = mapped(cm, cm.event_values, len(grid))(X, Z, U, P, grid)``"""
     cache = workspace(cm, "maps")
-    key = (id(fn), n, tuple(shared))
+    key = (id(fn), n)
     if key not in cache:
         # (fn kept alive so its id stays unique)
-        remember(cache, key, (fn, fn.map("mapped", "serial", n, list(shared), [])),
-                 limit=kept)
+        remember(cache, key, (fn, fn.map(n, "serial")), limit=kept)
     return cache[key][1]
 
 

@@ -59,7 +59,7 @@ __all__ = ["structured_dynamics", "KernelStats", "KERNELS_VERSION"]
 
 #: Part of the key under which built kernels are cached on disk (:mod:`mbmodel.native`):
 #: changed whenever what :func:`structured_dynamics` builds from a model changes.
-KERNELS_VERSION = "6"
+KERNELS_VERSION = "7"
 
 
 @dataclass
@@ -173,8 +173,10 @@ def _negated(value):
     return value._replace(negated=not value.negated)
 
 
-def _grouped_entries(system):
-    """The sorted system's assignments and their shared subexpressions, grouped for kernels.
+def _grouped_entries(system, targets):
+    """The sorted system's assignments and their shared subexpressions, grouped for kernels
+    that compute the variables ``targets`` (positions in the system: the state derivatives,
+    or every output).
 
     A subexpression several assignments use (the sine of a joint angle, in the rotation
     passed to the child and again in the force passed back) becomes an entry of its own,
@@ -207,11 +209,11 @@ def _grouped_entries(system):
         pattern = ca.jacobian_sparsity(stacked[1], stacked[0]).T
         starts, columns = pattern.colind(), pattern.row()
         reads_of = [columns[starts[r]:starts[r + 1]] for r in range(n)]
-    # Only what the state derivatives need is computed (the dynamics' flat Function prunes
-    # the rest the same way): e.g. the forces a body's frame passes to nothing.
+    # Only what the targets need is computed (the flat Functions prune the rest the same
+    # way): e.g. for the state derivatives, not the forces a body's frame passes to nothing.
     position = {symbols[v].element_hash(): k for k, (v, _) in enumerate(sequence)}
     needed = [False] * n
-    stack = [position[h] for h in (symbols[d].element_hash() for d in system.state_derivatives)
+    stack = [position[h] for h in (symbols[d].element_hash() for d in targets)
              if h in position]
     while stack:
         i = stack.pop()
@@ -259,7 +261,7 @@ def _grouped_entries(system):
         for d in reads_of[i]:
             if group_of[d] != group_of[i]:
                 read_outside[d] = True
-    for d in system.state_derivatives:
+    for d in targets:
         k = position.get(symbols[d].element_hash())
         if k is not None:
             read_outside[k] = True
@@ -354,8 +356,9 @@ class _Emitter:
         size = 0
         for holder, positions in selected.items():
             whole = self.holders[holder]
+            # ([positions, 0]: a column also from a 1 x 1 vector, read more than once)
             pieces.append(whole if positions == list(range(whole.numel()))
-                          else whole[positions])
+                          else whole[positions, 0])
             offset[holder] = size
             size += len(positions)
         if numbers:
@@ -379,13 +382,13 @@ class _Emitter:
             ca.DM(call.constants) if call.constants else ca.DM(0, 1)))
 
 
-def _schedule(calls, derivatives, n_x, n_p, n_u, bindings, bound) -> Schedule:
-    """The recorded calls the state derivatives need as a
-    :class:`~mbmodel.schedule.Schedule` (plain tables). (A call whose outputs only a
-    reader that folding emptied would read is not needed; casadi's MX graph drops it
-    too.)"""
+def _schedule(calls, results, n_x, n_p, n_u, bindings, bound, kind="dynamics",
+              offsets=()) -> Schedule:
+    """The recorded calls the ``results`` need as a :class:`~mbmodel.schedule.Schedule`
+    (plain tables). (A call whose outputs only a reader that folding emptied would read is
+    not needed; casadi's MX graph drops it too.)"""
     needed = [False] * len(calls)
-    stack = [ref.call for ref in derivatives if isinstance(ref, _Out)]
+    stack = [ref.call for ref in results if isinstance(ref, _Out)]
     while stack:
         c = stack.pop()
         if not needed[c]:
@@ -408,11 +411,12 @@ def _schedule(calls, derivatives, n_x, n_p, n_u, bindings, bound) -> Schedule:
         sources=[number[j] for call in calls for j in call.sources],
         loose=[(leaf.index, leaf.negated) for call in calls for leaf in call.loose],
         constants=[c for call in calls for c in call.constants],
-        derivatives=[("number", ref) if isinstance(ref, float) else
-                     ("out", number[ref.call], ref.index, ref.negated)
-                     if isinstance(ref, _Out) else
-                     ("leaf", ref.index, ref.negated) for ref in derivatives],
-        n_x=n_x, n_p=n_p, n_u=n_u, bindings=bindings, bound=bound)
+        results=[("number", ref) if isinstance(ref, float) else
+                 ("out", number[ref.call], ref.index, ref.negated)
+                 if isinstance(ref, _Out) else
+                 ("leaf", ref.index, ref.negated) for ref in results],
+        n_x=n_x, n_p=n_p, n_u=n_u, bindings=bindings, bound=bound, kind=kind,
+        offsets=[list(pair) for pair in offsets])
 
 
 def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TIME):
@@ -432,22 +436,141 @@ def structured_dynamics(system, parameter_mode: str = "symbolic", time_symbol=TI
         return _structured_dynamics(system, parameter_mode, time_symbol)
 
 
+def structured_outputs(system, names: list[str], parameter_mode: str = "symbolic",
+                       time_symbol=TIME):
+    """The variables ``names`` (a compiled model's ``output_names``, in their order) as an
+    MX Function of kernel calls with the signature of ``output_function``
+    (``x, z, u, p, t -> y``), or ``None`` where kernels do not apply (algebraic variables,
+    a value the sorted system does not define). Returns ``(function, KernelStats)``; the
+    Function's schedule (:mod:`mbmodel.schedule`) is how its C computes a result's table.
+
+    Example::
+
+        fn, stats = structured_outputs(cm.system, cm.output_names, cm.parameter_mode)
+        y = fn(x, [], u, p, t)
+    """
+    from .compiler import collector_paused
+    with collector_paused():
+        return _structured_outputs(system, list(names), parameter_mode, time_symbol)
+
+
 def _structured_dynamics(system, parameter_mode, time_symbol):
     if system.algebraic:
         return None
+    from .compiler import input_order
+    n_x, n_p, n_u = (len(system.states), sum(q.binding is None for q in system.parameters),
+                     len(input_order(system)))
+    T, X, PU = ca.MX.sym("t"), ca.MX.sym("x", n_x), ca.MX.sym("p", n_p + n_u)
+    made = _recorded_calls(system, parameter_mode, time_symbol, system.state_derivatives,
+                           T, X, PU)
+    if made is None:
+        return None
+    derivatives = []  # per state: a number, a leaf or a kernel output
+    for d in system.state_derivatives:
+        value = made.value_of(system.symbols[d].element_hash())
+        if value is None:
+            return None  # a derivative that is not assigned (not expected; keep the flat code)
+        derivatives.append(value)
+    xdot = made.emitter.gather(derivatives) if n_x else ca.MX(0, 1)
+    empty = ca.MX(0, 1)
+    fn = ca.Function("mbmodel_dynamics", [T, X, ca.MX.sym("z", 0), PU, ca.MX.sym("u", 0)],
+                     [xdot, empty, empty, empty], ca.dyn_in(), ca.dyn_out())
+    attach(fn, _schedule(made.calls, derivatives, n_x, n_p, n_u, made.bindings, made.bound))
+    return fn, made.stats
+
+
+def _structured_outputs(system, names, parameter_mode, time_symbol):
+    if system.algebraic:
+        return None
+    from .compiler import input_order, output_sources
+    sources = output_sources(system, set(names))
+    if sources.names != names:
+        return None  # not this system's outputs (not expected; keep casadi's)
+    n_symbols = len(system.symbols)
+    targets = sorted({int(r) for r in sources.rows if 0 <= r < n_symbols})
+    n_x, n_p, n_u = (len(system.states), sum(q.binding is None for q in system.parameters),
+                     len(input_order(system)))
+    X, U, P, T = (ca.MX.sym("x", n_x), ca.MX.sym("u", n_u), ca.MX.sym("p", n_p),
+                  ca.MX.sym("t"))
+    made = _recorded_calls(system, parameter_mode, time_symbol, targets, T, X,
+                           ca.vertcat(P, U))
+    if made is None:
+        return None
+    results, offsets = [], []  # per output: its value; (output, offset) where not 0
+    for k, (row, sign, offset) in enumerate(zip(sources.rows.tolist(), sources.signs.tolist(),
+                                                sources.offsets.tolist())):
+        if row == n_symbols:
+            value = 0.0
+        elif row >= 0:
+            value = made.value_of(system.symbols[row].element_hash())
+        else:  # an expression of its own: a chain of aliases, an input
+            symbol, scale, shift = _alias_chain(system, names[k])
+            offset += sign * shift
+            sign *= scale
+            value = 0.0 if symbol is None else made.value_of(symbol.element_hash())
+        if value is None:
+            return None  # a value that is not in the sorted system: keep casadi's
+        if isinstance(value, float):
+            results.append(sign * value + offset)
+            continue
+        if abs(sign) != 1.0:
+            return None  # (signs of aliases are +-1; keep casadi's otherwise)
+        results.append(_negated(value) if sign < 0 else value)
+        if offset != 0.0:
+            offsets.append((k, offset))
+    y = made.emitter.gather(results) if results else ca.MX(0, 1)
+    if offsets:
+        shift = np.zeros(len(results))
+        for k, offset in offsets:
+            shift[k] = offset
+        y = y + ca.DM(shift)
+    fn = ca.Function("mbmodel_outputs", [X, ca.MX.sym("z", 0), U, P, T], [y],
+                     ["x", "z", "u", "p", "t"], ["y"])
+    attach(fn, _schedule(made.calls, results, n_x, n_p, n_u, made.bindings, made.bound,
+                         kind="outputs", offsets=offsets))
+    return fn, made.stats
+
+
+def _alias_chain(system, name):
+    """``name``'s value as ``(symbol, sign, offset)``: ``sign * symbol + offset``, the
+    symbol a variable of the sorted system or an external input (None: a constant),
+    following its chain of aliases."""
+    sign, offset = 1.0, 0.0
+    while name in system.alias:
+        name, scale, shift = system.alias[name]
+        offset += sign * shift
+        sign *= scale
+        if name is None:
+            return None, 0.0, offset
+    if name in system.flat_index:
+        return system.symbols[system.flat_index[name]], sign, offset
+    return system.variables[system.variable_index[name]].symbol, sign, offset
+
+
+@dataclass
+class _Recorded:
+    """Kernel calls recorded for some target variables: ``calls`` in evaluation order,
+    ``value_of(hash)`` (a variable's value by its symbol's element hash: a number, a leaf,
+    a call's output, or None), ``emitter`` (the calls made as MX), the bound parameters'
+    ``bindings`` Function or folded ``bound`` values, and the partition's ``stats``."""
+
+    calls: list
+    value_of: object
+    emitter: _Emitter
+    bindings: ca.Function | None
+    bound: list | None
+    stats: KernelStats
+
+
+def _recorded_calls(system, parameter_mode, time_symbol, targets, T, X, PU):
     symbols = system.symbols
     free = [q for q in system.parameters if q.binding is None]
     bound = [q for q in system.parameters if q.binding is not None]
     from .compiler import input_order
     inputs = input_order(system)
     n_x, n_p, n_u = len(system.states), len(free), len(inputs)
-
-    entry_symbols, stacked, groups, order, read_outside = _grouped_entries(system)
+    entry_symbols, stacked, groups, order, read_outside = _grouped_entries(system, targets)
     n_assignments = len(system.sequence)
-
-    T = ca.MX.sym("t")
-    X = ca.MX.sym("x", n_x)
-    PU = ca.MX.sym("p", n_p + n_u)
     folded = parameter_mode == "constant"
     # The values kernels read that no kernel computes, as entries of one vector (time,
     # states, parameters and inputs, bound parameters): a kernel's loose input is a
@@ -578,22 +701,14 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
         for k, (s, _, negated) in enumerate(computed):
             env[s.element_hash()] = _Out(len(calls) - 1, k, negated)
 
-    derivatives = []  # per state: a number, a leaf or a kernel output
-    for d in system.state_derivatives:
-        h = symbols[d].element_hash()
-        value = numeric.get(h, env.get(h))
-        if value is None:
-            return None  # a derivative that is not assigned (not expected; keep the flat code)
-        derivatives.append(value)
     emitter = _Emitter(ca.vertcat(*leaves), calls)
     for c in range(len(calls)):
         emitter.call(c)
-    xdot = emitter.gather(derivatives) if n_x else ca.MX(0, 1)
-    empty = ca.MX(0, 1)
-    fn = ca.Function("mbmodel_dynamics", [T, X, ca.MX.sym("z", 0), PU, ca.MX.sym("u", 0)],
-                     [xdot, empty, empty, empty], ca.dyn_in(), ca.dyn_out())
-    attach(fn, _schedule(calls, derivatives, n_x, n_p, n_u,
-                         binding_fn if bound and not folded else None,
-                         bound_values if bound and folded else None))
-    return fn, KernelStats(len(calls), len(kernels), n_assigned, n_outputs, n_hoisted,
-                           n_assignments - n_assigned, n_shared)
+
+    def value_of(h):
+        found = numeric.get(h)
+        return found if found is not None else env.get(h)
+    return _Recorded(calls, value_of, emitter, binding_fn if bound and not folded else None,
+                     bound_values if bound and folded else None,
+                     KernelStats(len(calls), len(kernels), n_assigned, n_outputs, n_hoisted,
+                                 n_assignments - n_assigned, n_shared))

@@ -44,30 +44,36 @@ __all__ = ["Schedule", "schedule_of", "attach", "c_source", "to_data", "from_dat
 
 @dataclass
 class Schedule:
-    """A model's dynamics as kernel calls, in evaluation order.
+    """A model's dynamics (or outputs) as kernel calls, in evaluation order.
 
     ``kernels``: the distinct kernel Functions (inputs: the source vectors, the loose
     values, the constants; one output). ``calls``: per call, the index of its kernel.
     ``sources``: per call, the calls whose outputs it takes whole, concatenated over the
     calls. ``loose``: per call, the leaves it gathers, as ``(leaf, negated)``, concatenated.
-    ``constants``: per call, its constant array, concatenated. ``derivatives``: per state,
-    where its derivative is: ``("out", call, index, negated)``, ``("leaf", index,
-    negated)`` or ``("number", value)``. ``n_x``, ``n_p`` (free parameters), ``n_u``
-    (inputs): the sizes of the leaves. The bound parameters' values: ``bindings``, their
-    Function of the free parameters (read from ``p``), or with folded parameters
-    ``bound``, the numbers (None without bound parameters)."""
+    ``constants``: per call, its constant array, concatenated. ``results``: per result
+    (state derivative, or output), where its value is: ``("out", call, index, negated)``,
+    ``("leaf", index, negated)`` or ``("number", value)``. ``n_x``, ``n_p`` (free
+    parameters), ``n_u`` (inputs): the sizes of the leaves. The bound parameters' values:
+    ``bindings``, their Function of the free parameters (read from ``p``), or with folded
+    parameters ``bound``, the numbers (None without bound parameters). ``kind``: what the
+    C exports, ``"dynamics"`` (casadi's integrator signature ``t, x, z, p, u -> ode, alg,
+    quad, zero``, ``p`` = parameters then inputs) or ``"outputs"`` (``output_function``'s,
+    ``x, z, u, p, t -> y``). ``offsets``: ``[result, offset]`` pairs added to results (an
+    alias ``a = b + 1``)."""
 
     kernels: list
     calls: list
     sources: list
     loose: list
     constants: list
-    derivatives: list
+    results: list
     n_x: int
     n_p: int
     n_u: int
     bindings: ca.Function | None = None
     bound: list | None = None
+    kind: str = "dynamics"
+    offsets: list = ()
 
 
 _schedules: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -91,10 +97,11 @@ def to_data(schedule: Schedule) -> dict:
     that reads back as the same float; Functions serialized by casadi)."""
     return {"kernels": [k.serialize() for k in schedule.kernels], "calls": schedule.calls,
             "sources": schedule.sources, "loose": schedule.loose,
-            "constants": schedule.constants, "derivatives": schedule.derivatives,
+            "constants": schedule.constants, "results": schedule.results,
             "n_x": schedule.n_x, "n_p": schedule.n_p, "n_u": schedule.n_u,
             "bindings": schedule.bindings.serialize() if schedule.bindings is not None
-            else None, "bound": schedule.bound}
+            else None, "bound": schedule.bound, "kind": schedule.kind,
+            "offsets": [list(pair) for pair in schedule.offsets]}
 
 
 def from_data(data: dict) -> Schedule:
@@ -104,10 +111,11 @@ def from_data(data: dict) -> Schedule:
         calls=data["calls"], sources=data["sources"],
         loose=[tuple(leaf) for leaf in data["loose"]],
         constants=[float(c) for c in data["constants"]],
-        derivatives=[tuple(ref) for ref in data["derivatives"]],
+        results=[tuple(ref) for ref in data["results"]],
         n_x=data["n_x"], n_p=data["n_p"], n_u=data["n_u"],
         bindings=ca.Function.deserialize(data["bindings"]) if data["bindings"] else None,
-        bound=data["bound"])
+        bound=data["bound"], kind=data["kind"],
+        offsets=[(int(k), float(v)) for k, v in data["offsets"]])
 
 
 def _c_number(value: float) -> str:
@@ -138,7 +146,8 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
     if not all(_dense_column(fn.sparsity_in(i)) for i in range(fn.n_in())) or \
             not all(_dense_column(fn.sparsity_out(i)) for i in range(fn.n_out())):
         return None
-    if fn.n_in() != 5 or fn.n_out() != 4:
+    outputs = schedule.kind == "outputs"
+    if fn.n_in() != 5 or fn.n_out() != (1 if outputs else 4) or (outputs and derivatives):
         return None
     kernels = schedule.kernels
     if not all(_dense_column(k.sparsity_out(0)) for k in kernels):
@@ -159,7 +168,7 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
     n_x, n_pu = schedule.n_x, schedule.n_p + schedule.n_u
     n_bound = (schedule.bindings.nnz_out(0) if schedule.bindings is not None else
                len(schedule.bound or ()))
-    numbers = [d[1] for d in schedule.derivatives if d[0] == "number"]
+    numbers = [d[1] for d in schedule.results if d[0] == "number"]
     first_bound = 1 + n_x + n_pu
     first_number = first_bound + n_bound
     n_leaves = first_number + len(numbers)
@@ -174,16 +183,16 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
     n_values = position  # leaves and outputs
     max_loose = max([1, *n_loose])
 
-    derivative_at, derivative_sign = [], []  # per state, its place in w and its sign
+    result_at, result_sign = [], []  # per result, its place in w and its sign
     next_number = first_number
-    for ref in schedule.derivatives:
+    for ref in schedule.results:
         if ref[0] == "number":
-            derivative_at.append(next_number)
-            derivative_sign.append(1.0)
+            result_at.append(next_number)
+            result_sign.append(1.0)
             next_number += 1
             continue
-        derivative_at.append(out_at[ref[1]] + ref[2] if ref[0] == "out" else ref[1])
-        derivative_sign.append(-1.0 if ref[-1] else 1.0)
+        result_at.append(out_at[ref[1]] + ref[2] if ref[0] == "out" else ref[1])
+        result_sign.append(-1.0 if ref[-1] else 1.0)
     sources = [out_at[j] for j in schedule.sources]
     gathers = [leaf for leaf, _ in schedule.loose]
     # (a sign per gathered value, multiplied: exact, and no branch in the loop)
@@ -193,7 +202,7 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
     # values no one reads, and copying them was a third of the loop's time.
     first_p = 1 + n_x
     read = {leaf for leaf, _ in schedule.loose}
-    read.update(ref[1] for ref in schedule.derivatives if ref[0] == "leaf")
+    read.update(ref[1] for ref in schedule.results if ref[0] == "leaf")
     p_read = sorted(leaf - first_p for leaf in read if first_p <= leaf < first_p + n_pu)
     if schedule.bindings is not None:
         p_read = sorted(set(p_read) | set(range(schedule.n_p)))
@@ -214,6 +223,9 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
                               generated))
     text += [f"""#define MBMODEL_CALLS {len(schedule.calls)}
 #define MBMODEL_NX {n_x}
+#define MBMODEL_NP {schedule.n_p}
+#define MBMODEL_NY {len(schedule.results)}
+#define MBMODEL_OFFSETS {len(schedule.offsets)}
 #define MBMODEL_FIRST_BOUND {first_bound}
 #define MBMODEL_FIRST_NUMBER {first_number}
 #define MBMODEL_LEAVES {n_leaves}
@@ -231,8 +243,11 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
             _array("casadi_real", "mbmodel_sign", signs, _c_number),
             _array("casadi_real", "mbmodel_constant", schedule.constants, _c_number),
             _array("casadi_real", "mbmodel_number", numbers, _c_number),
-            _array("int", "mbmodel_derivative", derivative_at),
-            _array("casadi_real", "mbmodel_derivative_sign", derivative_sign, _c_number),
+            _array("int", "mbmodel_result", result_at),
+            _array("casadi_real", "mbmodel_result_sign", result_sign, _c_number),
+            _array("int", "mbmodel_offset_at", [k for k, _ in schedule.offsets]),
+            _array("casadi_real", "mbmodel_offset", [v for _, v in schedule.offsets],
+                   _c_number),
             _array("int", "mbmodel_p_read", p_read)]
     bound = ""
     if schedule.bindings is not None:
@@ -245,23 +260,32 @@ def c_source(schedule: Schedule, derivatives: bool, fn: ca.Function) -> str | No
         bound = """  for (i = MBMODEL_FIRST_BOUND; i < MBMODEL_FIRST_NUMBER; ++i)
     w[i] = mbmodel_bound[i - MBMODEL_FIRST_BOUND];
 """
+    # where time, states, parameters and inputs are among the arguments
+    leaves = ("  mbmodel_leaves(w, arg[4], arg[0], arg[3], arg[2]);\n" if outputs else
+              "  mbmodel_leaves(w, arg[0], arg[1], arg[3], arg[3] ? arg[3] + MBMODEL_NP : 0);\n")
+    n_results = 1 if outputs else 4
     text.append(f"""
-/* Time, states and the entries of p that are read, into the leaves of w (values or seeds). */
+/* Time, states and the entries of the parameters (p) and inputs (u) that are read, into
+   the leaves of w (values or seeds). */
 static void mbmodel_leaves(casadi_real* w, const casadi_real* t, const casadi_real* x,
-                           const casadi_real* p) {{
-  casadi_int i;
+                           const casadi_real* p, const casadi_real* u) {{
+  casadi_int i, k;
   w[0] = t ? t[0] : 0;
   if (x) for (i = 0; i < MBMODEL_NX; ++i) w[1 + i] = x[i];
   else for (i = 0; i < MBMODEL_NX; ++i) w[1 + i] = 0;
-  for (i = 0; i < MBMODEL_P_READ; ++i)
-    w[1 + MBMODEL_NX + mbmodel_p_read[i]] = p ? p[mbmodel_p_read[i]] : 0;
+  for (i = 0; i < MBMODEL_P_READ; ++i) {{
+    k = mbmodel_p_read[i];
+    w[1 + MBMODEL_NX + k] = k < MBMODEL_NP ? (p ? p[k] : 0) : (u ? u[k - MBMODEL_NP] : 0);
+  }}
 }}
 
-/* The state derivatives (or their seeds) from w. */
-static void mbmodel_derivatives(const casadi_real* w, casadi_real* out) {{
+/* The results (state derivatives or outputs) from w, or their seeds (no offsets). */
+static void mbmodel_results(const casadi_real* w, casadi_real* out, int seeds) {{
   casadi_int i;
-  if (out) for (i = 0; i < MBMODEL_NX; ++i)
-    out[i] = mbmodel_derivative_sign[i] * w[mbmodel_derivative[i]];
+  if (!out) return;
+  for (i = 0; i < MBMODEL_NY; ++i) out[i] = mbmodel_result_sign[i] * w[mbmodel_result[i]];
+  if (!seeds)
+    for (i = 0; i < MBMODEL_OFFSETS; ++i) out[mbmodel_offset_at[i]] += mbmodel_offset[i];
 }}
 
 /* The leaves from the arguments, then every call; w as in the module's doc. */
@@ -272,8 +296,7 @@ static int mbmodel_evaluate(const casadi_real** arg, const casadi_real** arg1,
   const int *source = mbmodel_source, *gather = mbmodel_gather;
   const casadi_real *constant = mbmodel_constant, *sign = mbmodel_sign;
   casadi_real* out = w + MBMODEL_LEAVES;
-  mbmodel_leaves(w, arg[0], arg[1], arg[3]);
-{bound}  for (i = MBMODEL_FIRST_NUMBER; i < MBMODEL_LEAVES; ++i)
+{leaves}{bound}  for (i = MBMODEL_FIRST_NUMBER; i < MBMODEL_LEAVES; ++i)
     w[i] = mbmodel_number[i - MBMODEL_FIRST_NUMBER];
   for (c = 0; c < MBMODEL_CALLS; ++c) {{
     int k = mbmodel_call[c], ns = mbmodel_n_sources[k], nl = mbmodel_n_loose[k];
@@ -292,13 +315,13 @@ static int mbmodel_evaluate(const casadi_real** arg, const casadi_real** arg1,
   return 0;
 }}
 """)
-    text.append(_api(name, fn, 5, 4, arg_k, res_k, iw_k,
-                     n_values + max_loose + w_k, """
+    text.append(_api(name, fn, 5, n_results, arg_k, res_k, iw_k,
+                     n_values + max_loose + w_k, f"""
   const casadi_real** arg1 = arg + 5;
-  casadi_real** res1 = res + 4;
+  casadi_real** res1 = res + {n_results};
   casadi_real *loose = w + MBMODEL_VALUES, *wk = loose + MBMODEL_MAX_LOOSE;
   if (mbmodel_evaluate(arg, arg1, res1, iw, w, loose, wk)) return 1;
-  mbmodel_derivatives(w, res[0]);
+  mbmodel_results(w, res[0], 0);
   return 0;
 """))
     if derivatives:
@@ -323,7 +346,7 @@ static int mbmodel_evaluate(const casadi_real** arg, const casadi_real** arg1,
   const casadi_real *constant = mbmodel_constant, *sign = mbmodel_sign;
   casadi_real *out = w + MBMODEL_LEAVES, *dout = dw + MBMODEL_LEAVES;
   if (mbmodel_evaluate(arg, arg1, res1, iw, w, loose, wk)) return 1;
-  mbmodel_leaves(dw, arg[9], arg[10], arg[12]);
+  mbmodel_leaves(dw, arg[9], arg[10], arg[12], arg[12] ? arg[12] + MBMODEL_NP : 0);
 {bound_seed}  for (i = MBMODEL_FIRST_NUMBER; i < MBMODEL_LEAVES; ++i) dw[i] = 0;
   for (c = 0; c < MBMODEL_CALLS; ++c) {{
     int k = mbmodel_call[c], ns = mbmodel_n_sources[k], nl = mbmodel_n_loose[k];
@@ -349,7 +372,7 @@ static int mbmodel_evaluate(const casadi_real** arg, const casadi_real** arg1,
     out += mbmodel_n_out[k];
     dout += mbmodel_n_out[k];
   }}
-  mbmodel_derivatives(dw, res[0]);
+  mbmodel_results(dw, res[0], 1);
   return 0;
 """))
     return "".join(text)

@@ -20,9 +20,9 @@ from .impulses import ImpulseWatch
 from .initialization import initial_values
 from .inputs import input_function
 from .integrators import (C_LOOPS, CONSISTENT, STIFFNESS_LIMIT, due, failed_at_start,
-                          idas_first_step, loop_native, mapped, newton_dynamics,
+                          idas_first_step, loop_native, newton_dynamics,
                           solve_algebraic, solver_options, stiffness)
-from .native import dynamics
+from .native import dynamics, outputs as native_outputs
 from .progress import time_bar
 from .quiet import casadi_lines_dropped
 from .result import Result
@@ -270,7 +270,7 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
             watch.check_time_event(b, x, z, u_of, p)
         if bar is not None:
             bar(b)
-    return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used)
+    return _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods_used, native)
 
 
 def _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, method, rtol,
@@ -295,7 +295,7 @@ def _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, m
             exc.result = _result(cm, grid, X, Z, U, p, rows, [])
             exc.result.events = list(events)
         raise
-    result = _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods)
+    result = _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods, native)
     result.events = events
     return result
 
@@ -375,14 +375,17 @@ def checked_options(t_start=0.0, t_end=1.0, n_points=501, rtol=1e-8, atol=1e-10,
     return t_start, t_end, int(n_points), rtol, atol, max_step, method
 
 
-def _result(cm, grid, X, Z, U, p, rows, methods_used) -> Result:
-    """The Result on the grid points selected by ``rows`` (all, or those reached)."""
+def _result(cm, grid, X, Z, U, p, rows, methods_used, native="auto") -> Result:
+    """The Result on the grid points selected by ``rows`` (all, or those reached); its
+    table in generated C as ``native`` says (:func:`mbmodel.native.outputs`)."""
     grid, X, Z, U = grid[rows], X[:, rows], Z[:, rows], U[:, rows]
     known = dict(zip(cm.states, X))
     known.update((name, Z[k]) for k, name in enumerate(cm.algebraic) if name not in known)
-    result = Result(grid, _output_table(cm, grid, X, Z, U, p), cm.output_names, cm,
+    table_fn = native_outputs(cm, native)
+    result = Result(grid, _output_table(cm, grid, X, Z, U, p, table_fn), cm.output_names, cm,
                     known=known, check=_output_check(cm, grid, X, Z, U, p),
-                    rows=_output_rows(cm, grid, X, Z, U, p))
+                    rows=(_output_rows(cm, grid, X, Z, U, p)
+                          if table_fn is cm.output_function else None))
     # What integrated each segment between events ("adams" segments may have fallen back).
     result.methods = list(methods_used)
     return result
@@ -417,17 +420,60 @@ def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, p
     raise exc
 
 
-def _output_table(cm, grid, X, Z, U, p):
-    """Every output variable on the grid, computed when the Result first needs it."""
+def _output_table(cm, grid, X, Z, U, p, table_fn):
+    """Every output variable on the grid, computed by ``table_fn`` (the output Function, or
+    its C) when the Result first needs it."""
     def compute():
-        return np.array(mapped(cm, cm.output_function, len(grid), (3,))(
-            X, Z, U, p, grid[None, :]))
+        return buffered_table(cm, table_fn, X, Z, U, p,
+                              grid[None, :])
     return compute
+
+
+def buffered_table(cm, fn: ca.Function, *args) -> np.ndarray:
+    """``fn``'s first output (a column) at each point of ``args`` (numpy arrays: a column
+    per point, or a vector or one column for all of them), as the columns of a new array:
+    casadi reads the arguments and writes each column in place, through ``fn``'s buffer
+    interface (kept per thread with ``cm``'s maps), one call per point.
+
+    A plain call of ``fn.map(n)`` converts every argument and the result between numpy and
+    casadi: for a 100-link chain's table (26 151 variables x 501 points) that was ~1.7 s of
+    a ~2.3 s read, the computation itself ~0.25 s in casadi's virtual machine; and making
+    the map costs ~0.6 s (casadi builds the 13-million-entry pattern of its output).
+
+    Example: ``table = buffered_table(cm, cm.output_function, X, Z, U, p, grid[None, :])``"""
+    buffers = workspace(cm, "buffers")
+    found = buffers.get(id(fn))
+    if found is None:  # (fn kept with its buffer, so its id stays unique)
+        found = remember(buffers, id(fn), (fn, *fn.buffer()), limit=SELECTIONS_KEPT)
+    _, buffer, trigger = found
+    n = max(np.shape(value)[1] for value in args if np.ndim(value) == 2)
+    if n == 0:
+        return np.zeros((fn.size1_out(0), 0))
+    varying = []  # (input, its columns)
+    held = []  # (the arrays the buffer points into, alive until the calls are made)
+    for i, value in enumerate(args):
+        value = np.asarray(value, dtype=float)
+        if value.ndim == 1:
+            value = value[:, None]  # a vector is a column
+        if value.shape[1] == n and n > 1:
+            columns = np.asfortranarray(np.broadcast_to(value, (fn.size1_in(i), n)))
+            varying.append((i, columns))
+            continue
+        column = np.ascontiguousarray(np.broadcast_to(value[:, :1], (fn.size1_in(i), 1)))
+        held.append(column)
+        buffer.set_arg(i, memoryview(column.reshape(-1)))
+    table = np.empty((fn.size1_out(0), n), order="F")
+    for k in range(n):
+        for i, columns in varying:
+            buffer.set_arg(i, memoryview(columns[:, k]))
+        buffer.set_res(0, memoryview(table[:, k]))
+        trigger()
+    return table
 
 
 #: A result computes a variable alone, from what it needs (see :class:`Result`), where its
 #: table would cost more than this many instruction evaluations (the output Function's
-#: instructions times the output times; ~30 ns each in casadi's virtual machine): a
+#: instructions times the output times; ~3-5 ns each in casadi's virtual machine): a
 #: variable alone costs ~5-10 ms to set up, more than a small model's whole table.
 TABLE_ALONE = 2e7
 
@@ -439,15 +485,15 @@ SELECTIONS_KEPT = 256
 def _output_rows(cm, grid, X, Z, U, p):
     """Rows of the output table computed alone, when a variable is read before the whole
     table is needed: a Function of those outputs is what they read and no more (casadi
-    keeps what its outputs depend on), evaluated over the grid in one mapped call. None
+    keeps what its outputs depend on), evaluated at each point of the grid. None
     where the whole table is cheap (:data:`TABLE_ALONE`)."""
     if cm.output_function.n_instructions() * len(grid) <= TABLE_ALONE:
         return None
 
     def rows(indices):
         fn, read = selected_outputs(cm, tuple(indices))
-        return np.array(mapped(cm, fn, len(grid), (3,), kept=SELECTIONS_KEPT)(
-            X, Z, U, p[read], grid[None, :]))
+        return buffered_table(cm, fn,
+                              X, Z, U, p[read], grid[None, :])
     return rows
 
 

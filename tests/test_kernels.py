@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mbmodel as mb  # noqa: E402
 from mbmodel import native  # noqa: E402
-from mbmodel.kernels import structured_dynamics  # noqa: E402
+from mbmodel.kernels import structured_dynamics, structured_outputs  # noqa: E402
 from mb_trees import (DrivenChain, RevoluteChain, TreeModel, pinocchio_model,  # noqa: E402
                       random_tree)
 
@@ -100,6 +100,94 @@ def test_the_schedules_c_computes_the_kernels_and_their_derivative(name, tmp_pat
         assert np.max(np.abs(ours - reference)) <= 1e-12 * max(1.0, np.abs(reference).max())
         ours, reference = (np.array(j(t, x, pu)) for j in jacobians)
         assert np.max(np.abs(ours - reference)) <= 1e-11 * max(1.0, np.abs(reference).max())
+
+
+class Offsets(mb.Model):
+    """Outputs of every kind a result has: a state, derivatives, assigned variables, aliases
+    with a sign and an offset (a = -b + 1 and c = b + 2), a constant, an input, time."""
+    u = mb.Input()
+    x = mb.Variable(start=0.5, fixed=True)
+    b = mb.Variable()
+    a = mb.Variable()
+    c = mb.Variable()
+    k = mb.Variable()
+    s = mb.Variable()
+    gain = mb.Parameter(3.0)
+
+    def equations(self):
+        yield self.b == self.gain * np.sin(self.x) + self.u
+        yield self.a == 1.0 - self.b
+        yield self.c == self.b + 2.0
+        yield self.k == 4.0
+        yield self.s == mb.time * self.c
+        yield mb.der(self.x) == -self.a * self.x + self.s
+
+
+# (one parameter mode each, as above)
+@pytest.mark.parametrize("name", [*MODELS, "aliases with offsets"])
+def test_kernels_and_their_c_compute_every_output_of_a_result(name, tmp_path):
+    """structured_outputs: the kernel Function of every variable a result holds, and its C
+    (the schedule's loop, exporting output_function's signature), compute what
+    output_function computes: states, derivatives, assigned variables, aliases with their
+    sign and offset, constants, inputs, parameters folded or free."""
+    from mbmodel import codegen
+    from mbmodel.schedule import schedule_of
+    names = [*MODELS, "aliases with offsets"]
+    parameters = "constant" if names.index(name) % 2 else "symbolic"
+    model = Offsets() if name == "aliases with offsets" else MODELS[name]()
+    cm = mb.compile(model, parameters=parameters)
+    if name == "aliases with offsets":  # (the model has what its doc says)
+        sources = cm.system.value_sources
+        # a = 1 - b, c = b + 2, and k = 4 (the constant zero plus 4); u an input
+        assert sorted(sources.offsets[sources.offsets != 0].tolist()) == [1.0, 2.0, 4.0]
+        assert -1.0 in sources.signs and np.any(sources.rows < 0)
+    fn, stats = structured_outputs(cm.system, cm.output_names, cm.parameter_mode)
+    assert schedule_of(fn).kind == "outputs" and stats.unused == 0
+    fast = codegen.compile_function(fn, cache_dir=tmp_path, optimize=2)
+    assert fast.is_a("External")
+    rng = np.random.default_rng(17)
+    p = cm.parameter_vector()
+    for _ in range(3):
+        x = rng.uniform(-1.0, 1.0, len(cm.states))
+        u = rng.normal(size=cm.symbols.u.numel())
+        t = rng.uniform(0.0, 2.0)
+        reference = np.array(cm.output_function(x, [], u, p, t)).ravel()
+        assert np.all(np.isfinite(reference))
+        scale = max(1.0, np.abs(reference).max())
+        kernels = np.array(fn(x, [], u, p, t)).ravel()
+        assert np.max(np.abs(kernels - reference)) <= 1e-13 * scale
+        compiled = np.array(fast(x, [], u, p, t)).ravel()
+        assert np.max(np.abs(compiled - reference)) <= 1e-12 * scale
+
+
+def test_a_large_results_table_is_computed_in_c_when_asked_or_built():
+    """simulate(native=True) computes a large model's result table with the outputs' C
+    (native.outputs), the same numbers as casadi's virtual machine (native=False); once
+    built, the default ("auto") uses it, and reading one variable computes the table (no
+    variable is computed alone)."""
+    cm = mb.compile(RevoluteChain(30), parameters="constant")
+    assert cm.output_function.n_instructions() > native.KERNEL_INSTRUCTIONS
+    assert native.outputs(cm, "auto") is cm.output_function  # not built yet
+    vm = cm.simulate(0.2, n_points=2001, native=False)
+    assert vm.computes_alone  # (in the virtual machine, a variable read alone)
+    in_c = cm.simulate(0.2, n_points=2001, native=True)
+    assert native.outputs(cm, "auto").is_a("External")
+    assert not in_c.computes_alone
+    # (the virtual machine's table at the C run's states: the runs' dynamics differ in
+    # rounding, and so do their trajectories, by ~1e-8)
+    X = np.array([in_c[name] for name in cm.states])
+    reference = np.array(cm.output_function.map(X.shape[1])(
+        X, np.zeros((0, X.shape[1])), np.zeros((0, X.shape[1])), cm.parameter_vector(),
+        in_c.t[None, :]))
+    assert np.array_equal(vm.values, np.array(cm.output_function.map(X.shape[1])(
+        np.array([vm[name] for name in cm.states]), np.zeros((0, X.shape[1])),
+        np.zeros((0, X.shape[1])), cm.parameter_vector(), vm.t[None, :])))
+    scale = max(1.0, np.abs(reference).max())
+    assert np.max(np.abs(in_c.values - reference)) <= 1e-12 * scale
+    later = cm.simulate(0.2, n_points=2001)
+    assert not later.computes_alone
+    assert np.array_equal(later[cm.output_names[-1]], in_c[cm.output_names[-1]])
+    assert native.outputs(cm, False) is cm.output_function
 
 
 def test_the_c_of_a_longer_chain_differs_only_in_its_tables():
