@@ -35,7 +35,10 @@ Measured:
   ``null`` with the reason.
 * ``result_read_s`` (no target): reading the result of ``simulate(1.0)``, n = 25 and 100:
   ``one``, a variable that is not a state (the middle body's position), computed alone on
-  its first read; ``table``, every variable at every output time (``res.values``).
+  its first read; ``table``, every variable at every output time (``res.values``), in
+  casadi's virtual machine; ``table_c``, the same with the outputs' generated C
+  (``simulate(native=True)``), after ``c_build``, the seconds ``mbmodel.native.outputs(cm)``
+  took to build it (kernels and C compiler, or their disk cache).
 * ``first_c_seconds`` (no target): what a first run waits for after the build, with an
   empty disk cache, at n = 10, 100 and 1000, in the build's process: ``source_s``, the code
   the C is generated from (``mbmodel.native.code_source``: for large models the kernels of
@@ -304,10 +307,20 @@ def sim_ratio(n, repeat=3):
         t0 = time.perf_counter()
         fresh.values  # noqa: B018 - the table, computed on this read
         t_table = min(t_table, time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    native.outputs(cm)  # the outputs' kernels and C (or the disk cache's)
+    t_c_build = time.perf_counter() - t0
+    t_table_c = np.inf
+    for _ in range(repeat):
+        fresh = cm.simulate(1.0, native=True)
+        t0 = time.perf_counter()
+        fresh.values  # noqa: B018 - the table, computed in C on this read
+        t_table_c = min(t_table_c, time.perf_counter() - t0)
     return {"n": n, "mb_s": t_mb, "mb_again_s": t_again, "native_s": t_native,
             "method": "+".join(res.methods), "scipy_pin_s": t_ref,
             "q_difference": float(np.max(np.abs(q_mb - sol.y[:n, -1]))),
-            "read_one_s": t_one, "read_table_s": t_table, "variables": len(res.names)}
+            "read_one_s": t_one, "read_table_s": t_table, "variables": len(res.names),
+            "read_table_c_s": t_table_c, "outputs_c_build_s": t_c_build}
 
 
 def main():
@@ -359,11 +372,14 @@ def main():
         print(f"{r['n']:>5} {r['native_s']:7.3f} {r['method']:>7} {r['mb_s']:10.4f} "
               f"{r['mb_again_s']:8.4f} {r['scipy_pin_s']:12.4f} "
               f"{r['mb_s'] / r['scipy_pin_s']:6.2f} {r['q_difference']:16.2e}")
-    print("\nReading a result (casadi's virtual machine): one variable that is not a state, "
-          "computed alone on its first read; the table of every variable")
-    print(f"{'n':>5} {'variables':>10} {'one s':>8} {'table s':>8}")
+    print("\nReading a result: one variable that is not a state, computed alone on its "
+          "first read, and the table of every variable, in casadi's virtual machine; the "
+          "table in the outputs' C, after building it (native.outputs)")
+    print(f"{'n':>5} {'variables':>10} {'one s':>8} {'table s':>8} {'C build s':>10} "
+          f"{'table C s':>10}")
     for r in sims:
-        print(f"{r['n']:>5} {r['variables']:>10} {r['read_one_s']:8.4f} {r['read_table_s']:8.3f}")
+        print(f"{r['n']:>5} {r['variables']:>10} {r['read_one_s']:8.4f} {r['read_table_s']:8.3f} "
+              f"{r['outputs_c_build_s']:10.2f} {r['read_table_c_s']:10.4f}")
 
     if probes:
         print("\nLargest chain built in 60 s, searched between the sizes above:")
@@ -394,7 +410,9 @@ def main():
         "api_fd_over_pinocchio": {str(r["n"]): r["api_us"] / r["pin_us"] for r in fds},
         "c_fd_over_pinocchio": {str(r["n"]): r["c_us"] / r["pin_us"] for r in fds},
         "sim_over_scipy_pinocchio": {str(r["n"]): r["mb_s"] / r["scipy_pin_s"] for r in sims},
-        "result_read_s": {str(r["n"]): {"one": r["read_one_s"], "table": r["read_table_s"]}
+        "result_read_s": {str(r["n"]): {"one": r["read_one_s"], "table": r["read_table_s"],
+                                        "table_c": r["read_table_c_s"],
+                                        "c_build": r["outputs_c_build_s"]}
                           for r in sims},
         "chain_100k_fd_ms": None,
         "chain_100k_fd_reason": reason_100k,

@@ -149,8 +149,9 @@ def simulate(model, t_end: float, **options) -> Result:
     sources; none without such declarations), ``native``
     (``"auto"``: the dynamics run as generated C, built once per model structure and cached
     on disk, when cached or quick to build, else in casadi's virtual machine while the C
-    builds in the background; True: always C, building it first; False: the virtual
-    machine), ``progress`` (a tqdm progress bar over simulated time, shown once a run has
+    builds in the background; True: always C, building it first, and for a large model
+    the result's table too (:func:`mbmodel.native.outputs`; with ``"auto"`` once built);
+    False: the virtual machine), ``progress`` (a tqdm progress bar over simulated time, shown once a run has
     taken a second; ``"auto"``, the default, moves it where the run stops anyway: after each
     integrator call of a run with events, at time events; True also cuts a run without
     events into about 20 integrator calls at output times so that the bar moves, each
