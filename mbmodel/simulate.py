@@ -20,7 +20,7 @@ from .impulses import ImpulseWatch
 from .initialization import initial_values
 from .inputs import input_function
 from .integrators import (C_LOOPS, CONSISTENT, STIFFNESS_LIMIT, due, failed_at_start,
-                          idas_first_step, loop_native, newton_dynamics,
+                          idas_first_step, loop_native, mapped, newton_dynamics,
                           solve_algebraic, solver_options, stiffness)
 from .native import dynamics, outputs as native_outputs
 from .progress import time_bar
@@ -431,44 +431,61 @@ def _output_table(cm, grid, X, Z, U, p, table_fn):
 
 def buffered_table(cm, fn: ca.Function, *args) -> np.ndarray:
     """``fn``'s first output (a column) at each point of ``args`` (numpy arrays: a column
-    per point, or a vector or one column for all of them), as the columns of a new array:
-    casadi reads the arguments and writes each column in place, through ``fn``'s buffer
-    interface (kept per thread with ``cm``'s maps), one call per point.
+    per point, or a vector or one column for all of them), as the columns of a new array.
+    casadi reads the arguments and writes the columns in place, through the buffer
+    interface of ``fn`` mapped over :data:`TABLE_CHUNK` points (one call per chunk; the
+    last points one by one), kept per thread with ``cm``'s maps.
 
     A plain call of ``fn.map(n)`` converts every argument and the result between numpy and
     casadi: for a 100-link chain's table (26 151 variables x 501 points) that was ~1.7 s of
     a ~2.3 s read, the computation itself ~0.25 s in casadi's virtual machine; and making
-    the map costs ~0.6 s (casadi builds the 13-million-entry pattern of its output).
+    a map of all points costs ~0.6 s (casadi builds the 13-million-entry pattern of its
+    output).
 
     Example: ``table = buffered_table(cm, cm.output_function, X, Z, U, p, grid[None, :])``"""
+    n = max(np.shape(value)[1] for value in args if np.ndim(value) == 2)
+    columns = []  # per input: its columns, or None for one column for all points
+    for i, value in enumerate(args):
+        value = np.asarray(value, dtype=float)
+        if value.ndim == 1:
+            value = value[:, None]  # a vector is a column
+        columns.append(np.asfortranarray(np.broadcast_to(value, (fn.size1_in(i), n)))
+                       if value.shape[1] == n and n > 1 else value[:, :1])
+    table = np.empty((fn.size1_out(0), n), order="F")
+    whole = n - n % TABLE_CHUNK
+    if whole:
+        _fill(cm, mapped(cm, fn, TABLE_CHUNK), TABLE_CHUNK, columns, table, 0, whole)
+    if whole < n:
+        _fill(cm, fn, 1, columns, table, whole, n)
+    return table
+
+
+#: Points per call of :func:`buffered_table`: the Python around a call (~10-20 µs)
+#: shared by this many points, for a map that costs ~0.1 ms per point to make.
+TABLE_CHUNK = 32
+
+
+def _fill(cm, fn, width, columns, table, first, end):
+    """``table``'s columns ``first:end`` from ``fn`` (``width`` points per call) through
+    its buffer: the inputs that vary from ``columns``, the others once (repeated)."""
     buffers = workspace(cm, "buffers")
     found = buffers.get(id(fn))
     if found is None:  # (fn kept with its buffer, so its id stays unique)
         found = remember(buffers, id(fn), (fn, *fn.buffer()), limit=SELECTIONS_KEPT)
     _, buffer, trigger = found
-    n = max(np.shape(value)[1] for value in args if np.ndim(value) == 2)
-    if n == 0:
-        return np.zeros((fn.size1_out(0), 0))
-    varying = []  # (input, its columns)
-    held = []  # (the arrays the buffer points into, alive until the calls are made)
-    for i, value in enumerate(args):
-        value = np.asarray(value, dtype=float)
-        if value.ndim == 1:
-            value = value[:, None]  # a vector is a column
-        if value.shape[1] == n and n > 1:
-            columns = np.asfortranarray(np.broadcast_to(value, (fn.size1_in(i), n)))
-            varying.append((i, columns))
-            continue
-        column = np.ascontiguousarray(np.broadcast_to(value[:, :1], (fn.size1_in(i), 1)))
-        held.append(column)
-        buffer.set_arg(i, memoryview(column.reshape(-1)))
-    table = np.empty((fn.size1_out(0), n), order="F")
-    for k in range(n):
-        for i, columns in varying:
-            buffer.set_arg(i, memoryview(columns[:, k]))
-        buffer.set_res(0, memoryview(table[:, k]))
+    varying, held = [], []  # (held: the arrays the buffer points into, alive until the calls)
+    for i, values in enumerate(columns):
+        if values.shape[1] == 1:  # (one column for all points, or a table of one point)
+            repeated = np.asfortranarray(np.repeat(values[:, :1], width, axis=1))
+            held.append(repeated)
+            buffer.set_arg(i, memoryview(repeated.reshape(-1, order="F")))
+        else:
+            varying.append((i, values))
+    for k in range(first, end, width):
+        for i, values in varying:
+            buffer.set_arg(i, memoryview(values[:, k:k + width].reshape(-1, order="F")))
+        buffer.set_res(0, memoryview(table[:, k:k + width].reshape(-1, order="F")))
         trigger()
-    return table
 
 
 #: A result computes a variable alone, from what it needs (see :class:`Result`), where its
