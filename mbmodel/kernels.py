@@ -471,7 +471,9 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
         if value is None:
             return None  # a derivative that is not assigned (not expected; keep the flat code)
         derivatives.append(value)
-    xdot = made.emitter.gather(derivatives) if n_x else ca.MX(0, 1)
+    # (dense: a constant zero among the values gathered can come out as a structural zero,
+    # and the schedule's C writes dense columns)
+    xdot = ca.densify(made.emitter.gather(derivatives)) if n_x else ca.MX(0, 1)
     empty = ca.MX(0, 1)
     fn = ca.Function("mbmodel_dynamics", [T, X, ca.MX.sym("z", 0), PU, ca.MX.sym("u", 0)],
                      [xdot, empty, empty, empty], ca.dyn_in(), ca.dyn_out())
@@ -524,6 +526,7 @@ def _structured_outputs(system, names, parameter_mode, time_symbol):
         for k, offset in offsets:
             shift[k] = offset
         y = y + ca.DM(shift)
+    y = ca.densify(y)  # (as the dynamics' derivatives)
     fn = ca.Function("mbmodel_outputs", [X, ca.MX.sym("z", 0), U, P, T], [y],
                      ["x", "z", "u", "p", "t"], ["y"])
     attach(fn, _schedule(made.calls, results, n_x, n_p, n_u, made.bindings, made.bound,

@@ -6,6 +6,7 @@ steps are resolved exactly. Solver objects are kept per thread (:mod:`mbmodel.wo
 from __future__ import annotations
 
 import inspect
+import math
 import warnings
 
 import casadi as ca
@@ -137,7 +138,7 @@ def initial_point_result(cm, x0, z0, p, inputs, t_start) -> Result:
         u = np.vstack([u, np.asarray(cm.discrete_start, dtype=float).reshape(-1, 1)])
     X = np.asarray(x0, dtype=float).reshape(-1, 1)
     Z = np.asarray(z0, dtype=float).reshape(-1, 1)
-    return _result(cm, grid, X, Z, u, p, np.array([True]), [])
+    return _result(cm, grid, X, Z, u, p, np.array([True]), [], native=False)
 
 
 def run_asserts(cm) -> RunAsserts:
@@ -256,14 +257,14 @@ def _simulate(cm, grid, t_start, t_end, p, u_of, params, inputs, rtol, atol, x0,
                     X[:, k] = xs[:, j]
                     Z[:, k] = zs[:, j]
                 exc.result = _result(cm, grid, X, Z, U, p, grid <= exc.reached_time,
-                                     methods_used)
+                                     methods_used, native)
                 raise
             methods_used.append(used)
         for j, k in enumerate(inside):
             X[:, k] = xs[:, j]
             Z[:, k] = zs[:, j]
         _check_finite(cm, grid, X, Z, U, p, methods_used, a, tout, xs, zs, (x, z),
-                      np.concatenate([p, u_seg]))
+                      np.concatenate([p, u_seg]), native)
         x = xs[:, -1].copy()
         z = zs[:, -1].copy()
         if b in events_inside:
@@ -292,7 +293,7 @@ def _simulate_with_events(cm, grid, t_start, t_end, p, u_of, x0, steady_state, m
         reached = getattr(exc, "reached", None)
         if reached is not None and exc.result is None:
             X, Z, U, rows, events = reached
-            exc.result = _result(cm, grid, X, Z, U, p, rows, [])
+            exc.result = _result(cm, grid, X, Z, U, p, rows, [], native)
             exc.result.events = list(events)
         raise
     result = _result(cm, grid, X, Z, U, p, np.ones(len(grid), bool), methods, native)
@@ -377,21 +378,24 @@ def checked_options(t_start=0.0, t_end=1.0, n_points=501, rtol=1e-8, atol=1e-10,
 
 def _result(cm, grid, X, Z, U, p, rows, methods_used, native="auto") -> Result:
     """The Result on the grid points selected by ``rows`` (all, or those reached); its
-    table in generated C as ``native`` says (:func:`mbmodel.native.outputs`)."""
+    table in generated C as ``native`` says (:func:`mbmodel.native.outputs`: with True,
+    built when the table is first computed). Where the C is built already, a variable read
+    computes the whole table; else a large model's is computed alone in casadi's virtual
+    machine (building C for one variable would cost seconds)."""
     grid, X, Z, U = grid[rows], X[:, rows], Z[:, rows], U[:, rows]
     known = dict(zip(cm.states, X))
     known.update((name, Z[k]) for k, name in enumerate(cm.algebraic) if name not in known)
-    table_fn = native_outputs(cm, native)
-    result = Result(grid, _output_table(cm, grid, X, Z, U, p, table_fn), cm.output_names, cm,
+    in_c = bool(native) and native_outputs(cm, "auto") is not cm.output_function
+    result = Result(grid, _output_table(cm, grid, X, Z, U, p, native), cm.output_names, cm,
                     known=known, check=_output_check(cm, grid, X, Z, U, p),
-                    rows=(_output_rows(cm, grid, X, Z, U, p)
-                          if table_fn is cm.output_function else None))
+                    rows=None if in_c else _output_rows(cm, grid, X, Z, U, p))
     # What integrated each segment between events ("adams" segments may have fallen back).
     result.methods = list(methods_used)
     return result
 
 
-def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, pu):
+def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, pu,
+                  native="auto"):
     """A state or algebraic variable that is NaN or infinite stops the run with the time
     and the variable, and the result up to the last finite output time."""
     finite = np.all(np.isfinite(xs), axis=0) & np.all(np.isfinite(zs), axis=0)
@@ -416,16 +420,15 @@ def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, p
         f"t = {last_good:g} is in this error's 'result'.")
     exc.time = found.time if found else float(tout[j])
     exc.variable = found.variable if found else names[i]
-    exc.result = _result(cm, grid, X, Z, U, p, grid <= last_good, methods_used)
+    exc.result = _result(cm, grid, X, Z, U, p, grid <= last_good, methods_used, native)
     raise exc
 
 
-def _output_table(cm, grid, X, Z, U, p, table_fn):
-    """Every output variable on the grid, computed by ``table_fn`` (the output Function, or
-    its C) when the Result first needs it."""
+def _output_table(cm, grid, X, Z, U, p, native):
+    """Every output variable on the grid, computed when the Result first needs it by the
+    output Function or its C (:func:`mbmodel.native.outputs` with ``native``)."""
     def compute():
-        return buffered_table(cm, table_fn, X, Z, U, p,
-                              grid[None, :])
+        return buffered_table(cm, native_outputs(cm, native), X, Z, U, p, grid[None, :])
     return compute
 
 
@@ -433,8 +436,8 @@ def buffered_table(cm, fn: ca.Function, *args) -> np.ndarray:
     """``fn``'s first output (a column) at each point of ``args`` (numpy arrays: a column
     per point, or a vector or one column for all of them), as the columns of a new array.
     casadi reads the arguments and writes the columns in place, through the buffer
-    interface of ``fn`` mapped over :data:`TABLE_CHUNK` points (one call per chunk; the
-    last points one by one), kept per thread with ``cm``'s maps.
+    interface of ``fn`` mapped over a chunk of points (:func:`table_chunk`; one call per
+    chunk), kept per thread with ``cm``'s maps.
 
     A plain call of ``fn.map(n)`` converts every argument and the result between numpy and
     casadi: for a 100-link chain's table (26 151 variables x 501 points) that was ~1.7 s of
@@ -443,26 +446,54 @@ def buffered_table(cm, fn: ca.Function, *args) -> np.ndarray:
     output).
 
     Example: ``table = buffered_table(cm, cm.output_function, X, Z, U, p, grid[None, :])``"""
+    fn = _dense(cm, fn)
     n = max(np.shape(value)[1] for value in args if np.ndim(value) == 2)
-    columns = []  # per input: its columns, or None for one column for all points
+    columns = []  # per input: its columns, or one column for all points
     for i, value in enumerate(args):
         value = np.asarray(value, dtype=float)
         if value.ndim == 1:
             value = value[:, None]  # a vector is a column
-        columns.append(np.asfortranarray(np.broadcast_to(value, (fn.size1_in(i), n)))
-                       if value.shape[1] == n and n > 1 else value[:, :1])
+        if value.shape[0] != fn.size1_in(i) or value.shape[1] not in (1, n):
+            raise ValueError(f"buffered_table: argument {i} ({fn.name_in(i)}) has shape "
+                             f"{value.shape}, not ({fn.size1_in(i)}, 1 or {n})")
+        columns.append(np.asfortranarray(value) if value.shape[1] == n and n > 1
+                       else value[:, :1])
     table = np.empty((fn.size1_out(0), n), order="F")
-    whole = n - n % TABLE_CHUNK
+    width = table_chunk(fn.size1_out(0))
+    whole = n - n % width
     if whole:
-        _fill(cm, mapped(cm, fn, TABLE_CHUNK), TABLE_CHUNK, columns, table, 0, whole)
+        _fill(cm, mapped(cm, fn, width) if width > 1 else fn, width, columns, table, 0, whole)
     if whole < n:
-        _fill(cm, fn, 1, columns, table, whole, n)
+        rest = n - whole
+        _fill(cm, mapped(cm, fn, rest) if rest > 1 else fn, rest, columns, table, whole, n)
     return table
 
 
-#: Points per call of :func:`buffered_table`: the Python around a call (~10-20 µs)
-#: shared by this many points, for a map that costs ~0.1 ms per point to make.
-TABLE_CHUNK = 32
+def table_chunk(n_out: int) -> int:
+    """Points per call of :func:`buffered_table` for a Function of ``n_out`` outputs: the
+    Python around a call (~10-20 µs) shared by as many points as keep the map's output
+    within 2^16 entries (casadi spends ~50 ns per entry making a map), a power of two from
+    1 (a 100-link chain's 26 151 variables: 2) to 4096 (a model of a few variables).
+
+    Example: ``table_chunk(6) == 4096``"""
+    return int(min(4096, 2 ** max(0, math.floor(math.log2(65536 / max(n_out, 1))))))
+
+
+def _dense(cm, fn: ca.Function) -> ca.Function:
+    """``fn``, or where an input or its first output is not a dense column (a structural
+    zero among the outputs), a Function that makes them so: the buffers are dense."""
+    if all(fn.sparsity_in(i).is_dense() for i in range(fn.n_in())) and \
+            fn.sparsity_out(0).is_dense():
+        return fn
+    cache = workspace(cm, "densified")
+    found = cache.get(id(fn))
+    if found is None:  # (fn kept with it, so its id stays unique)
+        inputs = [ca.MX.sym(fn.name_in(i), fn.size1_in(i), fn.size2_in(i))
+                  for i in range(fn.n_in())]
+        found = remember(cache, id(fn), (fn, ca.Function(
+            f"{fn.name()}_dense", inputs, [ca.densify(fn.call(inputs)[0])])),
+            limit=SELECTIONS_KEPT)
+    return found[1]
 
 
 def _fill(cm, fn, width, columns, table, first, end):
@@ -476,7 +507,7 @@ def _fill(cm, fn, width, columns, table, first, end):
     varying, held = [], []  # (held: the arrays the buffer points into, alive until the calls)
     for i, values in enumerate(columns):
         if values.shape[1] == 1:  # (one column for all points, or a table of one point)
-            repeated = np.asfortranarray(np.repeat(values[:, :1], width, axis=1))
+            repeated = np.asfortranarray(np.repeat(values, width, axis=1))
             held.append(repeated)
             buffer.set_arg(i, memoryview(repeated.reshape(-1, order="F")))
         else:
@@ -486,6 +517,9 @@ def _fill(cm, fn, width, columns, table, first, end):
             buffer.set_arg(i, memoryview(values[:, k:k + width].reshape(-1, order="F")))
         buffer.set_res(0, memoryview(table[:, k:k + width].reshape(-1, order="F")))
         trigger()
+        if buffer.ret():
+            raise SimulationError(f"evaluating {fn.name()} failed at output times {k} to "
+                                  f"{k + width - 1} (casadi returned {buffer.ret()})")
 
 
 #: A result computes a variable alone, from what it needs (see :class:`Result`), where its

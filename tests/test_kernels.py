@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mbmodel as mb  # noqa: E402
 from mbmodel import native  # noqa: E402
+simulation = importlib.import_module("mbmodel.simulate")
 from mbmodel.kernels import structured_dynamics, structured_outputs  # noqa: E402
 from mb_trees import (DrivenChain, RevoluteChain, TreeModel, pinocchio_model,  # noqa: E402
                       random_tree)
@@ -143,36 +144,42 @@ def test_kernels_and_their_c_compute_every_output_of_a_result(name, tmp_path):
         assert -1.0 in sources.signs and np.any(sources.rows < 0)
     fn, stats = structured_outputs(cm.system, cm.output_names, cm.parameter_mode)
     assert schedule_of(fn).kind == "outputs" and stats.unused == 0
+    # dense (a result's table is written through buffers), and so the schedule's C
+    assert fn.sparsity_out(0).is_dense()
+    assert "mbmodel_call" in codegen._generate_c(fn)
     fast = codegen.compile_function(fn, cache_dir=tmp_path, optimize=2)
     assert fast.is_a("External")
     rng = np.random.default_rng(17)
+    n = 3
+    X = rng.uniform(-1.0, 1.0, (len(cm.states), n))
+    U = rng.normal(size=(cm.symbols.u.numel(), n))
+    T = rng.uniform(0.0, 2.0, (1, n))
     p = cm.parameter_vector()
-    for _ in range(3):
-        x = rng.uniform(-1.0, 1.0, len(cm.states))
-        u = rng.normal(size=cm.symbols.u.numel())
-        t = rng.uniform(0.0, 2.0)
-        reference = np.array(cm.output_function(x, [], u, p, t)).ravel()
-        assert np.all(np.isfinite(reference))
-        scale = max(1.0, np.abs(reference).max())
-        kernels = np.array(fn(x, [], u, p, t)).ravel()
-        assert np.max(np.abs(kernels - reference)) <= 1e-13 * scale
-        compiled = np.array(fast(x, [], u, p, t)).ravel()
-        assert np.max(np.abs(compiled - reference)) <= 1e-12 * scale
+    Z = np.zeros((0, n))
+    reference = np.array(cm.output_function.map(n)(X, Z, U, p, T))
+    assert np.all(np.isfinite(reference))
+    scale = max(1.0, np.abs(reference).max())
+    kernels = np.array(fn.map(n)(X, Z, U, p, T))
+    assert np.max(np.abs(kernels - reference)) <= 1e-13 * scale
+    # as a result computes its table: C through casadi's buffers
+    compiled = simulation.buffered_table(cm, fast, X, Z, U, p, T)
+    assert np.max(np.abs(compiled - reference)) <= 1e-12 * scale
 
 
 def test_a_large_results_table_is_computed_in_c_when_asked_or_built():
     """simulate(native=True) computes a large model's result table with the outputs' C
-    (native.outputs), the same numbers as casadi's virtual machine (native=False); once
-    built, the default ("auto") uses it, and reading one variable computes the table (no
-    variable is computed alone)."""
+    (native.outputs, built then), the same numbers as casadi's virtual machine
+    (native=False); once built, the default ("auto") uses it, and reading one variable
+    computes the table (no variable is computed alone)."""
     cm = mb.compile(RevoluteChain(30), parameters="constant")
     assert cm.output_function.n_instructions() > native.KERNEL_INSTRUCTIONS
     assert native.outputs(cm, "auto") is cm.output_function  # not built yet
     vm = cm.simulate(0.2, n_points=2001, native=False)
     assert vm.computes_alone  # (in the virtual machine, a variable read alone)
     in_c = cm.simulate(0.2, n_points=2001, native=True)
+    assert in_c.computes_alone  # (the C is not built for one variable)
+    table = in_c.values  # built now
     assert native.outputs(cm, "auto").is_a("External")
-    assert not in_c.computes_alone
     # (the virtual machine's table at the C run's states: the runs' dynamics differ in
     # rounding, and so do their trajectories, by ~1e-8)
     X = np.array([in_c[name] for name in cm.states])
@@ -183,11 +190,63 @@ def test_a_large_results_table_is_computed_in_c_when_asked_or_built():
         np.array([vm[name] for name in cm.states]), np.zeros((0, X.shape[1])),
         np.zeros((0, X.shape[1])), cm.parameter_vector(), vm.t[None, :])))
     scale = max(1.0, np.abs(reference).max())
-    assert np.max(np.abs(in_c.values - reference)) <= 1e-12 * scale
+    assert np.max(np.abs(table - reference)) <= 1e-12 * scale
     later = cm.simulate(0.2, n_points=2001)
     assert not later.computes_alone
     assert np.array_equal(later[cm.output_names[-1]], in_c[cm.output_names[-1]])
     assert native.outputs(cm, False) is cm.output_function
+
+
+def test_a_table_is_written_dense_from_a_function_with_structural_zeros():
+    """buffered_table (a result's table through casadi's buffers) fills structural zeros of
+    the Function's output in: a buffer holds only the nonzeros, in order."""
+    cm = mb.compile(RevoluteChain(1))  # (only where the buffers are kept)
+    x, t = ca.MX.sym("x"), ca.MX.sym("t")
+    fn = ca.Function("f", [x, t], [ca.vertcat(x, ca.MX(1, 1), 2 * x, ca.MX(1, 1), t)])
+    assert fn.nnz_out(0) == 3
+    X, T = np.array([[1.0, 2.0, 3.0]]), np.array([[10.0, 20.0, 30.0]])
+    np.testing.assert_array_equal(simulation.buffered_table(cm, fn, X, T),
+                                  [[1, 2, 3], [0, 0, 0], [2, 4, 6], [0, 0, 0], [10, 20, 30]])
+    # every size of table: chunks of points and the rest, for a few outputs and for many
+    many = ca.Function("g", [x, t], [ca.vertcat(*[x * k + t for k in range(3000)])])
+    for n in (1, 2, 31, 33, 4097):
+        X, T = np.arange(n, dtype=float)[None, :], np.full((1, n), 0.5)
+        for f in (fn, many):
+            np.testing.assert_array_equal(simulation.buffered_table(cm, f, X, T),
+                                          np.array(f.map(n)(X, T)))
+
+
+def test_native_true_builds_the_outputs_c_only_when_the_table_is_computed(tmp_path,
+                                                                          monkeypatch):
+    """simulate(native=True) builds the outputs' C when a result's table is first computed,
+    not for a run whose table is never read (a sweep reading states); and a run's
+    native=False holds for its error's result too."""
+    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path))
+    cm = mb.compile(RevoluteChain(30), parameters="constant")
+    assert cm.output_function.n_instructions() > native.KERNEL_INSTRUCTIONS
+    native.dynamics(cm)
+    res = cm.simulate(0.1, n_points=11, native=True)
+    res[cm.states[0]]  # noqa: B018 - a state: no table
+    assert native.outputs(cm, "auto") is cm.output_function
+    assert not list(tmp_path.glob("outputs-*.json"))
+    res.values  # noqa: B018 - the table: the C is built now
+    assert native.outputs(cm, "auto").is_a("External")
+    assert list(tmp_path.glob("outputs-*.json"))
+    # once built, a run asks for it, or not: the table's Function as the run says
+    used = []
+    table = simulation.buffered_table
+    monkeypatch.setattr(simulation, "buffered_table",
+                        lambda cm_, fn, *args: used.append(fn) or table(cm_, fn, *args))
+    for asked, in_c in ((False, False), ("auto", True), (True, True)):
+        cm.simulate(0.1, n_points=11, native=asked).values  # noqa: B018
+        assert used.pop().is_a("External") == in_c
+    # (the result of a failed run, as simulate makes it)
+    X = np.zeros((len(cm.states), 3))
+    failed = simulation._result(cm, np.linspace(0, 1, 3), X, np.zeros((0, 3)),
+                                np.zeros((0, 3)), cm.parameter_vector(), np.ones(3, bool), [],
+                                native=False)
+    failed.values  # noqa: B018
+    assert used.pop() is cm.output_function
 
 
 def test_the_c_of_a_longer_chain_differs_only_in_its_tables():
