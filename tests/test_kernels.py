@@ -166,35 +166,54 @@ def test_kernels_and_their_c_compute_every_output_of_a_result(name, tmp_path):
     assert np.max(np.abs(compiled - reference)) <= 1e-12 * scale
 
 
-def test_a_large_results_table_is_computed_in_c_when_asked_or_built():
+def test_a_large_results_table_is_computed_in_c_when_asked_once_built(tmp_path, monkeypatch):
     """simulate(native=True) computes a large model's result table with the outputs' C
-    (native.outputs, built then), the same numbers as casadi's virtual machine
-    (native=False); once built, the default ("auto") uses it, and reading one variable
-    computes the table (no variable is computed alone)."""
+    (native.outputs), built when a table is first computed (not for a run whose states
+    alone are read: a sweep's), the same numbers as casadi's virtual machine; once built,
+    the default ("auto") uses it and reading one variable computes the table; each native
+    value's table Function, for failed runs' results too."""
+    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path))
     cm = mb.compile(RevoluteChain(30), parameters="constant")
     assert cm.output_function.n_instructions() > native.KERNEL_INSTRUCTIONS
-    assert native.outputs(cm, "auto") is cm.output_function  # not built yet
+    native.dynamics(cm)
     vm = cm.simulate(0.2, n_points=2001, native=False)
     assert vm.computes_alone  # (in the virtual machine, a variable read alone)
     in_c = cm.simulate(0.2, n_points=2001, native=True)
+    in_c[cm.states[0]]  # noqa: B018 - a state: no table
+    assert native.outputs(cm, "auto") is cm.output_function  # not built
+    assert not list(tmp_path.glob("outputs-*.json"))
     assert in_c.computes_alone  # (the C is not built for one variable)
     table = in_c.values  # built now
     assert native.outputs(cm, "auto").is_a("External")
+    assert list(tmp_path.glob("outputs-*.json"))
     # (the virtual machine's table at the C run's states: the runs' dynamics differ in
     # rounding, and so do their trajectories, by ~1e-8)
-    X = np.array([in_c[name] for name in cm.states])
-    reference = np.array(cm.output_function.map(X.shape[1])(
-        X, np.zeros((0, X.shape[1])), np.zeros((0, X.shape[1])), cm.parameter_vector(),
-        in_c.t[None, :]))
-    assert np.array_equal(vm.values, np.array(cm.output_function.map(X.shape[1])(
-        np.array([vm[name] for name in cm.states]), np.zeros((0, X.shape[1])),
-        np.zeros((0, X.shape[1])), cm.parameter_vector(), vm.t[None, :])))
+    n, p = 2001, cm.parameter_vector()
+    none = np.zeros((0, n))
+    reference = np.array(cm.output_function.map(n)(
+        np.array([in_c[name] for name in cm.states]), none, none, p, in_c.t[None, :]))
+    assert np.array_equal(vm.values, np.array(cm.output_function.map(n)(
+        np.array([vm[name] for name in cm.states]), none, none, p, vm.t[None, :])))
     scale = max(1.0, np.abs(reference).max())
     assert np.max(np.abs(table - reference)) <= 1e-12 * scale
     later = cm.simulate(0.2, n_points=2001)
     assert not later.computes_alone
     assert np.array_equal(later[cm.output_names[-1]], in_c[cm.output_names[-1]])
     assert native.outputs(cm, False) is cm.output_function
+    # each run's native value decides its table's Function
+    used = []
+    tabled = simulation.buffered_table
+    monkeypatch.setattr(simulation, "buffered_table",
+                        lambda cm_, fn, *args: used.append(fn) or tabled(cm_, fn, *args))
+    for asked, in_c in ((False, False), ("auto", True), (True, True)):
+        cm.simulate(0.1, n_points=11, native=asked).values  # noqa: B018
+        assert used.pop().is_a("External") == in_c
+    # (the result of a failed run, as simulate makes it)
+    X = np.zeros((len(cm.states), 3))
+    failed = simulation._result(cm, np.linspace(0, 1, 3), X, np.zeros((0, 3)),
+                                np.zeros((0, 3)), p, np.ones(3, bool), [], native=False)
+    failed.values  # noqa: B018
+    assert used.pop() is cm.output_function
 
 
 def test_a_table_is_written_dense_from_a_function_with_structural_zeros():
@@ -209,44 +228,12 @@ def test_a_table_is_written_dense_from_a_function_with_structural_zeros():
                                   [[1, 2, 3], [0, 0, 0], [2, 4, 6], [0, 0, 0], [10, 20, 30]])
     # every size of table: chunks of points and the rest, for a few outputs and for many
     many = ca.Function("g", [x, t], [ca.vertcat(*[x * k + t for k in range(3000)])])
-    for n in (1, 2, 31, 33, 4097):
-        X, T = np.arange(n, dtype=float)[None, :], np.full((1, n), 0.5)
-        for f in (fn, many):
+    assert simulation.table_chunk(5) == 4096 and simulation.table_chunk(3000) == 16
+    for f, sizes in ((fn, (1, 2, 4095, 4097)), (many, (1, 15, 16, 33))):
+        for n in sizes:
+            X, T = np.arange(n, dtype=float)[None, :], np.full((1, n), 0.5)
             np.testing.assert_array_equal(simulation.buffered_table(cm, f, X, T),
                                           np.array(f.map(n)(X, T)))
-
-
-def test_native_true_builds_the_outputs_c_only_when_the_table_is_computed(tmp_path,
-                                                                          monkeypatch):
-    """simulate(native=True) builds the outputs' C when a result's table is first computed,
-    not for a run whose table is never read (a sweep reading states); and a run's
-    native=False holds for its error's result too."""
-    monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path))
-    cm = mb.compile(RevoluteChain(30), parameters="constant")
-    assert cm.output_function.n_instructions() > native.KERNEL_INSTRUCTIONS
-    native.dynamics(cm)
-    res = cm.simulate(0.1, n_points=11, native=True)
-    res[cm.states[0]]  # noqa: B018 - a state: no table
-    assert native.outputs(cm, "auto") is cm.output_function
-    assert not list(tmp_path.glob("outputs-*.json"))
-    res.values  # noqa: B018 - the table: the C is built now
-    assert native.outputs(cm, "auto").is_a("External")
-    assert list(tmp_path.glob("outputs-*.json"))
-    # once built, a run asks for it, or not: the table's Function as the run says
-    used = []
-    table = simulation.buffered_table
-    monkeypatch.setattr(simulation, "buffered_table",
-                        lambda cm_, fn, *args: used.append(fn) or table(cm_, fn, *args))
-    for asked, in_c in ((False, False), ("auto", True), (True, True)):
-        cm.simulate(0.1, n_points=11, native=asked).values  # noqa: B018
-        assert used.pop().is_a("External") == in_c
-    # (the result of a failed run, as simulate makes it)
-    X = np.zeros((len(cm.states), 3))
-    failed = simulation._result(cm, np.linspace(0, 1, 3), X, np.zeros((0, 3)),
-                                np.zeros((0, 3)), cm.parameter_vector(), np.ones(3, bool), [],
-                                native=False)
-    failed.values  # noqa: B018
-    assert used.pop() is cm.output_function
 
 
 def test_the_c_of_a_longer_chain_differs_only_in_its_tables():
