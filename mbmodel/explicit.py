@@ -37,7 +37,7 @@ import casadi as ca
 import numpy as np
 
 __all__ = ["integrator", "guard", "NativeIntegrator", "Guard", "Crossing", "Run", "LOOPS",
-           "STATUS", "CROSSED"]
+           "STATUS", "CROSSED", "runtime_loops"]
 
 _RUNTIME_SOURCE = Path(__file__).with_name("ode_runtime.c")
 
@@ -62,9 +62,11 @@ _integrators: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 LOOPS = {"dop853": "mb_dop853", "abm": "mb_adams"}
 
 
-def _loops() -> dict | None:
+def runtime_loops() -> dict | None:
     """The C loops by method (built once per machine, cached like generated code), or
-    None."""
+    None.
+
+    Example: ``"dop853" in (runtime_loops() or {})``"""
     with _lock:
         if not _runtime:
             from .codegen import compile_source
@@ -342,7 +344,7 @@ def integrator(fn: ca.Function) -> NativeIntegrator | None:
     # the C loop reads states and parameters, and writes derivatives, as dense vectors
     usable = library is not None and not fn.size1_in(2) and fn.n_in() == 5 and all(
         sp.is_dense() for sp in (fn.sparsity_in(1), fn.sparsity_in(3), fn.sparsity_out(0)))
-    loops = _loops() if usable else None
+    loops = runtime_loops() if usable else None
     found = NativeIntegrator(fn, library, loops) if loops is not None else None
     with _lock:
         return _integrators.setdefault(fn, found)

@@ -380,8 +380,9 @@ def _result(cm, grid, X, Z, U, p, rows, methods_used, native="auto") -> Result:
     """The Result on the grid points selected by ``rows`` (all, or those reached); its
     table in generated C as ``native`` says (:func:`mbmodel.native.outputs`: with True,
     built when the table is first computed). Where the C is built already, a variable read
-    computes the whole table; else a large model's is computed alone in casadi's virtual
-    machine (building C for one variable would cost seconds)."""
+    computes the whole table; else a variable of a model whose table is expensive is
+    computed alone in casadi's virtual machine (see :data:`TABLE_ALONE`), and other
+    models' first read computes the table (with True, building the C first)."""
     grid, X, Z, U = grid[rows], X[:, rows], Z[:, rows], U[:, rows]
     known = dict(zip(cm.states, X))
     known.update((name, Z[k]) for k, name in enumerate(cm.algebraic) if name not in known)

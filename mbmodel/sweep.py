@@ -44,7 +44,8 @@ from .core import Model
 from .errors import ModelError, SimulationError
 from .inputs import input_function
 from .progress import run_bar
-from .simulate import checked_options, run
+from .explicit import runtime_loops
+from .simulate import TABLE_ALONE, checked_options, run
 
 __all__ = ["sweep", "runs_of"]
 
@@ -294,10 +295,20 @@ def _on_cluster(client, cm, tasks, bar):
 
 
 def _prebuild(cm, native, tasks):
-    """Build the generated C here, once, so the workers load it from the disk cache."""
-    choice = tasks[0][5].get("native", "auto")
+    """Build the generated C here, once, so the workers load it from the disk cache: the
+    dynamics, the integrators' C loops, and with ``native=True`` the outputs' where the runs compute their tables
+    (they read more than the states, and the table is not so large that a variable is
+    computed alone: :data:`mbmodel.simulate.TABLE_ALONE`)."""
+    options = tasks[0][5]
+    choice = options.get("native", "auto")
     if choice and cm.states:
         native.dynamics(cm, True)
+        runtime_loops()  # (ABM's and DOP853's loops in C: once per machine)
+    if choice is True and not set(tasks[0][3]) <= set(cm.states):
+        times = options.get("times")
+        points = len(times) if times is not None else options.get("n_points") or 501
+        if cm.output_function.n_instructions() * points <= TABLE_ALONE:
+            native.outputs(cm, True)
 
 
 def _dumps(cm) -> bytes:

@@ -278,3 +278,32 @@ def test_inputs_reach_the_runs_in_every_form_simulate_reads():
     with pytest.raises(mb.SimulationError, match=r"sweep: inputs: the model has no external "
                                                  r"input wx"):
         mb.sweep(cm, 1.0, inputs={"u": [1.0, 2.0], "wx": 1.0}, processes=2, progress=False)
+
+
+def test_a_sweep_builds_the_c_its_workers_load_once_before_they_start(monkeypatch):
+    """The sweep builds, before its workers start, what each would otherwise build at the
+    same time: the dynamics and the integrators' C loops unless native=False, and with
+    native=True the outputs' C where the runs compute their tables (more than the states
+    read, and a table not so large that variables are computed alone)."""
+    import importlib
+    sweeping = importlib.import_module("mbmodel.sweep")
+    from mbmodel import native
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from mb_trees import RevoluteChain
+    cm = mb.compile(RevoluteChain(2))
+    built = []
+    monkeypatch.setattr(native, "dynamics", lambda cm_, n: built.append("dynamics"))
+    monkeypatch.setattr(native, "outputs", lambda cm_, n: built.append("outputs"))
+    monkeypatch.setattr(sweeping, "runtime_loops", lambda: built.append("loops"))
+    other = next(n for n in cm.output_names if n not in cm.states)
+    cases = [({"native": False}, [other], []),
+             ({}, [other], ["dynamics", "loops"]),
+             ({"native": True}, list(cm.states), ["dynamics", "loops"]),
+             ({"native": True}, [other], ["dynamics", "loops", "outputs"]),
+             # a table so large that the runs compute their variable alone
+             ({"native": True, "n_points": int(sweeping.TABLE_ALONE)}, [other],
+              ["dynamics", "loops"])]
+    for options, outputs, expected in cases:
+        built.clear()
+        sweeping._prebuild(cm, native, [(0, {}, None, outputs, 1.0, options)])
+        assert built == expected, (options, outputs)
