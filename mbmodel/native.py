@@ -195,24 +195,30 @@ def code_source(cm) -> ca.Function:
     """What C is generated from for ``cm``'s dynamics: for large models the
     structure-preserving kernel Function (:func:`mbmodel.kernels.structured_dynamics`)
     where it applies, else the flat ``cm.dynamics``. Built once per compiled model."""
+    def build():
+        built = None
+        if cm.dynamics.n_instructions() > KERNEL_INSTRUCTIONS and not cm.system.algebraic:
+            built = _kernel_source(cm)
+        return built if built is not None else cm.dynamics
+    return _built_once(cm, _sources, build)
+
+
+def _built_once(cm, store, build):
+    """``store[cm]``, made by ``build()`` the first time, by one thread: casadi's expression
+    graphs are not safe to walk from two threads, and two builds of one model's kernels
+    from its shared graph gave wrong kernels (which the disk cache then kept)."""
     with _lock:
-        source = _sources.get(cm)
-    if source is not None:
-        return source
-    # Built by one thread at a time: casadi's expression graphs are not safe to walk from
-    # two threads, and two builds of one model's kernels from its shared graph gave wrong
-    # kernels (which the disk cache then kept).
+        found = store.get(cm)
+    if found is not None:
+        return found
     with _model_lock(cm):
         with _lock:
-            source = _sources.get(cm)
-        if source is None:
-            built = None
-            if cm.dynamics.n_instructions() > KERNEL_INSTRUCTIONS and not cm.system.algebraic:
-                built = _kernel_source(cm)
-            source = built if built is not None else cm.dynamics
+            found = store.get(cm)
+        if found is None:
+            found = build()
             with _lock:
-                source = _sources.setdefault(cm, source)
-    return source
+                found = store.setdefault(cm, found)
+    return found
 
 
 _model_locks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -300,16 +306,8 @@ def outputs(cm, native: bool | str = True) -> ca.Function:
         fn = _built_outputs.get(cm)
     if not native or (fn is None and native == "auto"):
         return cm.output_function
-    if fn is not None:
-        return fn
-    with _model_lock(cm):
-        with _lock:
-            fn = _built_outputs.get(cm)
-        if fn is None:
-            fn = _native_outputs(cm)
-            with _lock:
-                fn = _built_outputs.setdefault(cm, fn)
-    return fn
+    return fn if fn is not None else _built_once(cm, _built_outputs,
+                                                 lambda: _native_outputs(cm))
 
 
 def _native_outputs(cm) -> ca.Function:
