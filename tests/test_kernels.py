@@ -147,8 +147,6 @@ def test_kernels_and_their_c_compute_every_output_of_a_result(name, tmp_path):
     # dense (a result's table is written through buffers), and so the schedule's C
     assert fn.sparsity_out(0).is_dense()
     assert "mbmodel_call" in codegen._generate_c(fn)
-    fast = codegen.compile_function(fn, cache_dir=tmp_path, optimize=2)
-    assert fast.is_a("External")
     rng = np.random.default_rng(17)
     n = 3
     X = rng.uniform(-1.0, 1.0, (len(cm.states), n))
@@ -161,7 +159,12 @@ def test_kernels_and_their_c_compute_every_output_of_a_result(name, tmp_path):
     scale = max(1.0, np.abs(reference).max())
     kernels = np.array(fn.map(n)(X, Z, U, p, T))
     assert np.max(np.abs(kernels - reference)) <= 1e-13 * scale
-    # as a result computes its table: C through casadi's buffers
+    # as a result computes its table: through casadi's buffers, in C (a compiler run each:
+    # for the models whose outputs differ in kind, the others share their kernels' kinds)
+    in_c = name in ("actuated tree", "floating base", "housed gears (torn linear block)",
+                    "Manutec r3 mechanics", "DC motor drive", "aliases with offsets")
+    fast = codegen.compile_function(fn, cache_dir=tmp_path, optimize=2) if in_c else fn
+    assert fast.is_a("External") == in_c
     compiled = simulation.buffered_table(cm, fast, X, Z, U, p, T)
     assert np.max(np.abs(compiled - reference)) <= 1e-12 * scale
 
