@@ -6,6 +6,7 @@ import csv
 import difflib
 import json
 import os
+import threading
 
 import numpy as np
 
@@ -46,6 +47,7 @@ class Result:
         # served without it.
         self._compute = values if callable(values) else None
         self._values = None if callable(values) else self._shaped(values)
+        self._computing = threading.Lock()  # (the table computed once, by one thread)
         self._known = dict(known or {})
         # ``rows(indices)``: the trajectories of the variables at those rows of ``values``
         # alone, computed from what they need (one variable of a 100-link chain: a few ms,
@@ -117,8 +119,10 @@ class Result:
 
         Example: ``res.values[res.names.index("load.w")]`` is ``res["load.w"]``."""
         if self._values is None:
-            self._values = self._shaped(self._compute())
-            self._compute = None
+            with self._computing:
+                if self._values is None:
+                    self._values = self._shaped(self._compute())
+                    self._compute = None
         return self._values
 
     def __getitem__(self, name: str) -> np.ndarray:

@@ -1687,3 +1687,34 @@ def test_a_variable_read_alone_is_its_row_of_the_whole_table(monkeypatch):
     assert large.computes_alone
     large["body15.frame_a.r_0[0]"]
     assert large._values is None
+
+
+def test_two_threads_reading_one_results_table_compute_it_once():
+    """A result's table is computed by one thread, once: another thread asking meanwhile
+    waits for it (before, it could call the computation the first had already dropped)."""
+    import threading
+    import time
+    from mbmodel.result import Result
+    calls = []
+
+    def compute():
+        calls.append(1)
+        time.sleep(0.05)  # (long enough that the other thread asks meanwhile)
+        return np.arange(6.0).reshape(2, 3)
+
+    res = Result(np.arange(3.0), compute, ["a", "b"])
+    seen, errors = [], []
+
+    def read():
+        try:
+            seen.append(res.values)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(calls) == 1
+    assert all(values is seen[0] for values in seen)
+    np.testing.assert_array_equal(res["b"], [3.0, 4.0, 5.0])
