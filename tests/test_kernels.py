@@ -176,12 +176,17 @@ def test_a_large_results_table_is_computed_in_c_when_asked_once_built(tmp_path, 
     the default ("auto") uses it and reading one variable computes the table; each native
     value's table Function, for failed runs' results too."""
     monkeypatch.setenv("MBMODEL_CACHE", str(tmp_path))
-    cm = mb.compile(RevoluteChain(30), parameters="constant")
+    # (a short chain made "large" by the thresholds: the same paths at a fraction of the
+    # compiler's time; n = 201 output times)
+    monkeypatch.setattr(native, "KERNEL_INSTRUCTIONS", 500)
+    monkeypatch.setattr(simulation, "TABLE_ALONE", 2e5)
+    cm = mb.compile(RevoluteChain(6), parameters="constant")
     assert cm.output_function.n_instructions() > native.KERNEL_INSTRUCTIONS
+    assert cm.output_function.n_instructions() * 201 > simulation.TABLE_ALONE
     native.dynamics(cm)
-    vm = cm.simulate(0.2, n_points=2001, native=False)
+    vm = cm.simulate(0.2, n_points=201, native=False)
     assert vm.computes_alone  # (in the virtual machine, a variable read alone)
-    in_c = cm.simulate(0.2, n_points=2001, native=True)
+    in_c = cm.simulate(0.2, n_points=201, native=True)
     in_c[cm.states[0]]  # noqa: B018 - a state: no table
     assert native.outputs(cm, "auto") is cm.output_function  # not built
     assert not list(tmp_path.glob("outputs-*.json"))
@@ -191,7 +196,7 @@ def test_a_large_results_table_is_computed_in_c_when_asked_once_built(tmp_path, 
     assert list(tmp_path.glob("outputs-*.json"))
     # (the virtual machine's table at the C run's states: the runs' dynamics differ in
     # rounding, and so do their trajectories, by ~1e-8)
-    n, p = 2001, cm.parameter_vector()
+    n, p = 201, cm.parameter_vector()
     none = np.zeros((0, n))
     reference = np.array(cm.output_function.map(n)(
         np.array([in_c[name] for name in cm.states]), none, none, p, in_c.t[None, :]))
@@ -199,7 +204,7 @@ def test_a_large_results_table_is_computed_in_c_when_asked_once_built(tmp_path, 
         np.array([vm[name] for name in cm.states]), none, none, p, vm.t[None, :])))
     scale = max(1.0, np.abs(reference).max())
     assert np.max(np.abs(table - reference)) <= 1e-12 * scale
-    later = cm.simulate(0.2, n_points=2001)
+    later = cm.simulate(0.2, n_points=201)
     assert not later.computes_alone
     assert np.array_equal(later[cm.output_names[-1]], in_c[cm.output_names[-1]])
     assert native.outputs(cm, False) is cm.output_function
