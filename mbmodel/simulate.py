@@ -448,12 +448,15 @@ def buffered_table(cm, fn: ca.Function, *args) -> np.ndarray:
 
     Example: ``table = buffered_table(cm, cm.output_function, X, Z, U, p, grid[None, :])``"""
     fn = _dense(cm, fn)
-    n = max(np.shape(value)[1] for value in args if np.ndim(value) == 2)
+    if len(args) != fn.n_in():
+        raise ValueError(f"buffered_table: {fn.name()} takes {fn.n_in()} arguments, not "
+                         f"{len(args)}")
+    args = [np.asarray(value, dtype=float) for value in args]
+    n = max([value.shape[1] for value in args if value.ndim == 2] or [1])
     columns = []  # per input: its columns, or one column for all points
     for i, value in enumerate(args):
-        value = np.asarray(value, dtype=float)
-        if value.ndim == 1:
-            value = value[:, None]  # a vector is a column
+        if value.ndim < 2:
+            value = value.reshape(-1, 1)  # a number or a vector is a column
         if value.shape[0] != fn.size1_in(i) or value.shape[1] not in (1, n):
             raise ValueError(f"buffered_table: argument {i} ({fn.name_in(i)}) has shape "
                              f"{value.shape}, not ({fn.size1_in(i)}, 1 or {n})")

@@ -235,6 +235,11 @@ def test_a_table_is_written_dense_from_a_function_with_structural_zeros():
     np.testing.assert_array_equal(simulation.buffered_table(cm, fn, X, T),
                                   [[1, 2, 3], [0, 0, 0], [2, 4, 6], [0, 0, 0], [10, 20, 30]])
     # every size of table: chunks of points and the rest, for a few outputs and for many
+    # one point given as numbers or vectors; a missing argument is refused
+    np.testing.assert_array_equal(simulation.buffered_table(cm, fn, 2.0, [5.0]),
+                                  [[2.0], [0.0], [4.0], [0.0], [5.0]])
+    with pytest.raises(ValueError, match="takes 2 arguments, not 1"):
+        simulation.buffered_table(cm, fn, X)
     many = ca.Function("g", [x, t], [ca.vertcat(*[x * k + t for k in range(3000)])])
     assert simulation.table_chunk(5) == 4096 and simulation.table_chunk(3000) == 16
     for f, sizes in ((fn, (1, 2, 4095, 4097)), (many, (1, 15, 16, 33))):
