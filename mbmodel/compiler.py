@@ -282,14 +282,27 @@ def _outputs(system, wanted, symbols: ca.SX) -> tuple[list[str], ca.SX]:
 
 def _expression_of(system, name):
     """A variable as an expression of the sorted system's symbols (aliases resolved)."""
-    if name in system.alias:
-        rep, sign, off = system.alias[name]
-        if rep is None:
-            return ca.SX(off)
-        return affine_expression(_expression_of(system, rep), sign, off)
-    if name not in system.flat_index:  # an external input
-        return system.variables[system.variable_index[name]].symbol
-    return system.symbols[system.flat_index[name]]
+    symbol, sign, offset = alias_chain(system, name)
+    return ca.SX(offset) if symbol is None else affine_expression(symbol, sign, offset)
+
+
+def alias_chain(system, name):
+    """``name``'s value as ``(symbol, sign, offset)``: ``sign * symbol + offset``, the
+    symbol a variable of the sorted system or an external input (None: a constant),
+    following its chain of aliases (one sign and one offset for the whole chain: the
+    output Function and the kernels' C compute it alike).
+
+    Example: ``symbol, sign, offset = alias_chain(cm.system, "motor.flange.phi")``"""
+    sign, offset = 1.0, 0.0
+    while name in system.alias:
+        name, scale, shift = system.alias[name]
+        offset += sign * shift
+        sign *= scale
+        if name is None:
+            return None, 0.0, offset
+    if name in system.flat_index:
+        return system.symbols[system.flat_index[name]], sign, offset
+    return system.variables[system.variable_index[name]].symbol, sign, offset
 
 
 def _check_bounds(parameters, values, lower, upper):

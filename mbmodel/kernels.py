@@ -484,7 +484,7 @@ def _structured_dynamics(system, parameter_mode, time_symbol):
 def _structured_outputs(system, names, parameter_mode, time_symbol):
     if system.algebraic:
         return None
-    from .compiler import input_order, output_sources
+    from .compiler import alias_chain, input_order, output_sources
     sources = output_sources(system, set(names))
     if sources.names != names:
         return None  # not this system's outputs (not expected; keep casadi's)
@@ -506,7 +506,7 @@ def _structured_outputs(system, names, parameter_mode, time_symbol):
         elif row >= 0:
             value = made.value_of(system.symbols[row].element_hash())
         else:  # an expression of its own: a chain of aliases, an input
-            symbol, scale, shift = _alias_chain(system, names[k])
+            symbol, scale, shift = alias_chain(system, names[k])
             offset += sign * shift
             sign *= scale
             value = 0.0 if symbol is None else made.value_of(symbol.element_hash())
@@ -532,22 +532,6 @@ def _structured_outputs(system, names, parameter_mode, time_symbol):
     attach(fn, _schedule(made.calls, results, n_x, n_p, n_u, made.bindings, made.bound,
                          kind="outputs", offsets=offsets))
     return fn, made.stats
-
-
-def _alias_chain(system, name):
-    """``name``'s value as ``(symbol, sign, offset)``: ``sign * symbol + offset``, the
-    symbol a variable of the sorted system or an external input (None: a constant),
-    following its chain of aliases."""
-    sign, offset = 1.0, 0.0
-    while name in system.alias:
-        name, scale, shift = system.alias[name]
-        offset += sign * shift
-        sign *= scale
-        if name is None:
-            return None, 0.0, offset
-    if name in system.flat_index:
-        return system.symbols[system.flat_index[name]], sign, offset
-    return system.variables[system.variable_index[name]].symbol, sign, offset
 
 
 @dataclass
