@@ -395,8 +395,7 @@ def _result(cm, grid, X, Z, U, p, rows, methods_used, native="auto") -> Result:
     return result
 
 
-def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, pu,
-                  native="auto"):
+def _check_finite(cm, grid, X, Z, U, p, methods_used, t0, tout, xs, zs, start, pu, native):
     """A state or algebraic variable that is NaN or infinite stops the run with the time
     and the variable, and the result up to the last finite output time."""
     finite = np.all(np.isfinite(xs), axis=0) & np.all(np.isfinite(zs), axis=0)
@@ -541,15 +540,23 @@ def _output_rows(cm, grid, X, Z, U, p):
     """Rows of the output table computed alone, when a variable is read before the whole
     table is needed: a Function of those outputs is what they read and no more (casadi
     keeps what its outputs depend on), evaluated at each point of the grid. None
-    where the whole table is cheap (:data:`TABLE_ALONE`)."""
-    if cm.output_function.n_instructions() * len(grid) <= TABLE_ALONE:
+    where the whole table is cheap (:func:`table_read_whole`)."""
+    if table_read_whole(cm, len(grid)):
         return None
 
     def rows(indices):
         fn, read = selected_outputs(cm, tuple(indices))
-        return buffered_table(cm, fn,
-                              X, Z, U, p[read], grid[None, :])
+        return buffered_table(cm, fn, X, Z, U, p[read], grid[None, :])
     return rows
+
+
+def table_read_whole(cm, n_points: int) -> bool:
+    """Whether a result of ``cm`` at ``n_points`` output times computes its whole table on
+    the first read of a variable that is not a state (the table costs at most
+    :data:`TABLE_ALONE` instruction evaluations), rather than the variable alone.
+
+    Example: ``table_read_whole(cm, 501)``"""
+    return cm.output_function.n_instructions() * n_points <= TABLE_ALONE
 
 
 def selected_outputs(cm, rows: tuple) -> tuple[ca.Function, list[int]]:

@@ -45,7 +45,7 @@ from .errors import ModelError, SimulationError
 from .inputs import input_function
 from .progress import run_bar
 from .explicit import runtime_loops
-from .simulate import TABLE_ALONE, checked_options, run
+from .simulate import checked_options, run, table_read_whole
 
 __all__ = ["sweep", "runs_of"]
 
@@ -296,9 +296,9 @@ def _on_cluster(client, cm, tasks, bar):
 
 def _prebuild(cm, native, tasks):
     """Build the generated C here, once, so the workers load it from the disk cache: the
-    dynamics, the integrators' C loops, and with ``native=True`` the outputs' where the runs compute their tables
-    (they read more than the states, and the table is not so large that a variable is
-    computed alone: :data:`mbmodel.simulate.TABLE_ALONE`)."""
+    dynamics, the integrators' C loops, and with ``native=True`` the outputs' where the
+    runs compute their tables (they read more than the states, and a first read computes
+    the whole table: :func:`mbmodel.simulate.table_read_whole`)."""
     options = tasks[0][5]
     choice = options.get("native", "auto")
     if choice and cm.states:
@@ -307,7 +307,7 @@ def _prebuild(cm, native, tasks):
     if choice is True and not set(tasks[0][3]) <= set(cm.states):
         times = options.get("times")
         points = len(times) if times is not None else options.get("n_points") or 501
-        if cm.output_function.n_instructions() * points <= TABLE_ALONE:
+        if table_read_whole(cm, points):
             native.outputs(cm, True)
 
 

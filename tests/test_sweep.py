@@ -287,6 +287,7 @@ def test_a_sweep_builds_the_c_its_workers_load_once_before_they_start(monkeypatc
     read, and a table not so large that variables are computed alone)."""
     import importlib
     sweeping = importlib.import_module("mbmodel.sweep")
+    simulation = importlib.import_module("mbmodel.simulate")
     from mbmodel import native
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from mb_trees import RevoluteChain
@@ -301,7 +302,7 @@ def test_a_sweep_builds_the_c_its_workers_load_once_before_they_start(monkeypatc
              ({"native": True}, list(cm.states), ["dynamics", "loops"]),
              ({"native": True}, [other], ["dynamics", "loops", "outputs"]),
              # a table so large that the runs compute their variable alone
-             ({"native": True, "n_points": int(sweeping.TABLE_ALONE)}, [other],
+             ({"native": True, "n_points": int(simulation.TABLE_ALONE)}, [other],
               ["dynamics", "loops"])]
     for options, outputs, expected in cases:
         built.clear()
