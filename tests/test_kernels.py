@@ -169,6 +169,40 @@ def test_kernels_and_their_c_compute_every_output_of_a_result(name, tmp_path):
     assert np.max(np.abs(compiled - reference)) <= 1e-12 * scale
 
 
+def test_the_outputs_c_places_every_body_where_pinocchio_does(tmp_path):
+    """The outputs' C (through buffered_table, as a result's table is computed) gives every
+    body's position and orientation of a general chain (revolute and prismatic joints,
+    general axes) at random coordinates as Pinocchio's forward kinematics does."""
+    pin = pytest.importorskip("pinocchio")
+    from mbmodel import codegen
+    spec = random_tree(7, np.random.default_rng(1), chain=True)
+    cm = mb.compile(TreeModel(spec), parameters="constant")
+    fn, _ = structured_outputs(cm.system, cm.output_names, cm.parameter_mode)
+    fast = codegen.compile_function(fn, cache_dir=tmp_path, optimize=2)
+    assert fast.is_a("External")
+    model = pinocchio_model(spec)
+    data = model.createData()
+    n = len(spec)
+    coordinate = ["phi" if s["kind"] == "revolute" else "s" for s in spec]
+    assert set(coordinate) == {"phi", "s"}
+    Q = np.random.default_rng(3).uniform(-np.pi, np.pi, (4, n))
+    X = np.column_stack([cm.state_vector({f"joint{i}.{coordinate[i]}": q[i]
+                                          for i in range(n)}) for q in Q])
+    points = X.shape[1]
+    table = simulation.buffered_table(cm, fast, X, np.zeros((0, points)),
+                                      np.zeros((0, points)), cm.parameter_vector(),
+                                      np.zeros((1, points)))
+    row = cm.output_index
+    for k, q in enumerate(Q):
+        pin.forwardKinematics(model, data, q)
+        for i in range(n):
+            r = table[[row[f"body{i}.frame_a.r_0[{j}]"] for j in range(3)], k]
+            R = table[[row[f"body{i}.frame_a.R[{a},{b}]"] for a in range(3)
+                       for b in range(3)], k].reshape(3, 3)
+            np.testing.assert_allclose(r, data.oMi[i + 1].translation, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(R, data.oMi[i + 1].rotation.T, rtol=0, atol=1e-12)
+
+
 def test_a_large_results_table_is_computed_in_c_when_asked_once_built(tmp_path, monkeypatch):
     """simulate(native=True) computes a large model's result table with the outputs' C
     (native.outputs), built when a table is first computed (not for a run whose states
